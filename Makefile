@@ -1,0 +1,42 @@
+# Spool: `make run` starts Spool on the demo model, `make test` runs every
+# check. Both install what they need on a Debian machine.
+
+GO        ?= go
+BIN       := bin/spool
+MODEL     ?= assets/models/glm52-mini
+GOFLAGS_HEADLESS := -tags headless
+# Packages with no OS-specific code must also build for the Mac.
+PORTABLE  := ./engine/... ./kernels/... ./internal/...
+
+.PHONY: all build run test deps vet unit darwin arm64 clean
+
+all: build
+
+deps:
+	@scripts/setup-debian.sh base
+	@$(GO) mod download
+
+build: deps
+	$(GO) build $(GOFLAGS_HEADLESS) -o $(BIN) ./app
+
+run: build
+	$(BIN) run --model $(MODEL) --temperature 0 --max-tokens 64 \
+		--chat "What does the function os.path.join do?"
+
+test: deps vet unit darwin arm64
+
+vet:
+	$(GO) vet $(GOFLAGS_HEADLESS) ./...
+
+unit:
+	$(GO) test $(GOFLAGS_HEADLESS) -count=1 ./...
+
+darwin:
+	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet $(PORTABLE)
+
+arm64:
+	@scripts/setup-debian.sh arm64
+	kernels/test-arm64.sh
+
+clean:
+	rm -rf bin

@@ -1,0 +1,231 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spoolhq/spool/engine/chat"
+	"github.com/spoolhq/spool/engine/generate"
+	"github.com/spoolhq/spool/engine/model"
+	"github.com/spoolhq/spool/engine/modeldir"
+)
+
+type runFlags struct {
+	model       string
+	prompt      string
+	chat        string
+	promptIDs   string
+	maxTokens   int
+	temperature float64
+	topP        float64
+	topK        int
+	seed        uint64
+	context     int
+	think       bool
+	jsonOut     bool
+	noMTP       bool
+	noDSA       bool
+}
+
+func newRunCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Generate text from a prompt or a chat message",
+		Example: `  spool run --model assets/models/glm52-mini --chat "What does the function os.path.join do?"
+  spool run --prompt-ids 8192,8194,39 --max-tokens 8 --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runRun(cmd, &f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.model, "model", "", "model directory (default $SPOOL_MODEL or the demo model)")
+	fl.StringVar(&f.prompt, "prompt", "", "raw text prompt (no chat template)")
+	fl.StringVar(&f.chat, "chat", "", "a user message, rendered with the model's chat template")
+	fl.StringVar(&f.promptIDs, "prompt-ids", "", "comma-separated prompt token ids")
+	fl.IntVar(&f.maxTokens, "max-tokens", 256, "most tokens to generate")
+	fl.Float64Var(&f.temperature, "temperature", -1, "sampling temperature; 0 is greedy (default: the model's generation_config)")
+	fl.Float64Var(&f.topP, "top-p", -1, "nucleus sampling mass (default: the model's generation_config)")
+	fl.IntVar(&f.topK, "top-k", -1, "keep the K most likely tokens (default: the model's generation_config)")
+	fl.Uint64Var(&f.seed, "seed", 0, "random seed for sampling (default: random)")
+	fl.IntVar(&f.context, "context", 4096, "context length in tokens")
+	fl.BoolVar(&f.think, "think", false, "with --chat: let the model think before answering")
+	fl.BoolVar(&f.jsonOut, "json", false, "print one JSON object instead of streaming text")
+	fl.BoolVar(&f.noMTP, "no-mtp", false, "do not load the MTP draft layer")
+	fl.BoolVar(&f.noDSA, "no-dsa", false, "dense attention even where the DSA indexer would select")
+	cmd.MarkFlagsMutuallyExclusive("prompt", "chat", "prompt-ids")
+	cmd.MarkFlagsOneRequired("prompt", "chat", "prompt-ids")
+	return cmd
+}
+
+// runResult is the --json output of spool run.
+type runResult struct {
+	Model                  string  `json:"model"`
+	PromptTokens           int     `json:"prompt_tokens"`
+	CompletionTokens       int     `json:"completion_tokens"`
+	TokenIDs               []int   `json:"token_ids"`
+	Text                   string  `json:"text"`
+	FinishReason           string  `json:"finish_reason"`
+	StopToken              *int    `json:"stop_token,omitempty"`
+	Seed                   uint64  `json:"seed"`
+	Temperature            float64 `json:"temperature"`
+	LoadSeconds            float64 `json:"load_seconds"`
+	PrefillSeconds         float64 `json:"prefill_seconds"`
+	PrefillTokensPerSecond float64 `json:"prefill_tokens_per_second"`
+	DecodeSeconds          float64 `json:"decode_seconds"`
+	DecodeTokensPerSecond  float64 `json:"decode_tokens_per_second"`
+	MTP                    bool    `json:"mtp"`
+	DSA                    bool    `json:"dsa"`
+}
+
+func runRun(cmd *cobra.Command, f *runFlags) error {
+	ctx := cmd.Context()
+	dir, err := resolveModelDir(f.model)
+	if err != nil {
+		return err
+	}
+	if f.maxTokens <= 0 {
+		return fmt.Errorf("--max-tokens must be positive, got %d", f.maxTokens)
+	}
+	loadStart := time.Now()
+	lm, err := loadModel(ctx, dir, modeldir.Options{Model: model.Options{DisableMTP: f.noMTP, DisableDSA: f.noDSA}})
+	if err != nil {
+		return err
+	}
+	defer lm.Close()
+	loadTime := time.Since(loadStart)
+	m := lm.dir.Model
+	cfg := m.Config()
+
+	var prompt []int
+	switch {
+	case f.promptIDs != "":
+		if prompt, err = parseIDs(f.promptIDs, cfg.VocabSize); err != nil {
+			return err
+		}
+	case f.prompt != "":
+		prompt = lm.tokenizer.Encode(f.prompt)
+	default:
+		if lm.template == nil {
+			return fmt.Errorf("%s has no chat template; use --prompt", dir)
+		}
+		think := f.think
+		text, err := lm.template.Render([]chat.Message{{Role: "user", Content: f.chat}}, chat.Options{AddGenerationPrompt: true, EnableThinking: &think})
+		if err != nil {
+			return err
+		}
+		prompt = lm.tokenizer.Encode(text)
+	}
+	if len(prompt) == 0 {
+		return errors.New("the prompt is empty")
+	}
+
+	params := generate.Params{MaxTokens: f.maxTokens, StopTokens: cfg.EOSTokenIDs}
+	params.Sampling = samplingFor(cfg.Generation.DoSample, cfg.Generation.Temperature, cfg.Generation.TopP, cfg.Generation.TopK)
+	if f.temperature >= 0 {
+		params.Temperature = f.temperature
+	}
+	if f.topP >= 0 {
+		params.TopP = f.topP
+	}
+	if f.topK >= 0 {
+		params.TopK = f.topK
+	}
+	params.Seed = f.seed
+	if !cmd.Flags().Changed("seed") {
+		params.Seed = uint64(time.Now().UnixNano())
+	}
+
+	out := cmd.OutOrStdout()
+	dec := lm.tokenizer.NewStreamDecoder(true)
+	var onToken func(int) error
+	if !f.jsonOut {
+		onToken = func(id int) error {
+			_, err := fmt.Fprint(out, dec.Add(id))
+			return err
+		}
+	}
+	res, err := generate.Generate(ctx, m, m.NewSequence(f.context), prompt, params, onToken)
+	if err != nil {
+		return err
+	}
+	if !f.jsonOut {
+		fmt.Fprintln(out, dec.Flush())
+		fmt.Fprintf(cmd.ErrOrStderr(), "\n%d prompt tokens, %d generated (%s); prefill %.0f tok/s, decode %.1f tok/s\n",
+			len(prompt), len(res.Tokens), res.FinishReason, tokensPerSecond(len(prompt)-res.CachedTokens, res.PrefillTime), res.DecodeTokensPerSecond())
+		return nil
+	}
+	r := runResult{
+		Model:                  dir,
+		PromptTokens:           len(prompt),
+		CompletionTokens:       len(res.Tokens),
+		TokenIDs:               res.Tokens,
+		Text:                   lm.tokenizer.Decode(res.Tokens, true),
+		FinishReason:           res.FinishReason,
+		Seed:                   params.Seed,
+		Temperature:            params.Temperature,
+		LoadSeconds:            loadTime.Seconds(),
+		PrefillSeconds:         res.PrefillTime.Seconds(),
+		PrefillTokensPerSecond: tokensPerSecond(len(prompt)-res.CachedTokens, res.PrefillTime),
+		DecodeSeconds:          res.DecodeTime.Seconds(),
+		DecodeTokensPerSecond:  res.DecodeTokensPerSecond(),
+		MTP:                    m.HasMTP(),
+		DSA:                    m.HasDSA(),
+	}
+	if r.TokenIDs == nil {
+		r.TokenIDs = []int{}
+	}
+	if res.StopToken >= 0 {
+		r.StopToken = &res.StopToken
+	}
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// samplingFor turns generation_config defaults into sampling parameters:
+// greedy unless the model asks for sampling.
+func samplingFor(doSample bool, temperature, topP float64, topK int) generate.Sampling {
+	if !doSample {
+		return generate.Sampling{}
+	}
+	s := generate.Sampling{Temperature: 1, TopP: topP, TopK: topK}
+	if temperature > 0 {
+		s.Temperature = temperature
+	}
+	return s
+}
+
+func tokensPerSecond(n int, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}
+
+// parseIDs parses "1,2,3" into token ids below vocab.
+func parseIDs(s string, vocab int) ([]int, error) {
+	var ids []int
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		id, err := strconv.Atoi(part)
+		if err != nil {
+			return nil, fmt.Errorf("--prompt-ids: %q is not a token id", part)
+		}
+		if id < 0 || id >= vocab {
+			return nil, fmt.Errorf("--prompt-ids: token id %d is outside the vocabulary (0..%d)", id, vocab-1)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spoolhq/spool/engine/chat"
+	"github.com/spoolhq/spool/engine/modeldir"
+	"github.com/spoolhq/spool/engine/tokenizer"
+)
+
+// loadedModel is a model directory opened for text generation: the model,
+// its tokenizer and its chat template.
+type loadedModel struct {
+	dir       *modeldir.Dir
+	tokenizer *tokenizer.Tokenizer
+	template  *chat.Template // nil when the model ships no chat template
+}
+
+// defaultModelDir is where the demo model lives relative to the repository
+// root or the executable's directory.
+const defaultModelDir = "assets/models/glm52-mini"
+
+// resolveModelDir picks --model, then $SPOOL_MODEL, then the demo model.
+func resolveModelDir(flag string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	if env := os.Getenv("SPOOL_MODEL"); env != "" {
+		return env, nil
+	}
+	candidates := []string{defaultModelDir}
+	if exe, err := os.Executable(); err == nil {
+		candidates = append(candidates,
+			filepath.Join(filepath.Dir(exe), "..", defaultModelDir),
+			filepath.Join(filepath.Dir(exe), "..", "Resources", "models", "glm52-mini"))
+	}
+	for _, c := range candidates {
+		if _, err := os.Stat(filepath.Join(c, "config.json")); err == nil {
+			return c, nil
+		}
+	}
+	return "", errors.New("no model directory: pass --model DIR or set SPOOL_MODEL")
+}
+
+func loadModel(ctx context.Context, dir string, opts modeldir.Options) (*loadedModel, error) {
+	d, err := modeldir.Open(ctx, dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := tokenizer.Load(filepath.Join(dir, "tokenizer.json"))
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	if tok.VocabSize() > d.Config.VocabSize {
+		d.Close()
+		return nil, fmt.Errorf("tokenizer has %d ids but the model's vocabulary is %d", tok.VocabSize(), d.Config.VocabSize)
+	}
+	lm := &loadedModel{dir: d, tokenizer: tok}
+	if lm.template, err = chat.LoadTemplate(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		d.Close()
+		return nil, err
+	}
+	return lm, nil
+}
+
+func (lm *loadedModel) Close() error { return lm.dir.Close() }

@@ -1,0 +1,54 @@
+// Command spool is the one Spool binary: the desktop app when double-clicked,
+// a CLI from a terminal (run, serve, pull, fit, inspect, bench), and with
+// -tags headless a server/CLI binary with no GUI dependency.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// version is stamped by the build (-ldflags "-X main.version=...").
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRootCmd().ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		var ee exitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.code)
+		}
+		fmt.Fprintln(os.Stderr, "spool:", err)
+		os.Exit(1)
+	}
+}
+
+// exitError carries a specific exit status for a command whose result was
+// already printed (for example `spool fit` when the model does not fit).
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "spool",
+		Short:         "Spool runs GLM-5.2 on a Mac with 32 GB of memory",
+		Version:       version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(
+		// Each command lives in its own cmd_*.go file.
+		newBenchCmd(),
+		newRunCmd(),
+	)
+	return root
+}

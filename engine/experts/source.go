@@ -1,0 +1,39 @@
+// Package experts owns where routed experts live. The model never knows: it
+// asks a Source for the experts one layer needs for all rows of a forward and
+// gets them through a Lease, as they become ready. Implementations range from
+// fully resident (every expert in memory) to the streamed tier (slabs, LRU,
+// pins, reads from disk).
+//
+// A Source must be safe for use by one forward at a time; leases end at a safe
+// point (Release), and an expert's memory is never reused while leased.
+package experts
+
+import (
+	"context"
+
+	"github.com/spoolhq/spool/kernels"
+)
+
+// Expert is one routed expert's three matrices: down(silu(gate x) * up x).
+type Expert struct {
+	Gate, Up, Down *kernels.Matrix
+}
+
+// Source hands out routed experts.
+type Source interface {
+	// Acquire starts making experts ids (unique) of layer ready. Layer is the
+	// decoder layer index; the MTP layer is config.NumLayers.
+	Acquire(ctx context.Context, layer int, ids []int) (Lease, error)
+}
+
+// Lease delivers the experts of one Acquire, each exactly once, in the order
+// they become ready (resident experts first). The model computes each
+// expert's output as it arrives and sums them in a fixed order afterwards, so
+// results do not depend on arrival order.
+type Lease interface {
+	// Next blocks until another expert is ready and returns its index in the
+	// ids passed to Acquire. It returns io.EOF after the last one.
+	Next(ctx context.Context) (index int, e *Expert, err error)
+	// Release ends the lease; the experts' memory may be reused afterwards.
+	Release()
+}

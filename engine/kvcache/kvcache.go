@@ -1,0 +1,149 @@
+// Package kvcache owns the compressed attention state of one sequence: per
+// decoder layer the normalized KV latent and the shared roped key of every
+// token (MLA's compressed cache — nothing per head is stored), the DSA
+// indexer keys of full indexer layers, and the MTP layer's own cache.
+//
+// It does no arithmetic beyond copying; the model decides what is stored.
+// A Sequence is used by one forward at a time.
+package kvcache
+
+import "fmt"
+
+// Geometry describes what one token stores.
+type Geometry struct {
+	Layers   int    // decoder layers (MTP not counted)
+	KVLora   int    // latent width per token per layer
+	Rope     int    // shared rope key width per token per layer
+	IndexDim int    // indexer key width (0 when DSA is off)
+	Indexer  []bool // Indexer[l]: layer l stores indexer keys
+	MTP      bool   // the MTP layer has its own cache
+}
+
+// Layer is one layer's cache: flat rows of Latent (KVLora), Rope and, for
+// indexer layers, Index (IndexDim) values per token.
+type Layer struct {
+	Latent []float32
+	Rope   []float32
+	Index  []float32
+	n      int
+}
+
+// Len is the number of tokens stored.
+func (l *Layer) Len() int { return l.n }
+
+// Append stores one token's state. index may be nil for layers without keys.
+func (l *Layer) Append(latent, rope, index []float32) {
+	l.Latent = append(l.Latent, latent...)
+	l.Rope = append(l.Rope, rope...)
+	l.Index = append(l.Index, index...)
+	l.n++
+}
+
+func (l *Layer) trim(n, kv, rope, idx int) {
+	if n >= l.n {
+		return
+	}
+	l.Latent = l.Latent[:n*kv]
+	l.Rope = l.Rope[:n*rope]
+	if l.Index != nil {
+		l.Index = l.Index[:n*idx]
+	}
+	l.n = n
+}
+
+// Sequence is the cached state of one token sequence.
+type Sequence struct {
+	geo    Geometry
+	limit  int
+	tokens []int
+	layers []Layer
+	mtp    Layer
+}
+
+// New returns an empty sequence that refuses to grow past limit tokens.
+func New(geo Geometry, limit int) *Sequence {
+	return &Sequence{geo: geo, limit: limit, layers: make([]Layer, geo.Layers)}
+}
+
+// Geometry returns what the sequence stores per token.
+func (s *Sequence) Geometry() Geometry { return s.geo }
+
+// Limit is the context length the sequence may reach.
+func (s *Sequence) Limit() int { return s.limit }
+
+// Len is the number of tokens whose state is cached.
+func (s *Sequence) Len() int { return len(s.tokens) }
+
+// Tokens returns the cached tokens (do not modify).
+func (s *Sequence) Tokens() []int { return s.tokens }
+
+// Layer returns layer l's cache.
+func (s *Sequence) Layer(l int) *Layer { return &s.layers[l] }
+
+// MTP returns the MTP layer's cache (its rows lag the main model's).
+func (s *Sequence) MTP() *Layer { return &s.mtp }
+
+// Reserve records that tokens are about to be forwarded; the model then
+// appends their state layer by layer. It fails when the context would
+// overflow.
+func (s *Sequence) Reserve(tokens []int) error {
+	if len(s.tokens)+len(tokens) > s.limit {
+		return &ContextError{Have: len(s.tokens), Add: len(tokens), Limit: s.limit}
+	}
+	s.tokens = append(s.tokens, tokens...)
+	return nil
+}
+
+// Trim drops every token from position n on (speculative rollback, prefix
+// reuse). The MTP cache is trimmed to at most n rows as well.
+func (s *Sequence) Trim(n int) {
+	if n < 0 {
+		n = 0
+	}
+	if n < len(s.tokens) {
+		s.tokens = s.tokens[:n]
+	}
+	g := s.geo
+	for i := range s.layers {
+		s.layers[i].trim(n, g.KVLora, g.Rope, g.IndexDim)
+	}
+	s.mtp.trim(n, g.KVLora, g.Rope, g.IndexDim)
+}
+
+// TrimMTP drops MTP rows from n on.
+func (s *Sequence) TrimMTP(n int) {
+	s.mtp.trim(n, s.geo.KVLora, s.geo.Rope, s.geo.IndexDim)
+}
+
+// Bytes is the memory the cached state occupies.
+func (s *Sequence) Bytes() int64 {
+	var n int64
+	for i := range s.layers {
+		l := &s.layers[i]
+		n += int64(len(l.Latent)+len(l.Rope)+len(l.Index)) * 4
+	}
+	n += int64(len(s.mtp.Latent)+len(s.mtp.Rope)) * 4
+	return n
+}
+
+// BytesPerToken is what one more token costs.
+func (g Geometry) BytesPerToken() int64 {
+	layers := g.Layers
+	if g.MTP {
+		layers++
+	}
+	n := int64(layers) * int64(g.KVLora+g.Rope)
+	for _, idx := range g.Indexer {
+		if idx {
+			n += int64(g.IndexDim)
+		}
+	}
+	return 4 * n
+}
+
+// ContextError reports a sequence that would exceed its context length.
+type ContextError struct{ Have, Add, Limit int }
+
+func (e *ContextError) Error() string {
+	return fmt.Sprintf("context length exceeded: %d cached + %d new tokens > limit %d", e.Have, e.Add, e.Limit)
+}

@@ -1,0 +1,179 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/spoolhq/spool/kernels"
+)
+
+// mlpForward applies the layer's MLP (dense, or shared + routed experts) to
+// the R rows of x.
+func (m *Model) mlpForward(ctx context.Context, y *layer, x []float32, R int, tr *Trace) ([]float32, error) {
+	if !y.isSparse {
+		return m.denseMLP(y.dense, x, R), nil
+	}
+	return m.moe(ctx, y, x, R, tr)
+}
+
+// denseMLP computes down(silu(gate x) * up x) for R rows.
+func (m *Model) denseMLP(p *mlp, x []float32, R int) []float32 {
+	inter := p.gate.Rows
+	g := make([]float32, R*inter)
+	u := make([]float32, R*inter)
+	kernels.MatMul(g, p.gate, x, R)
+	kernels.MatMul(u, p.up, x, R)
+	for i := range g {
+		g[i] = silu(g[i]) * u[i]
+	}
+	out := make([]float32, R*p.down.Rows)
+	kernels.MatMul(out, p.down, g, R)
+	return out
+}
+
+// route holds one row's chosen experts and their final weights.
+type route struct {
+	ids     []int
+	weights []float32
+}
+
+// router picks each row's experts: sigmoid scores (float32), the correction
+// bias added for selection only, top-k by biased score (ties to the lower
+// expert id), weights = unbiased scores normalized and scaled.
+func (m *Model) router(y *layer, x []float32, R int) []route {
+	c := m.cfg
+	E, k := c.NumRoutedExperts, c.ExpertsPerToken
+	logits := make([]float32, R*E)
+	kernels.MatMul(logits, y.router, x, R)
+	routes := make([]route, R)
+	score := make([]float32, E)
+	choice := make([]float32, E)
+	for i := 0; i < R; i++ {
+		for e := 0; e < E; e++ {
+			s := sigmoid(logits[i*E+e])
+			score[e] = s
+			choice[e] = s + y.bias[e]
+			if nonFinite(choice[e]) {
+				choice[e] = -1e30 // never chosen ahead of a finite score
+			}
+		}
+		ids := make([]int, k)
+		taken := make([]bool, E)
+		for j := 0; j < k; j++ {
+			best := -1
+			for e := 0; e < E; e++ {
+				if !taken[e] && (best < 0 || choice[e] > choice[best]) {
+					best = e
+				}
+			}
+			taken[best] = true
+			ids[j] = best
+		}
+		w := make([]float32, k)
+		var sum float32
+		for j, e := range ids {
+			w[j] = score[e]
+			sum += w[j]
+		}
+		scale := float32(c.RoutedScalingFactor)
+		for j := range w {
+			if c.NormTopKProb {
+				w[j] /= sum + 1e-20
+			}
+			w[j] *= scale
+		}
+		routes[i] = route{ids: ids, weights: w}
+	}
+	return routes
+}
+
+// moe routes every row, fetches the union of chosen experts once, applies
+// each to the rows that chose it, and sums per row in ascending expert order
+// (so the result is independent of the order experts arrive in), then adds
+// the shared expert.
+func (m *Model) moe(ctx context.Context, y *layer, x []float32, R int, tr *Trace) ([]float32, error) {
+	c := m.cfg
+	H, k := c.HiddenSize, c.ExpertsPerToken
+	routes := m.router(y, x, R)
+	if tr != nil {
+		if tr.Routes == nil {
+			tr.Routes = map[int][][]int{}
+			tr.RouteWeights = map[int][][]float32{}
+		}
+		ids := make([][]int, R)
+		ws := make([][]float32, R)
+		for i, r := range routes {
+			ids[i], ws[i] = r.ids, r.weights
+		}
+		tr.Routes[y.index], tr.RouteWeights[y.index] = ids, ws
+	}
+
+	// users[e] lists (row, slot) pairs that chose expert e.
+	type use struct{ row, slot int }
+	users := map[int][]use{}
+	for i, r := range routes {
+		for j, e := range r.ids {
+			users[e] = append(users[e], use{i, j})
+		}
+	}
+	union := make([]int, 0, len(users))
+	for e := range users {
+		union = append(union, e)
+	}
+	slices.Sort(union)
+
+	lease, err := m.experts.Acquire(ctx, y.index, union)
+	if err != nil {
+		return nil, fmt.Errorf("model: layer %d: %w", y.index, err)
+	}
+	defer lease.Release()
+
+	// Shared expert first: it needs no routed weights and overlaps misses.
+	var out []float32
+	if y.shared != nil {
+		out = m.denseMLP(y.shared, x, R)
+	} else {
+		out = make([]float32, R*H)
+	}
+
+	expertOut := make([]float32, R*k*H) // [row][slot][H]
+	for {
+		idx, ex, err := lease.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("model: layer %d: %w", y.index, err)
+		}
+		us := users[union[idx]]
+		n := len(us)
+		xs := make([]float32, n*H)
+		for b, u := range us {
+			copy(xs[b*H:(b+1)*H], x[u.row*H:(u.row+1)*H])
+		}
+		ys := m.denseMLP(&mlp{gate: ex.Gate, up: ex.Up, down: ex.Down}, xs, n)
+		for b, u := range us {
+			copy(expertOut[(u.row*k+u.slot)*H:(u.row*k+u.slot+1)*H], ys[b*H:(b+1)*H])
+		}
+	}
+
+	order := make([]int, k)
+	for i, r := range routes {
+		for j := range order {
+			order[j] = j
+		}
+		slices.SortFunc(order, func(a, b int) int { return r.ids[a] - r.ids[b] })
+		row := out[i*H : (i+1)*H]
+		acc := make([]float32, H)
+		for _, j := range order {
+			kernels.Axpy(acc, r.weights[j], expertOut[(i*k+j)*H:(i*k+j+1)*H])
+		}
+		for d := range row {
+			row[d] = acc[d] + row[d]
+		}
+	}
+	return out, nil
+}

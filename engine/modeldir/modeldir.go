@@ -1,0 +1,115 @@
+// Package modeldir opens a model directory for inference: it reads the
+// config, opens and validates the container (headers only, before any
+// weight is read), loads the resident weights into the model and sets up
+// the routed-expert source. It owns the open files and closes them.
+//
+// It does not tokenize or render prompts; see engine/tokenizer and
+// engine/chat.
+package modeldir
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spoolhq/spool/engine/config"
+	"github.com/spoolhq/spool/engine/container"
+	"github.com/spoolhq/spool/engine/experts"
+	"github.com/spoolhq/spool/engine/model"
+	"github.com/spoolhq/spool/kernels"
+)
+
+// Options configure Open.
+type Options struct {
+	Model model.Options
+	// Experts, when set, builds the routed-expert source; the default keeps
+	// every expert resident in memory.
+	Experts func(ctx context.Context, c *container.Container, cfg *config.Config, layers []int) (experts.Source, error)
+}
+
+// Dir is an opened model directory.
+type Dir struct {
+	Path      string
+	Config    *config.Config
+	Container *container.Container
+	Summary   *container.Summary
+	Model     *model.Model
+}
+
+// Open loads the model in dir.
+func Open(ctx context.Context, dir string, opts Options) (*Dir, error) {
+	cfg, err := config.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	c, err := container.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	d := &Dir{Path: dir, Config: cfg, Container: c}
+	ok := false
+	defer func() {
+		if !ok {
+			c.Close()
+		}
+	}()
+	if d.Summary, err = container.Validate(c, cfg); err != nil {
+		return nil, err
+	}
+	w := Weights{C: c}
+	caps, err := model.DetectCapabilities(cfg, w)
+	if err != nil {
+		return nil, err
+	}
+	layers := model.ExpertLayers(cfg, caps.MTP && !opts.Model.DisableMTP)
+	var src experts.Source
+	if opts.Experts != nil {
+		src, err = opts.Experts(ctx, c, cfg, layers)
+	} else {
+		src, err = experts.LoadResident(ctx, ExpertLoader{C: c, Config: cfg}, layers, cfg.NumRoutedExperts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if d.Model, err = model.Load(cfg, w, src, opts.Model); err != nil {
+		return nil, err
+	}
+	ok = true
+	return d, nil
+}
+
+// Close releases the container's files.
+func (d *Dir) Close() error { return d.Container.Close() }
+
+// Weights adapts a container to model.Weights.
+type Weights struct{ C *container.Container }
+
+// Has implements model.Weights.
+func (w Weights) Has(name string) bool { _, ok := w.C.Tensor(name); return ok }
+
+// F32 implements model.Weights.
+func (w Weights) F32(name string, n int) ([]float32, error) { return w.C.F32(name, n) }
+
+// Matrix implements model.Weights.
+func (w Weights) Matrix(name string, rows, cols int) (*kernels.Matrix, error) {
+	return w.C.Matrix(name, rows, cols)
+}
+
+// ExpertLoader reads routed experts from a container into fresh memory.
+type ExpertLoader struct {
+	C      *container.Container
+	Config *config.Config
+}
+
+// LoadExpert implements experts.Loader.
+func (l ExpertLoader) LoadExpert(layer, expert int) (*experts.Expert, error) {
+	loc, err := l.C.Expert(layer, expert, l.Config)
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, loc.BufferSize())
+	g, u, dn, err := l.C.ReadExpert(loc, buf)
+	if err != nil {
+		return nil, fmt.Errorf("reading expert: %w", err)
+	}
+	return &experts.Expert{Gate: g, Up: u, Down: dn}, nil
+}

@@ -1,0 +1,449 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spoolhq/spool/engine/config"
+	"github.com/spoolhq/spool/engine/kvcache"
+)
+
+const (
+	// DefaultContext is the context length planned when none is given.
+	DefaultContext = 4096
+	// DefaultBatchRows is the most rows one forward carries: the prompt
+	// chunk of a prefill (engine/generate.PrefillChunk).
+	DefaultBatchRows = 512
+	// DefaultRuntimeReserve covers what no other line item counts: the Go
+	// runtime and its collector's headroom over the small allocations,
+	// goroutine stacks, the tokenizer (155k-entry vocabulary and merges),
+	// the chat template, the HTTP server, read queues, the binary and its
+	// libraries, and the GPU command buffers.
+	DefaultRuntimeReserve int64 = 1 << 30
+	// MinOSReserve is the smallest memory left to the operating system.
+	MinOSReserve int64 = 2 << 30
+
+	// SlotAlign is the alignment of an expert slot: the 16 KiB page of
+	// Apple silicon, a multiple of the 4 KiB direct-I/O alignment.
+	SlotAlign int64 = 16 << 10
+)
+
+// SlotBytes is the slab one expert of expertBytes occupies: its size
+// rounded up to SlotAlign, plus one SlotAlign of slack so that direct I/O
+// can start its reads at an aligned offset below the expert's first byte
+// (weights and scales each begin anywhere in the file).
+func SlotBytes(expertBytes int64) int64 {
+	if expertBytes <= 0 {
+		return 0
+	}
+	return (expertBytes+SlotAlign-1)/SlotAlign*SlotAlign + SlotAlign
+}
+
+// DefaultOSReserve is the memory left to the operating system out of a
+// machine of memory bytes: an eighth of it, at least MinOSReserve. On a
+// 32 GiB Mac that is 4 GiB for the kernel, WindowServer and the user's
+// other apps; on 16 GiB, 2 GiB.
+func DefaultOSReserve(memory int64) int64 { return max(MinOSReserve, memory/8) }
+
+// Options shape the run being planned. Zero fields take the defaults.
+type Options struct {
+	// Memory is the machine memory the plan may use, OS reserve included.
+	// 0 asks MachineMemory.
+	Memory int64
+	// MachineMemory reports the machine's memory (for example
+	// native.MachineMemory's total); it is used only when Memory is 0.
+	MachineMemory func() (int64, error)
+	// Context is the context length of each sequence (DefaultContext).
+	Context int
+	// Sequences is the number of KV slots: sequences decoded together (1).
+	Sequences int
+	// BatchRows is the most rows one forward carries (DefaultBatchRows).
+	BatchRows int
+	// WorkingSlots overrides the working bank's slot count.
+	WorkingSlots int
+	// ExpertCache is the LRU + pinned slot memory beyond the working bank;
+	// 0 gives the cache everything that remains.
+	ExpertCache int64
+	// RuntimeReserve overrides DefaultRuntimeReserve.
+	RuntimeReserve int64
+	// OSReserve overrides DefaultOSReserve(Memory).
+	OSReserve int64
+}
+
+// Item is one line of the equation.
+type Item struct {
+	Name   string `json:"name"`
+	Bytes  int64  `json:"bytes"`
+	Detail string `json:"detail"`
+}
+
+// Item names.
+const (
+	ItemResident = "resident weights"
+	ItemWorking  = "working bank"
+	ItemMTPBank  = "MTP bank"
+	ItemCache    = "expert cache (LRU + pinned)"
+	ItemKV       = "KV cache"
+	ItemBuffers  = "working buffers"
+	ItemRuntime  = "runtime reserve"
+)
+
+// Plan is the process memory equation of one run:
+// PlannedProcessBytes = Σ Items ≤ MemoryLimitBytes = MemoryBytes −
+// OSReserveBytes.
+type Plan struct {
+	Source string `json:"source"`
+
+	MemoryBytes         int64 `json:"memory_bytes"`
+	OSReserveBytes      int64 `json:"os_reserve_bytes"`
+	MemoryLimitBytes    int64 `json:"memory_limit_bytes"`
+	PlannedProcessBytes int64 `json:"planned_process_bytes"`
+	Fits                bool  `json:"fits"`
+
+	ResidentWeightBytes int64 `json:"resident_weight_bytes"`
+	RoutedBytes         int64 `json:"routed_bytes"`
+	// ExpertSlotBytes is the slab of one decoder-layer expert slot.
+	ExpertSlotBytes int64 `json:"expert_slot_bytes"`
+	// MTPSlotBytes is the slab of one MTP expert slot (0 without MTP).
+	MTPSlotBytes    int64 `json:"mtp_slot_bytes"`
+	KVBytes         int64 `json:"kv_bytes"`
+	KVBytesPerToken int64 `json:"kv_bytes_per_token"`
+
+	Context      int `json:"context"`
+	Sequences    int `json:"sequences"`
+	BatchRows    int `json:"batch_rows"`
+	WorkingSlots int `json:"working_slots"`
+	MTPSlots     int `json:"mtp_slots"`
+
+	// ExpertLayers is the number of layers with routed experts (MTP
+	// included); SlotRowBytes is one cache slot in each of them.
+	ExpertLayers       int   `json:"expert_layers"`
+	ExpertsPerLayer    int   `json:"experts_per_layer"`
+	SlotRowBytes       int64 `json:"slot_row_bytes"`
+	CacheSlotsPerLayer int   `json:"cache_slots_per_layer"`
+	ExpertCacheBytes   int64 `json:"expert_cache_bytes"`
+
+	Items []Item `json:"items"`
+
+	// Problem and Suggestion explain a plan that does not fit.
+	Problem    string `json:"problem,omitempty"`
+	Suggestion string `json:"suggestion,omitempty"`
+
+	osDefault bool // OSReserveBytes follows DefaultOSReserve
+}
+
+// FitError refuses a plan that does not fit; its message carries the
+// table and the suggestion.
+type FitError struct{ Plan *Plan }
+
+func (e *FitError) Error() string {
+	p := e.Plan
+	msg := "plan: the model does not fit: " + p.Problem + "\n" + p.Table()
+	if p.Suggestion != "" {
+		msg += "\n" + p.Suggestion
+	}
+	return msg
+}
+
+// Err returns a *FitError when the plan does not fit, else nil.
+func (p *Plan) Err() error {
+	if p.Fits {
+		return nil
+	}
+	return &FitError{Plan: p}
+}
+
+// Item returns the named line item.
+func (p *Plan) Item(name string) (Item, bool) {
+	for _, it := range p.Items {
+		if it.Name == name {
+			return it, true
+		}
+	}
+	return Item{}, false
+}
+
+// New lays out the equation for running the model of cfg, whose weights
+// are w, with opts. A plan that does not fit is returned with Fits false
+// (see Err); the error is for invalid input only.
+func New(cfg *config.Config, w Weights, opts Options) (*Plan, error) {
+	if cfg == nil {
+		return nil, errors.New("plan: no config")
+	}
+	if err := opts.check(cfg); err != nil {
+		return nil, err
+	}
+	p := &Plan{
+		Source:              w.Source,
+		ResidentWeightBytes: w.ResidentBytes,
+		RoutedBytes:         w.RoutedBytes,
+		Context:             orDefault(opts.Context, DefaultContext),
+		Sequences:           orDefault(opts.Sequences, 1),
+		BatchRows:           orDefault(opts.BatchRows, DefaultBatchRows),
+		ExpertLayers:        len(w.Layers),
+		ExpertsPerLayer:     cfg.NumRoutedExperts,
+	}
+	mem := opts.Memory
+	if mem == 0 {
+		if opts.MachineMemory == nil {
+			return nil, errors.New("plan: no memory budget given and no way to ask the machine")
+		}
+		var err error
+		if mem, err = opts.MachineMemory(); err != nil {
+			return nil, fmt.Errorf("plan: machine memory: %w", err)
+		}
+		if mem <= 0 {
+			return nil, fmt.Errorf("plan: machine memory reported as %d bytes", mem)
+		}
+	}
+	p.MemoryBytes = mem
+	p.OSReserveBytes = opts.OSReserve
+	if p.OSReserveBytes == 0 {
+		p.OSReserveBytes = DefaultOSReserve(mem)
+		p.osDefault = true
+	}
+	p.MemoryLimitBytes = mem - p.OSReserveBytes
+
+	p.ExpertSlotBytes = SlotBytes(w.MainExpertBytes())
+	p.MTPSlotBytes = SlotBytes(w.MTPExpertBytes())
+	for _, l := range w.Layers {
+		p.SlotRowBytes += SlotBytes(l.ExpertBytes)
+	}
+	E, k := cfg.NumRoutedExperts, cfg.ExpertsPerToken
+	p.WorkingSlots = opts.WorkingSlots
+	if p.WorkingSlots == 0 {
+		p.WorkingSlots = min(E, k*p.BatchRows)
+	}
+	if p.MTPSlotBytes > 0 {
+		p.MTPSlots = min(E, k*p.Sequences)
+	}
+	geo := kvGeometry(cfg, w)
+	p.KVBytesPerToken = geo.BytesPerToken()
+	p.KVBytes = int64(p.Sequences) * int64(p.Context) * p.KVBytesPerToken
+	runtime := orDefault(opts.RuntimeReserve, DefaultRuntimeReserve)
+
+	p.Items = []Item{
+		{ItemResident, w.ResidentBytes, "every non-routed tensor, read once at startup: embedding, lm_head, attention, norms, dense MLPs, routers and shared experts" + mtpNote(w) + "; from " + w.Source},
+		{ItemWorking, int64(p.WorkingSlots) * p.ExpertSlotBytes, fmt.Sprintf("%d slots x %s: the distinct experts one layer of one forward may use, min(n_routed_experts %d, experts_per_tok %d x %d rows)", p.WorkingSlots, sizeText(p.ExpertSlotBytes), E, k, p.BatchRows)},
+	}
+	if p.MTPSlots > 0 {
+		p.Items = append(p.Items, Item{ItemMTPBank, int64(p.MTPSlots) * p.MTPSlotBytes, fmt.Sprintf("%d slots x %s: the MTP layer's experts for one draft row per sequence, min(%d, %d x %d)", p.MTPSlots, sizeText(p.MTPSlotBytes), E, k, p.Sequences)})
+	}
+	p.Items = append(p.Items,
+		Item{ItemKV, p.KVBytes, fmt.Sprintf("%d sequence(s) x %d tokens x %d bytes per token (compressed MLA latent and rope key of %d layers%s, float32)", p.Sequences, p.Context, p.KVBytesPerToken, kvLayers(geo), dsaNote(geo))},
+		Item{ItemBuffers, bufferBytes(cfg, p, w.DSA), fmt.Sprintf("float32 activations of a %d-row forward, doubled for the collector's headroom, and the logits of %d row(s)", p.BatchRows, logitRows(p))},
+		Item{ItemRuntime, runtime, "Go runtime and collector headroom, stacks, tokenizer, chat template, server, read queues, binary and libraries"},
+	)
+	var fixed int64
+	for _, it := range p.Items {
+		fixed += it.Bytes
+	}
+	p.size(fixed, opts.ExpertCache)
+	p.Items = append(p.Items, Item{ItemCache, p.ExpertCacheBytes, p.cacheDetail(w)})
+	p.PlannedProcessBytes = fixed + p.ExpertCacheBytes
+	if !p.Fits {
+		p.Suggestion = p.suggest(cfg, w, fixed, runtime, opts)
+	}
+	return p, nil
+}
+
+// size decides the cache slots per expert layer from what fixed leaves.
+func (p *Plan) size(fixed, requested int64) {
+	avail := p.MemoryLimitBytes - fixed
+	if p.ExpertLayers == 0 {
+		p.Fits = avail >= 0
+		if !p.Fits {
+			p.Problem = fmt.Sprintf("the fixed items need %s but the limit is %s", sizeText(fixed), sizeText(p.MemoryLimitBytes))
+		}
+		return
+	}
+	slots := int64(0)
+	if avail > 0 {
+		slots = avail / p.SlotRowBytes
+	}
+	if requested > 0 {
+		want := requested / p.SlotRowBytes
+		if want < 1 {
+			p.Problem = fmt.Sprintf("an expert cache of %s holds less than one slot in each of the %d expert layers (%s)", sizeText(requested), p.ExpertLayers, sizeText(p.SlotRowBytes))
+			return
+		}
+		if want > slots {
+			p.CacheSlotsPerLayer = int(min(want, int64(p.ExpertsPerLayer)))
+			p.ExpertCacheBytes = int64(p.CacheSlotsPerLayer) * p.SlotRowBytes
+			p.Problem = fmt.Sprintf("an expert cache of %d slots per layer (%s) plus the fixed items (%s) exceeds the limit of %s", p.CacheSlotsPerLayer, sizeText(p.ExpertCacheBytes), sizeText(fixed), sizeText(p.MemoryLimitBytes))
+			return
+		}
+		slots = want
+	}
+	slots = min(slots, int64(p.ExpertsPerLayer))
+	p.CacheSlotsPerLayer = int(slots)
+	p.ExpertCacheBytes = slots * p.SlotRowBytes
+	if slots < 1 {
+		p.Problem = fmt.Sprintf("not even one expert cache slot per expert layer fits: the fixed items need %s, the limit is %s, one slot in each of the %d expert layers needs %s more", sizeText(fixed), sizeText(p.MemoryLimitBytes), p.ExpertLayers, sizeText(p.SlotRowBytes))
+		return
+	}
+	p.Fits = true
+}
+
+func (p *Plan) cacheDetail(w Weights) string {
+	if p.ExpertLayers == 0 {
+		return "no routed experts"
+	}
+	pct := 100 * float64(p.CacheSlotsPerLayer) / float64(max(1, p.ExpertsPerLayer))
+	d := fmt.Sprintf("%d slots in each of %d expert layers (%.1f%% of the experts), %s per slot row", p.CacheSlotsPerLayer, p.ExpertLayers, pct, sizeText(p.SlotRowBytes))
+	if w.MTP {
+		d += " (MTP slot included)"
+	}
+	return d
+}
+
+// suggest proposes the smallest memory, and where it helps, the longest
+// context or fewest sequences, with which one cache slot per layer fits.
+func (p *Plan) suggest(cfg *config.Config, w Weights, fixed, runtime int64, opts Options) string {
+	need := fixed + p.SlotRowBytes
+	if opts.ExpertCache > 0 {
+		need = fixed + max(p.SlotRowBytes, opts.ExpertCache/max(1, p.SlotRowBytes)*p.SlotRowBytes)
+	}
+	var mem int64
+	switch {
+	case !p.osDefault:
+		mem = need + p.OSReserveBytes
+	case need+MinOSReserve <= 8*MinOSReserve:
+		mem = need + MinOSReserve
+	default:
+		mem = (need*8 + 6) / 7
+	}
+	const gib = 1 << 30
+	memGiB := (mem + gib - 1) / gib
+	s := fmt.Sprintf("needs at least %d GiB of memory (--memory %dGiB)", memGiB, memGiB)
+
+	// Context: the KV cache and, with DSA, the indexer scores grow with it.
+	perToken := int64(p.Sequences) * p.KVBytesPerToken
+	if w.DSA {
+		perToken += 2 * 4 * int64(p.BatchRows)
+	}
+	base := fixed - int64(p.Context)*perToken
+	if perToken > 0 {
+		room := p.MemoryLimitBytes - base - p.SlotRowBytes
+		if opts.ExpertCache > 0 {
+			room = p.MemoryLimitBytes - base - max(p.SlotRowBytes, opts.ExpertCache/p.SlotRowBytes*p.SlotRowBytes)
+		}
+		if ctx := room / perToken / 256 * 256; ctx >= 256 && ctx < int64(p.Context) {
+			s += fmt.Sprintf(", or reduce --context to %d", ctx)
+		}
+	}
+	if p.Sequences > 1 {
+		one := opts
+		one.Sequences = 1
+		one.Memory = p.MemoryBytes
+		if q, err := New(cfg, w, one); err == nil && q.Fits {
+			s += ", or decode one sequence at a time"
+		}
+	}
+	if opts.ExpertCache > 0 && p.SlotRowBytes > 0 && opts.ExpertCache/p.SlotRowBytes >= 1 {
+		s += ", or leave --expert-cache unset to size the cache from what remains"
+	}
+	return s
+}
+
+func (o *Options) check(cfg *config.Config) error {
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"memory", o.Memory}, {"context", int64(o.Context)}, {"sequences", int64(o.Sequences)},
+		{"batch rows", int64(o.BatchRows)}, {"working slots", int64(o.WorkingSlots)},
+		{"expert cache", o.ExpertCache}, {"runtime reserve", o.RuntimeReserve}, {"OS reserve", o.OSReserve},
+	} {
+		if f.v < 0 {
+			return fmt.Errorf("plan: %s = %d must not be negative", f.name, f.v)
+		}
+	}
+	if o.Context > cfg.MaxPositionEmbeddings {
+		return fmt.Errorf("plan: context %d exceeds the model's max_position_embeddings %d", o.Context, cfg.MaxPositionEmbeddings)
+	}
+	if o.Sequences > 1024 {
+		return fmt.Errorf("plan: %d sequences is more than the 1024 supported", o.Sequences)
+	}
+	if o.Memory > 0 && o.OSReserve >= o.Memory {
+		return fmt.Errorf("plan: OS reserve %d is not below the memory %d", o.OSReserve, o.Memory)
+	}
+	return nil
+}
+
+// kvGeometry is what one token of a sequence stores with these weights.
+func kvGeometry(cfg *config.Config, w Weights) kvcache.Geometry {
+	g := kvcache.Geometry{Layers: cfg.NumLayers, KVLora: cfg.KVLoraRank, Rope: cfg.QKRopeHeadDim, MTP: w.MTP}
+	if w.DSA {
+		g.IndexDim = cfg.IndexHeadDim
+		g.Indexer = make([]bool, cfg.NumLayers)
+		for _, l := range cfg.FullIndexerLayers() {
+			g.Indexer[l] = true
+		}
+	}
+	return g
+}
+
+func kvLayers(g kvcache.Geometry) int {
+	if g.MTP {
+		return g.Layers + 1
+	}
+	return g.Layers
+}
+
+func dsaNote(g kvcache.Geometry) string {
+	n := 0
+	for _, b := range g.Indexer {
+		if b {
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", indexer keys of %d full layers", n)
+}
+
+func mtpNote(w Weights) string {
+	if w.MTP {
+		return ", the MTP layer's dense part"
+	}
+	return ""
+}
+
+// logitRows is the rows whose logits one forward returns: the last token
+// and, with MTP, its draft, per sequence.
+func logitRows(p *Plan) int {
+	if p.MTPSlotBytes > 0 {
+		return 2 * p.Sequences
+	}
+	return p.Sequences
+}
+
+// bufferBytes estimates the float32 activations of one forward of
+// p.BatchRows rows — per row the residual stream and its copies (6 x
+// hidden), the query path (q_lora, heads x qk_head_dim), the KV latent,
+// the attention context (heads x v_head_dim), the per-slot expert outputs
+// (experts_per_tok x hidden), router logits, the gate and up products of
+// the widest MLP,
+// and with DSA the indexer query and its scores over the context — doubled
+// because the collector frees a layer's buffers only after the next ones
+// exist, plus the returned logits.
+func bufferBytes(cfg *config.Config, p *Plan, dsa bool) int64 {
+	H := int64(cfg.HiddenSize)
+	nh := int64(cfg.NumHeads)
+	inter := int64(max(cfg.IntermediateSize, cfg.MoEIntermediateSize*max(1, cfg.NumSharedExperts)))
+	perRow := 6*H + int64(cfg.QLoraRank) + nh*int64(cfg.QKHeadDim()) + int64(cfg.KVLoraRank+cfg.QKRopeHeadDim) +
+		nh*int64(cfg.VHeadDim) + int64(cfg.ExpertsPerToken)*H + int64(cfg.NumRoutedExperts) + 2*inter
+	if dsa {
+		perRow += int64(cfg.IndexNHeads)*int64(cfg.IndexHeadDim+1) + int64(p.Context)
+	}
+	return 2*4*int64(p.BatchRows)*perRow + 4*int64(cfg.VocabSize)*int64(logitRows(p))
+}
+
+func orDefault[T int | int64](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}

@@ -1,0 +1,179 @@
+// Package tokenizer owns text <-> token id conversion for GLM models: it reads a
+// Hugging Face tokenizer.json describing a byte-level BPE tokenizer and encodes
+// and decodes exactly as HF tokenizers 0.23.2 does (encode with
+// add_special_tokens=False; decode with or without special tokens).
+//
+// Supported tokenizer.json features: a null normalizer; a pre-tokenizer that is
+// a Split with the GLM (GPT-4 style) regex followed by ByteLevel (either may be
+// wrapped in a Sequence, ByteLevel may stand alone, use_regex must be false); a
+// BPE model (merges as "a b" strings or [a, b] pairs, ignore_merges, unk_token,
+// fuse_unk); a ByteLevel decoder; any post_processor (it adds nothing when
+// special tokens are not requested). Load and Parse reject anything else with an
+// error that names it.
+//
+// The package does not render chat templates and does not know which ids end a
+// generation; callers decide that from the model's configuration.
+package tokenizer
+
+import (
+	"fmt"
+	"os"
+)
+
+// Tokenizer encodes text to token ids and decodes ids to text. It is immutable
+// after Load/Parse and safe for concurrent use.
+type Tokenizer struct {
+	// model (BPE) vocabulary
+	vocab        map[string]int // token string (byte-level form) -> id
+	rawVocab     map[string]int // decoded bytes -> id, for tokens made only of byte-level characters
+	byteID       [256]int       // id of the single byte-level character for each byte, -1 if absent
+	merges       map[uint64]merge
+	ignoreMerges bool
+	unkID        int // -1 when the model has no unk_token
+	fuseUnk      bool
+
+	// pre-tokenizer
+	splitGLM       bool // apply the GLM regex split before byte-level mapping
+	addPrefixSpace bool // ByteLevel add_prefix_space
+
+	// added tokens
+	added         []addedToken
+	addedByID     map[int]int // id -> index in added
+	addedByText   map[string]int
+	rawTrie       *trie // tokens with normalized=false, matched on the raw text
+	normTrie      *trie // tokens with normalized=true, matched after normalization
+	specialText   map[string]bool
+	vocabSize     int
+	tokenStrings  []string // id -> token string ("" with has=false when unused)
+	hasToken      []bool
+	decodeBytes   [][]byte // id -> bytes the ByteLevel decoder produces for it
+	skipOnSpecial []bool   // id -> dropped by Decode(ids, true)
+}
+
+type merge struct {
+	rank  int32
+	newID int32
+}
+
+type addedToken struct {
+	id         int
+	content    string
+	singleWord bool
+	lstrip     bool
+	rstrip     bool
+	normalized bool
+	special    bool
+}
+
+// Load reads and parses a tokenizer.json file.
+func Load(path string) (*Tokenizer, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	t, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, nil
+}
+
+// VocabSize returns the largest id of the vocabulary or the added tokens plus one.
+func (t *Tokenizer) VocabSize() int { return t.vocabSize }
+
+// TokenID returns the id of a token given by its string: an added token's
+// content, or a vocabulary entry in its byte-level form (for example "Ġthe").
+// Added tokens take precedence, as in HF tokenizers.
+func (t *Tokenizer) TokenID(token string) (int, bool) {
+	if i, ok := t.addedByText[token]; ok {
+		return t.added[i].id, true
+	}
+	id, ok := t.vocab[token]
+	return id, ok
+}
+
+// TokenString returns the string of a token id: an added token's content, or a
+// vocabulary entry in its byte-level form. It reports false for ids that are
+// not in the vocabulary.
+func (t *Tokenizer) TokenString(id int) (string, bool) {
+	if id < 0 || id >= len(t.hasToken) || !t.hasToken[id] {
+		return "", false
+	}
+	return t.tokenStrings[id], true
+}
+
+// TokenBytes returns the bytes a token decodes to (a token may hold part of a
+// multi-byte character). It reports false for ids that are not in the vocabulary.
+func (t *Tokenizer) TokenBytes(id int) ([]byte, bool) {
+	if id < 0 || id >= len(t.hasToken) || !t.hasToken[id] {
+		return nil, false
+	}
+	return t.decodeBytes[id], true
+}
+
+// IsSpecial reports whether id is a special added token (a control token such
+// as "<|user|>" or "[gMASK]"). Content markers such as "<think>" are not special.
+func (t *Tokenizer) IsSpecial(id int) bool {
+	i, ok := t.addedByID[id]
+	return ok && t.added[i].special
+}
+
+// Encode converts text to token ids like HF tokenizers'
+// encode(text, add_special_tokens=False). Added tokens written in the text are
+// recognized. Text that is not valid UTF-8 is encoded byte for byte (each
+// invalid byte is treated as a punctuation-like character), so no input is lost.
+func (t *Tokenizer) Encode(text string) []int {
+	var e encoder
+	e.t = t
+	e.ids = make([]int, 0, len(text)/3+1)
+	for _, seg := range t.splitAdded(text, t.rawTrie) {
+		if seg.id >= 0 {
+			e.ids = append(e.ids, seg.id)
+			continue
+		}
+		// No normalizer is supported, so the normalized text is the text itself.
+		for _, seg2 := range t.splitAdded(seg.text, t.normTrie) {
+			if seg2.id >= 0 {
+				e.ids = append(e.ids, seg2.id)
+				continue
+			}
+			e.pretokenize(seg2.text)
+		}
+	}
+	return e.ids
+}
+
+// encoder holds the scratch state of one Encode call.
+type encoder struct {
+	t   *Tokenizer
+	ids []int
+	bpe bpeScratch
+	buf []byte
+}
+
+func (e *encoder) pretokenize(s string) {
+	if s == "" {
+		return
+	}
+	if !e.t.splitGLM {
+		e.word(s)
+		return
+	}
+	for i := 0; i < len(s); {
+		j := glmMatchEnd(s, i)
+		e.word(s[i:j])
+		i = j
+	}
+}
+
+// word byte-level encodes one pre-tokenized piece and runs BPE on it.
+func (e *encoder) word(s string) {
+	if e.t.addPrefixSpace && (len(s) == 0 || s[0] != ' ') {
+		e.buf = append(e.buf[:0], ' ')
+		e.buf = append(e.buf, s...)
+		e.ids = e.t.bpeWord(e.ids, e.buf, &e.bpe)
+		return
+	}
+	e.buf = append(e.buf[:0], s...)
+	e.ids = e.t.bpeWord(e.ids, e.buf, &e.bpe)
+}

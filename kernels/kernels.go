@@ -1,0 +1,169 @@
+package kernels
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+)
+
+// Work below these sizes stays on the calling goroutine: starting goroutines
+// costs microseconds, which is the whole budget of a small matrix (the demo
+// model's 256x128 projections take about a microsecond).
+const (
+	// minParallelBytes is the weight bytes (scaled by the batch, see
+	// matMulWork) a thread must have to be worth starting.
+	minParallelBytes = 128 << 10
+	// rowAlign keeps thread row ranges on multiples of the 4-row SIMD tile.
+	rowAlign = 4
+	// colAlign keeps VecMat column ranges on whole 64-column blocks.
+	colAlign = 64
+)
+
+// MatVec sets y[r] = sum_i W[r,i] x[i] for every row r of m. y needs m.Rows
+// values and x m.Cols. It is MatMul with n = 1, so its result is
+// bit-identical to the matching row of any MatMul.
+//
+// Like the copy builtin, it panics if the matrix is malformed or a slice is
+// too short: these are programming errors, not input errors.
+func MatVec(y []float32, m *Matrix, x []float32) {
+	MatMul(y, m, x, 1)
+}
+
+// MatMul sets Y[n, Rows] = X[n, Cols] W^T: for each b < n, y[b*Rows:][:Rows]
+// is m applied to x[b*Cols:][:Cols]. Each decoded weight block is reused for
+// up to 8 inputs, and large matrices are split by rows across
+// runtime.GOMAXPROCS threads. Row b of the result is bit-identical to MatVec
+// of row b of x, whatever n and the thread count.
+func MatMul(y []float32, m *Matrix, x []float32, n int) {
+	matMul(y, m, x, n, runtime.GOMAXPROCS(0))
+}
+
+// VecMat sets y[i] = sum_r x[r] W[r,i]: x has m.Rows values and y m.Cols
+// (the transposed product, e.g. a query times a weight slice in absorbed
+// attention). Each y[i] accumulates the rows in order, so the result does not
+// depend on the thread count.
+func VecMat(y []float32, m *Matrix, x []float32) {
+	vecMat(y, m, x, runtime.GOMAXPROCS(0))
+}
+
+// DotRows sets out[t] = Dot(a, rows[t*stride:][:len(a)]) for t < len(out)
+// (computed by the f32 matrix kernel, so it may differ from Dot in the last
+// bits): a query against len(out) cached keys stored stride values apart.
+func DotRows(out, a, rows []float32, stride int) {
+	if len(out) == 0 {
+		return
+	}
+	checkStrided("DotRows", len(out), len(a), len(rows), stride)
+	m := &Matrix{Format: F32, Rows: len(out), Cols: len(a), F32: rows}
+	dotRows(out, m, stride, a, runtime.GOMAXPROCS(0))
+}
+
+// WeightedSum sets y[i] = sum_t coef[t] rows[t*stride+i] for i < len(y),
+// accumulating t in order: attention probabilities times cached values
+// stored stride values apart.
+func WeightedSum(y, coef, rows []float32, stride int) {
+	if len(y) == 0 {
+		return
+	}
+	if len(coef) == 0 {
+		clear(y)
+		return
+	}
+	checkStrided("WeightedSum", len(coef), len(y), len(rows), stride)
+	m := &Matrix{Format: F32, Rows: len(coef), Cols: len(y), F32: rows}
+	weightedSum(y, m, stride, coef, runtime.GOMAXPROCS(0))
+}
+
+func checkStrided(name string, n, width, have, stride int) {
+	if stride < width {
+		panic(fmt.Sprintf("kernels: %s stride %d is shorter than the row width %d", name, stride, width))
+	}
+	if need := (n-1)*stride + width; have < need {
+		panic(fmt.Sprintf("kernels: %s has %d values for %d rows of %d at stride %d, want %d", name, have, n, width, stride, need))
+	}
+}
+
+func checkMatrix(name string, m *Matrix) {
+	if err := m.Validate(); err != nil {
+		panic(fmt.Sprintf("kernels: %s: %v", name, err))
+	}
+}
+
+func matMul(y []float32, m *Matrix, x []float32, n, threads int) {
+	if n <= 0 {
+		return
+	}
+	checkMatrix("MatMul", m)
+	if len(x) < n*m.Cols || len(y) < n*m.Rows {
+		panic(fmt.Sprintf("kernels: MatMul of [%d, %d] over %d inputs needs x of %d and y of %d values, have %d and %d",
+			m.Rows, m.Cols, n, n*m.Cols, n*m.Rows, len(x), len(y)))
+	}
+	xp := permuteInput(m, x, n)
+	parts := parallelism(threads, matMulWork(m, n), m.Rows, rowAlign)
+	split(m.Rows, parts, rowAlign, func(r0, r1 int) {
+		matMulRange(y, m, x, xp, n, r0, r1)
+	})
+}
+
+// matMulWork is the weight bytes of m scaled by the batch: decoding a block
+// costs about as much as applying it to two inputs.
+func matMulWork(m *Matrix, n int) int {
+	return m.Rows * m.RowBytes() * (n + 1) / 2
+}
+
+func vecMat(y []float32, m *Matrix, x []float32, threads int) {
+	checkMatrix("VecMat", m)
+	if len(x) < m.Rows || len(y) < m.Cols {
+		panic(fmt.Sprintf("kernels: VecMat of [%d, %d] needs x of %d and y of %d values, have %d and %d",
+			m.Rows, m.Cols, m.Rows, m.Cols, len(x), len(y)))
+	}
+	yp := vecMatScratch(m)
+	parts := parallelism(threads, m.Rows*m.RowBytes(), m.Cols, colAlign)
+	split(m.Cols, parts, colAlign, func(c0, c1 int) {
+		vecMatRange(y, m, x, yp, c0, c1)
+	})
+}
+
+func dotRows(out []float32, m *Matrix, stride int, a []float32, threads int) {
+	parts := parallelism(threads, 4*m.Rows*m.Cols, m.Rows, rowAlign)
+	split(m.Rows, parts, rowAlign, func(r0, r1 int) {
+		f32MatVecRange(out, m, stride, a, r0, r1)
+	})
+}
+
+func weightedSum(y []float32, m *Matrix, stride int, coef []float32, threads int) {
+	parts := parallelism(threads, 4*m.Rows*m.Cols, m.Cols, colAlign)
+	split(m.Cols, parts, colAlign, func(c0, c1 int) {
+		f32VecMatRange(y, m, stride, coef, c0, c1)
+	})
+}
+
+// parallelism is the number of threads worth using for work bytes spread over
+// total units (rows or columns) that are split on multiples of align.
+func parallelism(threads, work, total, align int) int {
+	p := min(threads, work/minParallelBytes, (total+align-1)/align)
+	return max(p, 1)
+}
+
+// split calls fn on parts ranges of [0, total) whose bounds are multiples of
+// align (but the last), the last range on the calling goroutine, and returns
+// when all are done.
+func split(total, parts, align int, fn func(lo, hi int)) {
+	if parts <= 1 {
+		fn(0, total)
+		return
+	}
+	chunk := (total + parts - 1) / parts
+	chunk = (chunk + align - 1) / align * align
+	var wg sync.WaitGroup
+	lo := 0
+	for ; lo+chunk < total; lo += chunk {
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			fn(lo, hi)
+		}(lo, lo+chunk)
+	}
+	fn(lo, total)
+	wg.Wait()
+}

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Spool's build and tests need, if missing.
+# Usage: scripts/setup-debian.sh [group...]   groups: base arm64 (default: all)
+set -euo pipefail
+
+declare -A groups=(
+  [base]="gcc make git ca-certificates"
+  [arm64]="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user"
+)
+
+want=("$@")
+[ ${#want[@]} -gt 0 ] || want=(base arm64)
+
+missing=()
+for g in "${want[@]}"; do
+  [ -n "${groups[$g]:-}" ] || { echo "setup-debian: unknown group $g" >&2; exit 2; }
+  for p in ${groups[$g]}; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if ! command -v apt-get >/dev/null; then
+  echo "setup-debian: missing packages ${missing[*]} and no apt-get; install them by hand" >&2
+  exit 1
+fi
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "setup-debian: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
