@@ -58,7 +58,7 @@ func newRunCmd() *cobra.Command {
 	fl.IntVar(&f.context, "context", 4096, "context length in tokens")
 	fl.BoolVar(&f.think, "think", false, "with --chat: let the model think before answering")
 	fl.BoolVar(&f.jsonOut, "json", false, "print one JSON object instead of streaming text")
-	fl.BoolVar(&f.noMTP, "no-mtp", false, "do not load the MTP draft layer")
+	fl.BoolVar(&f.noMTP, "no-mtp", false, "do not load the MTP draft layer (no speculative decoding)")
 	fl.BoolVar(&f.noDSA, "no-dsa", false, "dense attention even where the DSA indexer would select")
 	cmd.MarkFlagsMutuallyExclusive("prompt", "chat", "prompt-ids")
 	cmd.MarkFlagsOneRequired("prompt", "chat", "prompt-ids")
@@ -82,6 +82,8 @@ type runResult struct {
 	DecodeSeconds          float64 `json:"decode_seconds"`
 	DecodeTokensPerSecond  float64 `json:"decode_tokens_per_second"`
 	MTP                    bool    `json:"mtp"`
+	DraftsProposed         int     `json:"mtp_drafts_proposed"`
+	DraftsAccepted         int     `json:"mtp_drafts_accepted"`
 	DSA                    bool    `json:"dsa"`
 }
 
@@ -127,7 +129,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		return errors.New("the prompt is empty")
 	}
 
-	params := generate.Params{MaxTokens: f.maxTokens, StopTokens: cfg.EOSTokenIDs}
+	params := generate.Params{MaxTokens: f.maxTokens, StopTokens: cfg.EOSTokenIDs, Speculative: m.HasMTP()}
 	params.Sampling = samplingFor(cfg.Generation.DoSample, cfg.Generation.Temperature, cfg.Generation.TopP, cfg.Generation.TopK)
 	if f.temperature >= 0 {
 		params.Temperature = f.temperature
@@ -177,6 +179,8 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		DecodeSeconds:          res.DecodeTime.Seconds(),
 		DecodeTokensPerSecond:  res.DecodeTokensPerSecond(),
 		MTP:                    m.HasMTP(),
+		DraftsProposed:         res.DraftsProposed,
+		DraftsAccepted:         res.DraftsAccepted,
 		DSA:                    m.HasDSA(),
 	}
 	if r.TokenIDs == nil {

@@ -48,6 +48,9 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(
 		// Each command lives in its own cmd_*.go file.
 		newBenchCmd(),
+		newFitCmd(),
+		newGenBenchCmd(),
+		newInspectCmd(),
 		newRunCmd(),
 	)
 	return root

@@ -133,175 +133,82 @@ static inline float i4_tail(const uint8_t *row, const float *x, long c, long c1)
 	return p;
 }
 
-// I4_BLOCK accumulates one 64-column block: even nibbles into pa, odd into pb.
-#define I4_BLOCK(raw, xb, pa, pb)                                  \
-	do {                                                       \
-		pa = V8_FMA(R8_NIB(raw, 0), V8_LOAD((xb) + 0), pa);  \
-		pb = V8_FMA(R8_NIB(raw, 1), V8_LOAD((xb) + 8), pb);  \
-		pa = V8_FMA(R8_NIB(raw, 2), V8_LOAD((xb) + 16), pa); \
-		pb = V8_FMA(R8_NIB(raw, 3), V8_LOAD((xb) + 24), pb); \
-		pa = V8_FMA(R8_NIB(raw, 4), V8_LOAD((xb) + 32), pa); \
-		pb = V8_FMA(R8_NIB(raw, 5), V8_LOAD((xb) + 40), pb); \
-		pa = V8_FMA(R8_NIB(raw, 6), V8_LOAD((xb) + 48), pa); \
-		pb = V8_FMA(R8_NIB(raw, 7), V8_LOAD((xb) + 56), pb); \
-	} while (0)
+#define I4_NB 4 // inputs sharing one decoded int4 block
 
-// i4_rows1 computes R rows (R constant after inlining) for one input vector.
-static inline __attribute__((always_inline)) void
-i4_rows1(const uint8_t *w, long rb, const float *sc, long sp, long cols, long gs, int vec,
-	 const float *x, const float *xp, float *y, long ys, const int R) {
-	v8 acc[4];
-	float accs[4];
-	for (int r = 0; r < R; r++) {
-		acc[r] = V8_ZERO();
-		accs[r] = 0;
-	}
-	long gi = 0;
-	for (long g0 = 0; g0 < cols; g0 += gs, gi++) {
-		long g1 = lmin(g0 + gs, cols);
-		long c = g0;
-		long nblk = vec ? (g1 - g0) / 64 : 0;
-		if (nblk > 0) {
-			v8 pa[4], pb[4];
-			for (int r = 0; r < R; r++) {
-				pa[r] = V8_ZERO();
-				pb[r] = V8_ZERO();
-			}
-			for (long j = 0; j < nblk; j++, c += 64) {
-				for (int r = 0; r < R; r++) {
-					r8 raw = R8_LOAD(w + r * rb + c / 2);
-					I4_BLOCK(raw, xp + c, pa[r], pb[r]);
-				}
-			}
-			for (int r = 0; r < R; r++)
-				acc[r] = V8_FMA(V8_ADD(pa[r], pb[r]), V8_BCAST(sc[r * sp + gi]), acc[r]);
-		}
-		if (c < g1) {
-			for (int r = 0; r < R; r++)
-				accs[r] += i4_tail(w + r * rb, x, c, g1) * sc[r * sp + gi];
-		}
-	}
-	for (int r = 0; r < R; r++)
-		y[r * ys] = v8_hsum(acc[r]) + accs[r];
-}
+#if defined(__x86_64__)
 
-// i4_rown computes one row for inputs [b0, b0+nb), nb <= NB, decoding each
-// weight block once for all of them.
-static void i4_rown(const uint8_t *row, const float *sc, long cols, long gs, int vec,
-		    const float *x, long xs, const float *xp, long ps, long nb, float *y, long ys) {
-	v8 acc[NB], pa[NB], pb[NB];
-	float accs[NB];
-	for (long b = 0; b < nb; b++) {
-		acc[b] = V8_ZERO();
-		accs[b] = 0;
-	}
-	long gi = 0;
-	for (long g0 = 0; g0 < cols; g0 += gs, gi++) {
-		long g1 = lmin(g0 + gs, cols);
-		long c = g0;
-		long nblk = vec ? (g1 - g0) / 64 : 0;
-		if (nblk > 0) {
-			for (long b = 0; b < nb; b++) {
-				pa[b] = V8_ZERO();
-				pb[b] = V8_ZERO();
-			}
-			for (long j = 0; j < nblk; j++, c += 64) {
-				r8 raw = R8_LOAD(row + c / 2);
-				v8 w0 = R8_NIB(raw, 0), w1 = R8_NIB(raw, 1), w2 = R8_NIB(raw, 2), w3 = R8_NIB(raw, 3);
-				v8 w4 = R8_NIB(raw, 4), w5 = R8_NIB(raw, 5), w6 = R8_NIB(raw, 6), w7 = R8_NIB(raw, 7);
-				for (long b = 0; b < nb; b++) {
-					const float *xb = xp + b * ps + c;
-					v8 a = pa[b], d = pb[b];
-					a = V8_FMA(w0, V8_LOAD(xb + 0), a);
-					d = V8_FMA(w1, V8_LOAD(xb + 8), d);
-					a = V8_FMA(w2, V8_LOAD(xb + 16), a);
-					d = V8_FMA(w3, V8_LOAD(xb + 24), d);
-					a = V8_FMA(w4, V8_LOAD(xb + 32), a);
-					d = V8_FMA(w5, V8_LOAD(xb + 40), d);
-					a = V8_FMA(w6, V8_LOAD(xb + 48), a);
-					d = V8_FMA(w7, V8_LOAD(xb + 56), d);
-					pa[b] = a;
-					pb[b] = d;
-				}
-			}
-			v8 s = V8_BCAST(sc[gi]);
-			for (long b = 0; b < nb; b++)
-				acc[b] = V8_FMA(V8_ADD(pa[b], pb[b]), s, acc[b]);
-		}
-		if (c < g1) {
-			for (long b = 0; b < nb; b++)
-				accs[b] += i4_tail(row, x + b * xs, c, g1) * sc[gi];
-		}
-	}
-	for (long b = 0; b < nb; b++)
-		y[b * ys] = v8_hsum(acc[b]) + accs[b];
-}
+// AVX2 decoder: R8_LOAD/R8_NIB above (xor 0x88, shift left, shift right
+// arithmetic, convert).
+#define I4_FN(name) i4_##name##_avx2
+#include "simd_i4.h"
+#undef I4_FN
+
+// AVX-512VL decoder: one two-table permute maps the low 4 bits of each lane
+// straight to the float nib-8 (vpermt2ps ignores the higher index bits), so
+// a nibble costs a shift and a permute instead of two shifts and a convert.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,avx512f,avx512vl"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512vl")
+#endif
+#undef R8_LOAD
+#undef R8_NIB
+#define R8_LOAD(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+#define R8_NIB(r, k)                                                                        \
+	_mm256_permutex2var_ps(_mm256_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1),             \
+			       _mm256_srli_epi32((r), 4 * (k)),                                           \
+			       _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7))
+#define I4_FN(name) i4_##name##_avx512
+#include "simd_i4.h"
+#undef I4_FN
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
 
 void spool_i4_matmul(const uint8_t *w, long rb, const float *sc, long sp,
 		     long rows, long cols, long gs,
 		     const float *x, long xs, const float *xp, long ps,
-		     long n, float *y, long ys) {
-	int vec = (gs % 64 == 0) || gs >= cols;
-	if (n == 1) {
-		long r = 0;
-		for (; r + 4 <= rows; r += 4)
-			i4_rows1(w + r * rb, rb, sc + r * sp, sp, cols, gs, vec, x, xp, y + r, 1, 4);
-		for (; r < rows; r++)
-			i4_rows1(w + r * rb, rb, sc + r * sp, sp, cols, gs, vec, x, xp, y + r, 1, 1);
-		return;
-	}
-	long tile = lmin(rows, TILE_BYTES / rb + 1);
-	for (long r0 = 0; r0 < rows; r0 += tile) {
-		long r1 = lmin(r0 + tile, rows);
-		for (long b0 = 0; b0 < n; b0 += NB) {
-			long nb = lmin(NB, n - b0);
-			for (long r = r0; r < r1; r++)
-				i4_rown(w + r * rb, sc + r * sp, cols, gs, vec, x + b0 * xs, xs,
-					xp + b0 * ps, ps, nb, y + b0 * ys + r, ys);
-		}
-	}
+		     long n, float *y, long ys, int isa) {
+	if (isa == SPOOL_ISA_AVX512)
+		i4_matmul_avx512(w, rb, sc, sp, rows, cols, gs, x, xs, xp, ps, n, y, ys);
+	else
+		i4_matmul_avx2(w, rb, sc, sp, rows, cols, gs, x, xs, xp, ps, n, y, ys);
 }
 
 void spool_i4_vecmat(const uint8_t *w, long rb, const float *sc, long sp,
 		     long rows, long cols, long gs, const float *x,
-		     long c0, long c1, float *y, float *yp) {
-	int vec = (gs % 64 == 0) || gs >= cols;
-	long v1 = vec ? c0 + (lmin(c1, cols / 64 * 64) - c0) / 64 * 64 : c0; // end of SIMD columns
-	if (v1 < c0)
-		v1 = c0;
-	memset(yp, 0, sizeof(float) * (size_t)(v1 - c0));
-	for (long i = v1; i < c1; i++)
-		y[i] = 0;
-	for (long r = 0; r < rows; r++) {
-		const uint8_t *row = w + r * rb;
-		const float *s = sc + r * sp;
-		float xr = x[r];
-		for (long c = c0; c < v1; c += 64) {
-			v8 cf = V8_BCAST(xr * s[c / gs]);
-			r8 raw = R8_LOAD(row + c / 2);
-			float *d = yp + (c - c0);
-			V8_STORE(d + 0, V8_FMA(cf, R8_NIB(raw, 0), V8_LOAD(d + 0)));
-			V8_STORE(d + 8, V8_FMA(cf, R8_NIB(raw, 1), V8_LOAD(d + 8)));
-			V8_STORE(d + 16, V8_FMA(cf, R8_NIB(raw, 2), V8_LOAD(d + 16)));
-			V8_STORE(d + 24, V8_FMA(cf, R8_NIB(raw, 3), V8_LOAD(d + 24)));
-			V8_STORE(d + 32, V8_FMA(cf, R8_NIB(raw, 4), V8_LOAD(d + 32)));
-			V8_STORE(d + 40, V8_FMA(cf, R8_NIB(raw, 5), V8_LOAD(d + 40)));
-			V8_STORE(d + 48, V8_FMA(cf, R8_NIB(raw, 6), V8_LOAD(d + 48)));
-			V8_STORE(d + 56, V8_FMA(cf, R8_NIB(raw, 7), V8_LOAD(d + 56)));
-		}
-		for (long i = v1; i < c1; i++) {
-			uint8_t b = row[i >> 1];
-			int q = (i & 1) ? (b >> 4) : (b & 15);
-			y[i] += (xr * s[i / gs]) * (float)(q - 8);
-		}
-	}
-	for (long c = c0; c < v1; c += 64) {
-		const float *d = yp + (c - c0);
-		for (int l = 0; l < 8; l++)
-			for (int k = 0; k < 8; k++)
-				y[c + 8 * l + k] = d[k * 8 + l];
-	}
+		     long c0, long c1, float *y, float *yp, int isa) {
+	if (isa == SPOOL_ISA_AVX512)
+		i4_vecmat_avx512(w, rb, sc, sp, rows, cols, gs, x, c0, c1, y, yp);
+	else
+		i4_vecmat_avx2(w, rb, sc, sp, rows, cols, gs, x, c0, c1, y, yp);
 }
+
+#else
+
+#define I4_FN(name) i4_##name##_neon
+#include "simd_i4.h"
+#undef I4_FN
+
+void spool_i4_matmul(const uint8_t *w, long rb, const float *sc, long sp,
+		     long rows, long cols, long gs,
+		     const float *x, long xs, const float *xp, long ps,
+		     long n, float *y, long ys, int isa) {
+	(void)isa;
+	i4_matmul_neon(w, rb, sc, sp, rows, cols, gs, x, xs, xp, ps, n, y, ys);
+}
+
+void spool_i4_vecmat(const uint8_t *w, long rb, const float *sc, long sp,
+		     long rows, long cols, long gs, const float *x,
+		     long c0, long c1, float *y, float *yp, int isa) {
+	(void)isa;
+	i4_vecmat_neon(w, rb, sc, sp, rows, cols, gs, x, c0, c1, y, yp);
+}
+
+#endif
 
 // ---- int8-row and f32 ----------------------------------------------------
 //

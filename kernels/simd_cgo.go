@@ -37,6 +37,11 @@ func permuteInput(m *Matrix, x []float32, n int) []float32 {
 
 // matMulRange computes rows [r0, r1) of MatMul in one cgo call.
 func matMulRange(y []float32, m *Matrix, x, xp []float32, n, r0, r1 int) {
+	matMulRangeISA(y, m, x, xp, n, r0, r1, int4Decoder())
+}
+
+// matMulRangeISA is matMulRange with an explicit int4 decoder.
+func matMulRangeISA(y []float32, m *Matrix, x, xp []float32, n, r0, r1, isa int) {
 	if !haveSIMD() {
 		goMatMulRange(y, m, x, n, r0, r1)
 		return
@@ -55,7 +60,7 @@ func matMulRange(y []float32, m *Matrix, x, xp []float32, n, r0, r1 int) {
 			xpp = fptr(x) // no full 64-column block: never read
 		}
 		C.spool_i4_matmul(bptr(v.Data), C.long(m.RowBytes()), fptr(v.Scales), C.long(m.ScalesPerRow()),
-			rows, cols, C.long(groupSize(m)), fptr(x), cols, xpp, C.long(m.Cols/64*64), C.long(n), fptr(yr), ys)
+			rows, cols, C.long(groupSize(m)), fptr(x), cols, xpp, C.long(m.Cols/64*64), C.long(n), fptr(yr), ys, C.int(isa))
 	}
 }
 
@@ -69,6 +74,11 @@ func vecMatScratch(m *Matrix) []float32 {
 
 // vecMatRange computes columns [c0, c1) of VecMat in one cgo call.
 func vecMatRange(y []float32, m *Matrix, x, yp []float32, c0, c1 int) {
+	vecMatRangeISA(y, m, x, yp, c0, c1, int4Decoder())
+}
+
+// vecMatRangeISA is vecMatRange with an explicit int4 decoder.
+func vecMatRangeISA(y []float32, m *Matrix, x, yp []float32, c0, c1, isa int) {
 	if !haveSIMD() {
 		goVecMatRange(y, m, x, c0, c1)
 		return
@@ -81,7 +91,7 @@ func vecMatRange(y []float32, m *Matrix, x, yp []float32, c0, c1 int) {
 		C.spool_i8_vecmat(bptr(m.Data), fptr(m.Scales), rows, cols, fptr(x), C.long(c0), C.long(c1), fptr(y))
 	default:
 		C.spool_i4_vecmat(bptr(m.Data), C.long(m.RowBytes()), fptr(m.Scales), C.long(m.ScalesPerRow()),
-			rows, cols, C.long(groupSize(m)), fptr(x), C.long(c0), C.long(c1), fptr(y), fptr(yp[c0:]))
+			rows, cols, C.long(groupSize(m)), fptr(x), C.long(c0), C.long(c1), fptr(y), fptr(yp[c0:]), C.int(isa))
 	}
 }
 

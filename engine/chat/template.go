@@ -7,17 +7,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/ardanlabs/jinja"
 )
 
-// The engine is github.com/ardanlabs/jinja, which follows Hugging Face's
-// environment (trim_blocks, lstrip_blocks, loop controls, Python string
-// and dict methods, namespace, raise_exception, strftime_now). This file
-// adds what transformers does around it:
-//   - keep_trailing_newline=False: one trailing newline of the source is
-//     dropped;
+// The engine is github.com/ardanlabs/jinja, written for chat templates
+// (loop controls, Python string and dict methods, namespace,
+// strftime_now). This package adds what transformers does around Jinja2:
+//   - Jinja2's lexer-level whitespace rules with trim_blocks,
+//     lstrip_blocks and keep_trailing_newline=False (see prepareSource);
 //   - the tojson filter is json.dumps(x, ensure_ascii=False, indent=None,
 //     separators=None, sort_keys=False) with those keyword arguments; the
 //     engine's built-in filter cannot be replaced, so filter uses of
@@ -25,6 +23,12 @@ import (
 //   - raise_exception surfaces as a *RaisedError;
 //   - the tokenizer's special tokens (bos_token, eos_token, ...) are
 //     template variables, and tools and documents default to None.
+//
+// Known differences from Jinja2 that remain in the engine: {{ none }}
+// prints "" (Jinja2: "None"), floats print with Go's %g (1.0 as "1"),
+// % on negative numbers follows Go, and tuples print as lists. Message
+// content that is null is passed as "" (as vLLM does), so chat templates
+// do not meet the first case for content.
 
 // tojsonName is the filter name that tojson uses are renamed to.
 const tojsonName = "spool_tojson"
@@ -54,14 +58,7 @@ func ParseTemplate(source string) (tmpl *Template, err error) {
 			tmpl, err = nil, fmt.Errorf("chat: parsing template: engine failure: %v", r)
 		}
 	}()
-	src := source
-	switch {
-	case strings.HasSuffix(src, "\r\n"):
-		src = src[:len(src)-2]
-	case strings.HasSuffix(src, "\n"), strings.HasSuffix(src, "\r"):
-		src = src[:len(src)-1]
-	}
-	t, err := jinja.Compile(renameTojson(src))
+	t, err := jinja.Compile(prepareSource(source))
 	if err != nil {
 		return nil, fmt.Errorf("chat: parsing template: %w", err)
 	}
@@ -268,157 +265,4 @@ func raiseException(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, 
 		msg = v.AsString()
 	}
 	return jinja.Value{}, &RaisedError{Message: msg}
-}
-
-// renameTojson renames the tojson filter in every expression and statement
-// tag of src to tojsonName, leaving text, comments, raw blocks and string
-// literals alone.
-func renameTojson(src string) string {
-	var b strings.Builder
-	b.Grow(len(src))
-	i := 0
-	for {
-		j := strings.IndexByte(src[i:], '{')
-		if j < 0 || i+j+1 >= len(src) {
-			b.WriteString(src[i:])
-			return b.String()
-		}
-		j += i
-		var closer string
-		switch src[j+1] {
-		case '{':
-			closer = "}}"
-		case '%':
-			closer = "%}"
-		case '#':
-			closer = "#}"
-		default:
-			b.WriteString(src[i : j+1])
-			i = j + 1
-			continue
-		}
-		b.WriteString(src[i:j])
-		if closer == "#}" {
-			k := strings.Index(src[j+2:], closer)
-			if k < 0 {
-				b.WriteString(src[j:])
-				return b.String()
-			}
-			end := j + 2 + k + 2
-			b.WriteString(src[j:end])
-			i = end
-			continue
-		}
-		end := tagEnd(src, j+2, closer)
-		if end < 0 {
-			b.WriteString(src[j:])
-			return b.String()
-		}
-		tag := src[j:end]
-		if closer == "%}" && stmtWord(tag) == "raw" {
-			k := rawEnd(src, end)
-			b.WriteString(src[j:k])
-			i = k
-			continue
-		}
-		b.WriteString(renameInTag(tag))
-		i = end
-	}
-}
-
-// tagEnd returns the index just past the closer of a tag whose body starts
-// at start, skipping quoted strings, or -1.
-func tagEnd(src string, start int, closer string) int {
-	for k := start; k < len(src); k++ {
-		switch c := src[k]; {
-		case c == '\'' || c == '"':
-			for k++; k < len(src) && src[k] != c; k++ {
-				if src[k] == '\\' {
-					k++
-				}
-			}
-		case strings.HasPrefix(src[k:], closer):
-			return k + len(closer)
-		}
-	}
-	return -1
-}
-
-// stmtWord returns the first word of a {% %} tag.
-func stmtWord(tag string) string {
-	body := strings.TrimPrefix(tag[2:], "-")
-	body = strings.TrimLeft(body, " \t\r\n")
-	end := strings.IndexFunc(body, func(r rune) bool {
-		return !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
-	})
-	if end < 0 {
-		return body
-	}
-	return body[:end]
-}
-
-// rawEnd returns the index just past the {% endraw %} tag following pos,
-// or len(src).
-func rawEnd(src string, pos int) int {
-	for pos < len(src) {
-		j := strings.Index(src[pos:], "{%")
-		if j < 0 {
-			return len(src)
-		}
-		j += pos
-		end := tagEnd(src, j+2, "%}")
-		if end < 0 {
-			return len(src)
-		}
-		if stmtWord(src[j:end]) == "endraw" {
-			return end
-		}
-		pos = j + 2
-	}
-	return len(src)
-}
-
-// renameInTag rewrites "| tojson" outside string literals in one tag.
-func renameInTag(tag string) string {
-	if !strings.Contains(tag, "tojson") {
-		return tag
-	}
-	var b strings.Builder
-	for k := 0; k < len(tag); k++ {
-		c := tag[k]
-		switch {
-		case c == '\'' || c == '"':
-			start := k
-			for k++; k < len(tag) && tag[k] != c; k++ {
-				if tag[k] == '\\' {
-					k++
-				}
-			}
-			b.WriteString(tag[start:min(k+1, len(tag))])
-		case c == '|':
-			b.WriteByte(c)
-			n := k + 1
-			for n < len(tag) && (tag[n] == ' ' || tag[n] == '\t' || tag[n] == '\n' || tag[n] == '\r') {
-				n++
-			}
-			b.WriteString(tag[k+1 : n])
-			if strings.HasPrefix(tag[n:], "tojson") && !isIdentByte(tag, n+len("tojson")) {
-				b.WriteString(tojsonName)
-				k = n + len("tojson") - 1
-			} else {
-				k = n - 1
-			}
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String()
-}
-
-func isIdentByte(s string, i int) bool {
-	if i >= len(s) {
-		return false
-	}
-	c := s[i]
-	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }

@@ -414,3 +414,55 @@ func FuzzTemplate(f *testing.F) {
 		_, _ = tmpl.Render([]Message{{Role: "user", Content: content}}, Options{AddGenerationPrompt: true})
 	})
 }
+
+// TestJinja2Whitespace renders templates whose expected output was
+// produced by Jinja2 3.1.6 in transformers' environment (trim_blocks,
+// lstrip_blocks, loop controls); see testdata/jinja2-whitespace.json.
+func TestJinja2Whitespace(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "jinja2-whitespace.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []struct {
+		Template string `json:"template"`
+		Rendered string `json:"rendered"`
+	}
+	if err := json.Unmarshal(data, &cases); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		tmpl, err := ParseTemplate(c.Template)
+		if err != nil {
+			t.Errorf("ParseTemplate(%q): %v", c.Template, err)
+			continue
+		}
+		got, err := tmpl.Render(nil, Options{})
+		if err != nil {
+			t.Errorf("Render(%q): %v", c.Template, err)
+			continue
+		}
+		if got != c.Rendered {
+			t.Errorf("template %q\n got %q\nwant %q", c.Template, got, c.Rendered)
+		}
+	}
+}
+
+// BenchmarkRender renders the GLM-4.6 fixture's tool conversation.
+func BenchmarkRender(b *testing.B) {
+	dir, cases := loadTemplateCases(b)
+	tmpl := parseTemplateFile(b, filepath.Join(dir, "glm-4.6.jinja"))
+	var c templateCase
+	for _, tc := range cases.Cases {
+		if tc.Template == "glm-4.6" && tc.Tools {
+			c = tc
+			break
+		}
+	}
+	opts := Options{Tools: cases.Tools, AddGenerationPrompt: true}
+	b.SetBytes(int64(len(c.Rendered)))
+	for b.Loop() {
+		if _, err := tmpl.Render(c.Messages, opts); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"sort"
 	"strings"
 
@@ -22,16 +21,48 @@ import (
 // and then alphabetically; the property names inside "properties" are
 // alphabetical.
 
-// keyPriority lists the keys that a Go map emits first, in this order.
-var keyPriority = []string{
-	"type", "function", "name", "title", "description", "parameters",
-	"enum", "const", "default", "items", "properties", "required",
-	"additionalProperties",
+// keyRank orders the keys that a Go map emits first; -1 means none.
+func keyRank(k string) int {
+	switch k {
+	case "type":
+		return 0
+	case "function":
+		return 1
+	case "name":
+		return 2
+	case "title":
+		return 3
+	case "description":
+		return 4
+	case "parameters":
+		return 5
+	case "enum":
+		return 6
+	case "const":
+		return 7
+	case "default":
+		return 8
+	case "items":
+		return 9
+	case "properties":
+		return 10
+	case "required":
+		return 11
+	case "additionalProperties":
+		return 12
+	}
+	return -1
 }
 
-// nameMapKeys are keys whose object value maps user-chosen names to
-// schemas; their keys are sorted without priority.
-var nameMapKeys = []string{"properties", "patternProperties", "$defs", "definitions"}
+// isNameMapKey reports whether k's object value maps user-chosen names
+// to schemas; such maps are sorted without priority.
+func isNameMapKey(k string) bool {
+	switch k {
+	case "properties", "patternProperties", "$defs", "definitions":
+		return true
+	}
+	return false
+}
 
 // messageValue converts one message into the dict a template sees.
 func messageValue(m Message) (jinja.Value, error) {
@@ -184,7 +215,7 @@ func goValue(v any, nameMap bool) (jinja.Value, error) {
 	case map[string]any:
 		d := jinja.NewDict()
 		for _, k := range mapKeys(v, nameMap) {
-			kv, err := goValue(v[k], slices.Contains(nameMapKeys, k) && !nameMap)
+			kv, err := goValue(v[k], isNameMapKey(k) && !nameMap)
 			if err != nil {
 				return jinja.Value{}, fmt.Errorf("%s: %w", k, err)
 			}
@@ -209,20 +240,22 @@ func goValue(v any, nameMap bool) (jinja.Value, error) {
 // holds user-chosen names), then the rest sorted.
 func mapKeys(m map[string]any, nameMap bool) []string {
 	keys := make([]string, 0, len(m))
-	if !nameMap {
-		for _, k := range keyPriority {
-			if _, ok := m[k]; ok {
-				keys = append(keys, k)
-			}
-		}
-	}
-	first := len(keys)
 	for k := range m {
-		if nameMap || !slices.Contains(keyPriority, k) {
-			keys = append(keys, k)
-		}
+		keys = append(keys, k)
 	}
-	sort.Strings(keys[first:])
+	sort.Slice(keys, func(i, j int) bool {
+		ri, rj := -1, -1
+		if !nameMap {
+			ri, rj = keyRank(keys[i]), keyRank(keys[j])
+		}
+		switch {
+		case ri >= 0 && rj >= 0:
+			return ri < rj
+		case ri >= 0 || rj >= 0:
+			return ri >= 0
+		}
+		return keys[i] < keys[j]
+	})
 	return keys
 }
 

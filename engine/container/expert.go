@@ -34,14 +34,14 @@ type ExpertLocation struct {
 }
 
 // Bytes is the expert's size on disk (weights plus scales).
-func (l *ExpertLocation) Bytes() int64 { return l.WeightBytes + l.ScaleBytes }
+func (l ExpertLocation) Bytes() int64 { return l.WeightBytes + l.ScaleBytes }
 
 // BufferSize is the byte length ReadExpert needs: the weights, padded to
 // 64 bytes, then the scales.
-func (l *ExpertLocation) BufferSize() int64 { return alignUp(l.WeightBytes, 64) + l.ScaleBytes }
+func (l ExpertLocation) BufferSize() int64 { return alignUp(l.WeightBytes, 64) + l.ScaleBytes }
 
 // Reads is the number of read calls ReadExpert issues.
-func (l *ExpertLocation) Reads() int { return len(l.Weights) + len(l.Scales) }
+func (l ExpertLocation) Reads() int { return len(l.Weights) + len(l.Scales) }
 
 // ExpertName is the tensor name of projection proj ("gate_proj", "up_proj"
 // or "down_proj") of routed expert e in layer l.

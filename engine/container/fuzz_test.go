@@ -3,8 +3,6 @@ package container
 import (
 	"bytes"
 	"encoding/binary"
-	"os"
-	"path/filepath"
 	"testing"
 )
 
@@ -21,12 +19,6 @@ func FuzzReadHeader(f *testing.F) {
 	} {
 		b := binary.LittleEndian.AppendUint64(nil, uint64(len(h)))
 		f.Add(append(append(b, h...), make([]byte, 8)...))
-	}
-	if fx, err := fixtureDir(); err == nil {
-		raw, err := os.ReadFile(filepath.Join(fx, "glm52-tiny", "out-idx-00000.safetensors"))
-		if err == nil {
-			f.Add(raw)
-		}
 	}
 	f.Fuzz(func(t *testing.T, file []byte) {
 		h, dataStart, err := readHeader(bytes.NewReader(file), int64(len(file)))
@@ -60,22 +52,30 @@ func FuzzReadHeader(f *testing.F) {
 	})
 }
 
-// fixtureDir finds ../shared/fixtures without a testing.TB (for seeds).
-func fixtureDir() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			fx := filepath.Join(dir, "..", "shared", "fixtures")
-			_, err := os.Stat(fx)
-			return fx, err
+// FuzzParseHeader feeds arbitrary header text with an arbitrary data
+// section size to the header parser.
+func FuzzParseHeader(f *testing.F) {
+	f.Add([]byte(`{}`), int64(0))
+	f.Add([]byte(`{"__metadata__":{"format":"pt"},"w":{"dtype":"U8","shape":[6],"data_offsets":[8,14]},"w.qs":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}  `), int64(14))
+	f.Add([]byte(`{"a":{"dtype":"F16","shape":[2,0],"data_offsets":[0,0]},"b":{"dtype":"I64","shape":[1],"data_offsets":[0,8]}}`), int64(8))
+	f.Add([]byte(`{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}}`), int64(12))
+	f.Fuzz(func(t *testing.T, raw []byte, dataSize int64) {
+		if dataSize < 0 {
+			return
 		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", os.ErrNotExist
+		h, err := parseHeader(raw, dataSize)
+		if err != nil {
+			return
 		}
-		dir = parent
-	}
+		seen := make(map[string]bool)
+		for _, ht := range h.Tensors {
+			if seen[ht.Name] || ht.Name == "" {
+				t.Fatalf("accepted duplicate or empty name %q", ht.Name)
+			}
+			seen[ht.Name] = true
+			if ht.End > dataSize || ht.Begin < 0 || ht.End < ht.Begin {
+				t.Fatalf("accepted tensor %q with offsets [%d, %d] in %d data bytes", ht.Name, ht.Begin, ht.End, dataSize)
+			}
+		}
+	})
 }

@@ -422,7 +422,7 @@ func (v *validator) checkExperts(layers []int) {
 			}
 			ex.Count++
 			v.sum.RoutedBytes += loc.Bytes()
-			sizes[sizeKey{loc.Bytes(), expertFormats(&loc)}]++
+			sizes[sizeKey{loc.Bytes(), expertFormats(loc)}]++
 			if loc.Coalesced {
 				ex.Coalesced++
 			} else {
@@ -444,7 +444,7 @@ func (v *validator) checkExperts(layers []int) {
 
 // expertFormats names the formats of an expert's matrices: one name when
 // they agree, else the gate, up and down formats.
-func expertFormats(loc *ExpertLocation) string {
+func expertFormats(loc ExpertLocation) string {
 	g, u, d := loc.Gate.FormatName(), loc.Up.FormatName(), loc.Down.FormatName()
 	if g == u && u == d {
 		return g

@@ -70,4 +70,6 @@ func (l *residentLease) Next(ctx context.Context) (int, *Expert, error) {
 	return i, l.experts[i], nil
 }
 
+func (l *residentLease) Done(int) {}
+
 func (l *residentLease) Release() {}

@@ -34,6 +34,10 @@ type Lease interface {
 	// Next blocks until another expert is ready and returns its index in the
 	// ids passed to Acquire. It returns io.EOF after the last one.
 	Next(ctx context.Context) (index int, e *Expert, err error)
+	// Done says the consumer no longer reads expert index: its memory may be
+	// reused (a streamed source recycles the slot for a later miss of the
+	// same lease). Calling Done is optional; Release implies it.
+	Done(index int)
 	// Release ends the lease; the experts' memory may be reused afterwards.
 	Release()
 }

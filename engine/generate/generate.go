@@ -32,6 +32,12 @@ type Params struct {
 	// StopTokens end generation when sampled; the stop token is reported in
 	// Result.StopToken and not counted as output. Nil means never stop early.
 	StopTokens []int
+	// Speculative drafts tokens with the model's MTP layer (when it has one)
+	// and verifies them in the same forward. The tokens are exactly those of
+	// the plain path: each position is sampled from the main model's logits
+	// with the same random stream, and a draft only saves the forward that
+	// would have produced the same token.
+	Speculative bool
 }
 
 // Result describes a finished generation.
@@ -44,17 +50,20 @@ type Result struct {
 	CachedTokens int
 	PrefillTime  time.Duration
 	DecodeTime   time.Duration
-	// DecodeTokens counts tokens produced by decode forwards (all but the
-	// first, which comes from the prefill).
+	// DecodeTokens counts tokens forwarded after the prefill.
 	DecodeTokens int
+	// DraftsProposed and DraftsAccepted count MTP speculation.
+	DraftsProposed int
+	DraftsAccepted int
 }
 
-// DecodeTokensPerSecond is the decode throughput.
+// DecodeTokensPerSecond is the decode throughput: tokens generated after
+// the first (which comes from the prefill) per second of decoding.
 func (r *Result) DecodeTokensPerSecond() float64 {
-	if r.DecodeTime <= 0 {
+	if r.DecodeTime <= 0 || len(r.Tokens) < 2 {
 		return 0
 	}
-	return float64(r.DecodeTokens) / r.DecodeTime.Seconds()
+	return float64(len(r.Tokens)-1) / r.DecodeTime.Seconds()
 }
 
 // Generate continues seq with prompt and samples up to p.MaxTokens tokens,
@@ -85,8 +94,10 @@ func Generate(ctx context.Context, m *model.Model, seq *kvcache.Sequence, prompt
 	seq.Trim(common)
 	res.CachedTokens = common
 
+	g := &run{ctx: ctx, m: m, seq: seq, p: p, res: res, onToken: onToken, sampler: NewSampler(p.Sampling), keep: len(prompt)}
 	start := time.Now()
 	var logits []float32
+	var hidden [][]float32
 	for i := common; i < len(prompt); i += PrefillChunk {
 		chunk := prompt[i:min(i+PrefillChunk, len(prompt))]
 		out, err := m.Forward(ctx, []model.Request{{Seq: seq, Tokens: chunk}}, nil)
@@ -94,37 +105,91 @@ func Generate(ctx context.Context, m *model.Model, seq *kvcache.Sequence, prompt
 			return nil, fmt.Errorf("generate: prefill: %w", err)
 		}
 		logits = out[0].Logits[0]
+		if p.Speculative && m.HasMTP() {
+			hidden = append(hidden, out[0].Hidden...)
+		}
 	}
 	res.PrefillTime = time.Since(start)
 
-	sampler := NewSampler(p.Sampling)
 	decodeStart := time.Now()
-	for {
-		tok := sampler.Sample(logits)
-		if slices.Contains(p.StopTokens, tok) {
-			res.StopToken = tok
-			res.FinishReason = FinishStop
-			break
-		}
-		res.Tokens = append(res.Tokens, tok)
-		if onToken != nil {
-			if err := onToken(tok); err != nil {
-				return res, err
-			}
-		}
-		if len(res.Tokens) >= p.MaxTokens || seq.Len() >= seq.Limit() {
-			res.FinishReason = FinishLength
-			break
-		}
-		out, err := m.Forward(ctx, []model.Request{{Seq: seq, Tokens: []int{tok}}}, nil)
-		if err != nil {
-			return res, fmt.Errorf("generate: decode: %w", err)
-		}
-		logits = out[0].Logits[0]
-		res.DecodeTokens++
+	var err error
+	if p.Speculative && m.HasMTP() {
+		seq.TrimMTP(0)
+		err = g.speculative(logits, common, hidden)
+	} else {
+		err = g.plain(logits)
 	}
 	if res.DecodeTokens > 0 {
 		res.DecodeTime = time.Since(decodeStart)
 	}
-	return res, nil
+	// Leave the cache as the plain path does: every emitted token but the
+	// last is cached (the last too when a stop token ended generation).
+	seq.Trim(g.keep)
+	return res, err
+}
+
+// run is the state of one generation.
+type run struct {
+	ctx     context.Context
+	m       *model.Model
+	seq     *kvcache.Sequence
+	p       Params
+	res     *Result
+	onToken func(int) error
+	sampler *Sampler
+	keep    int // tokens the cache keeps when generation ends
+
+	// Logits and hidden states of the last forward's rows.
+	last       [][]float32
+	lastHidden [][]float32
+}
+
+// emit records a sampled token; done reports that generation has ended.
+func (g *run) emit(tok int) (done bool, err error) {
+	if slices.Contains(g.p.StopTokens, tok) {
+		g.res.StopToken = tok
+		g.res.FinishReason = FinishStop
+		return true, nil
+	}
+	g.res.Tokens = append(g.res.Tokens, tok)
+	if len(g.res.Tokens) > 1 {
+		g.keep++
+	}
+	if g.onToken != nil {
+		if err := g.onToken(tok); err != nil {
+			return true, err
+		}
+	}
+	if len(g.res.Tokens) >= g.p.MaxTokens || g.keep >= g.seq.Limit() {
+		g.res.FinishReason = FinishLength
+		return true, nil
+	}
+	return false, nil
+}
+
+// plain samples one token per forward.
+func (g *run) plain(logits []float32) error {
+	for {
+		tok := g.sampler.Sample(logits)
+		if done, err := g.emit(tok); done {
+			g.keepStop()
+			return err
+		}
+		if err := g.step([]int{tok}); err != nil {
+			return err
+		}
+		logits = g.last[0]
+	}
+}
+
+// step forwards tokens at the end of the cache and keeps their logits and
+// hidden states.
+func (g *run) step(tokens []int) error {
+	out, err := g.m.Forward(g.ctx, []model.Request{{Seq: g.seq, Tokens: tokens, AllLogits: true}}, nil)
+	if err != nil {
+		return fmt.Errorf("generate: decode: %w", err)
+	}
+	g.last, g.lastHidden = out[0].Logits, out[0].Hidden
+	g.res.DecodeTokens += len(tokens)
+	return nil
 }

@@ -70,7 +70,7 @@ func (m *Model) attention(y *layer, x []float32, rows []row, cacheOf func(*kvcac
 			wk := y.kvB.RowRange(hd*(dn+dv), hd*(dn+dv)+dn)
 			kernels.VecMat(qabs, wk, qh[:dn])
 			keys := keysOf(sel, i, r.pos)
-			n := r.pos + 1
+			n := r.kv + 1
 			if keys != nil {
 				n = len(keys)
 			}

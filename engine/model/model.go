@@ -178,7 +178,8 @@ type Trace struct {
 // row is one token in flight.
 type row struct {
 	seq   *kvcache.Sequence
-	pos   int
+	pos   int // position (RoPE angle, DSA causality)
+	kv    int // index of its entry in the layer cache; it attends to entries 0..kv
 	token int
 }
 
@@ -205,7 +206,7 @@ func (m *Model) Forward(ctx context.Context, reqs []Request, tr *Trace) ([]Outpu
 			return nil, err
 		}
 		for j, t := range r.Tokens {
-			rows = append(rows, row{seq: r.Seq, pos: start[i] + j, token: t})
+			rows = append(rows, row{seq: r.Seq, pos: start[i] + j, kv: start[i] + j, token: t})
 		}
 	}
 	out, err := m.forwardRows(ctx, reqs, rows, tr)

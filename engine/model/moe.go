@@ -155,6 +155,7 @@ func (m *Model) moe(ctx context.Context, y *layer, x []float32, R int, tr *Trace
 			copy(xs[b*H:(b+1)*H], x[u.row*H:(u.row+1)*H])
 		}
 		ys := m.denseMLP(&mlp{gate: ex.Gate, up: ex.Up, down: ex.Down}, xs, n)
+		lease.Done(idx)
 		for b, u := range us {
 			copy(expertOut[(u.row*k+u.slot)*H:(u.row*k+u.slot+1)*H], ys[b*H:(b+1)*H])
 		}

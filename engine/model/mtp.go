@@ -9,12 +9,13 @@ import (
 )
 
 // MTPForward runs the multi-token-prediction layer. Row j consumes the
-// final-normed main-model hidden state hidden[j] of position p and the token
-// next[j] at position p+1, where p = seq.MTP().Len()+j; its logits predict
-// the token at p+2. The MTP layer attends densely over its own cache, to
-// which the rows are appended. It returns the logits and the layer's output
-// hidden states (pre shared_head.norm) of every row.
-func (m *Model) MTPForward(ctx context.Context, seq *kvcache.Sequence, hidden [][]float32, next []int) (logits, out [][]float32, err error) {
+// final-normed main-model hidden state hidden[j] of position p = pos0+j and
+// the token next[j] at position p+1; its logits predict the token at p+2.
+// The MTP layer attends densely over its own cache (the rows absorbed so far,
+// whatever positions they had), to which the rows are appended. It returns the logits of every row (or of
+// the last row only, with lastOnly) and the layer's output hidden states
+// (pre shared_head.norm) of every row.
+func (m *Model) MTPForward(ctx context.Context, seq *kvcache.Sequence, pos0 int, hidden [][]float32, next []int, lastOnly bool) (logits, out [][]float32, err error) {
 	if m.mtp == nil {
 		return nil, nil, errNoMTP
 	}
@@ -34,7 +35,7 @@ func (m *Model) MTPForward(ctx context.Context, seq *kvcache.Sequence, hidden []
 		if len(hidden[j]) != H {
 			return nil, nil, fmt.Errorf("model: MTP hidden state %d has %d values, want %d", j, len(hidden[j]), H)
 		}
-		rows[j] = row{seq: seq, pos: base + j, token: t}
+		rows[j] = row{seq: seq, pos: pos0 + j, kv: base + j, token: t}
 		kernels.DequantRow(emb, m.embed, t)
 		rmsNorm(cat[j*2*H:j*2*H+H], emb, m.mtp.enorm, c.RMSNormEps)
 		rmsNorm(cat[j*2*H+H:(j+1)*2*H], hidden[j], m.mtp.hnorm, c.RMSNormEps)
@@ -62,11 +63,16 @@ func (m *Model) MTPForward(ctx context.Context, seq *kvcache.Sequence, hidden []
 	for i := range h {
 		h[i] += ffn[i]
 	}
-	hn := make([]float32, R*H)
-	for i := 0; i < R; i++ {
-		rmsNorm(hn[i*H:(i+1)*H], h[i*H:(i+1)*H], m.mtp.headNorm, c.RMSNormEps)
+	first := 0
+	if lastOnly {
+		first = R - 1
 	}
-	lg := make([]float32, R*c.VocabSize)
-	kernels.MatMul(lg, m.lmHead, hn, R)
+	n := R - first
+	hn := make([]float32, n*H)
+	for i := range n {
+		rmsNorm(hn[i*H:(i+1)*H], h[(first+i)*H:(first+i+1)*H], m.mtp.headNorm, c.RMSNormEps)
+	}
+	lg := make([]float32, n*c.VocabSize)
+	kernels.MatMul(lg, m.lmHead, hn, n)
 	return splitRows(lg, c.VocabSize), splitRows(h, H), nil
 }

@@ -188,7 +188,7 @@ func TestParityMTP(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					logits, _, err := m.MTPForward(context.Background(), seq, out[0].Hidden[:cs.N-1], cs.PromptIDs[1:])
+					logits, _, err := m.MTPForward(context.Background(), seq, 0, out[0].Hidden[:cs.N-1], cs.PromptIDs[1:], false)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -223,7 +223,7 @@ func New(cfg *config.Config, w Weights, opts Options) (*Plan, error) {
 	runtime := orDefault(opts.RuntimeReserve, DefaultRuntimeReserve)
 
 	p.Items = []Item{
-		{ItemResident, w.ResidentBytes, "every non-routed tensor, read once at startup: embedding, lm_head, attention, norms, dense MLPs, routers and shared experts" + mtpNote(w) + "; from " + w.Source},
+		{ItemResident, w.ResidentBytes, "every non-routed tensor, read once at startup: embedding, lm_head, attention, norms, dense MLPs, routers and shared experts" + mtpNote(w)},
 		{ItemWorking, int64(p.WorkingSlots) * p.ExpertSlotBytes, fmt.Sprintf("%d slots x %s: the distinct experts one layer of one forward may use, min(n_routed_experts %d, experts_per_tok %d x %d rows)", p.WorkingSlots, sizeText(p.ExpertSlotBytes), E, k, p.BatchRows)},
 	}
 	if p.MTPSlots > 0 {

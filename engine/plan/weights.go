@@ -134,9 +134,10 @@ func f32(n int) int64 { return 4 * int64(n) }
 // tensor by tensor, with the tensor set container.Validate expects: the
 // embedding and lm_head, the final norm, every decoder layer's attention
 // and norms, dense MLPs of dense layers, routers, correction biases and
-// shared experts of sparse layers, the indexer of full layers (when
-// a.WithIndexer) and the MTP layer (when cfg declares one and not
-// a.WithoutMTP). Vectors and routers are F32.
+// shared experts of sparse layers, the indexer of full decoder layers (when
+// a.WithIndexer; the MTP layer reuses the main model's selection and has
+// none) and the MTP layer (when cfg declares one and not a.WithoutMTP).
+// Vectors and routers are F32.
 func FromConfig(cfg *config.Config, a Artifact) (Weights, error) {
 	if cfg == nil {
 		return Weights{}, errors.New("plan: no config")
@@ -181,9 +182,6 @@ func FromConfig(cfg *config.Config, a Artifact) (Weights, error) {
 		// eh_proj, enorm, hnorm, shared_head.norm, then a sparse decoder
 		// layer, every matrix int8 per row.
 		w.ResidentBytes += int8Row(H, 2*H) + 3*f32(H) + layerBytes(cfg, true, int8Row)
-		if w.DSA {
-			w.ResidentBytes += indexerBytes(cfg)
-		}
 		el := ExpertLayer{Layer: cfg.NumLayers, MTP: true, Experts: cfg.NumRoutedExperts, ExpertBytes: expert(int8Row)}
 		w.Layers = append(w.Layers, el)
 		w.RoutedBytes += int64(el.Experts) * el.ExpertBytes

@@ -114,15 +114,15 @@ func (t *Tokenizer) splitAdded(s string, tr *trie) []segment {
 	return segs
 }
 
-// isWordChar is \w of Rust's regex crate: Alphabetic, marks, decimal digits,
-// connector punctuation and join controls.
+// isWordChar is \w of Rust's regex crate (Unicode 16.0): Alphabetic, marks,
+// decimal digits, connector punctuation and join controls.
 func isWordChar(r rune) bool {
 	if r < utf8.RuneSelf {
 		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_'
 	}
 	return unicode.IsLetter(r) || unicode.Is(unicode.Nl, r) || unicode.Is(unicode.Other_Alphabetic, r) ||
 		unicode.IsMark(r) || unicode.Is(unicode.Nd, r) || unicode.Is(unicode.Pc, r) ||
-		unicode.Is(unicode.Join_Control, r)
+		unicode.Is(unicode.Join_Control, r) || unicode.Is(unicode16Word, r)
 }
 
 func endsWithWord(s string) bool {

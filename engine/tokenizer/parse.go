@@ -273,26 +273,30 @@ func parseMerges(raw json.RawMessage) ([][2]string, error) {
 	if isNull(raw) {
 		return nil, nil
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
-		return nil, fmt.Errorf("tokenizer: parse model.merges: %w", err)
-	}
-	out := make([][2]string, len(items))
-	for i, it := range items {
-		var s string
-		if err := json.Unmarshal(it, &s); err == nil {
+	// Peek at the first element: a failed decode would still scan the whole list.
+	first := bytes.TrimLeft(bytes.TrimLeft(bytes.TrimSpace(raw), "["), " \t\r\n")
+	var strs []string
+	if len(first) > 0 && first[0] == '"' && json.Unmarshal(raw, &strs) == nil {
+		out := make([][2]string, len(strs))
+		for i, s := range strs {
 			a, b, ok := strings.Cut(s, " ")
 			if !ok || strings.Contains(b, " ") {
 				return nil, fmt.Errorf("tokenizer: model.merges[%d] = %q: want two tokens separated by one space", i, s)
 			}
 			out[i] = [2]string{a, b}
-			continue
 		}
-		var pair []string
-		if err := json.Unmarshal(it, &pair); err != nil || len(pair) != 2 {
-			return nil, fmt.Errorf("tokenizer: model.merges[%d] = %s: want a string \"a b\" or a pair [\"a\", \"b\"]", i, it)
+		return out, nil
+	}
+	var pairs [][]string
+	if err := json.Unmarshal(raw, &pairs); err != nil {
+		return nil, fmt.Errorf("tokenizer: parse model.merges: want a list of strings \"a b\" or of pairs [\"a\", \"b\"]: %w", err)
+	}
+	out := make([][2]string, len(pairs))
+	for i, p := range pairs {
+		if len(p) != 2 {
+			return nil, fmt.Errorf("tokenizer: model.merges[%d] has %d tokens, want a pair", i, len(p))
 		}
-		out[i] = [2]string{pair[0], pair[1]}
+		out[i] = [2]string{p[0], p[1]}
 	}
 	return out, nil
 }

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/spoolhq/spool/engine/config"
+	"github.com/spoolhq/spool/engine/container"
+	"github.com/spoolhq/spool/engine/plan"
+	"github.com/spoolhq/spool/native"
+)
+
+// exitNoFit is spool fit's exit status when the model does not fit.
+const exitNoFit = 3
+
+type fitFlags struct {
+	model      string
+	config     string
+	groupSize  int
+	indexer    bool
+	noMTP      bool
+	context    int
+	sequences  int
+	batchRows  int
+	jsonOut    bool
+	memoryArgs memoryFlags
+}
+
+func newFitCmd() *cobra.Command {
+	var f fitFlags
+	cmd := &cobra.Command{
+		Use:   "fit (--model DIR | --config FILE)",
+		Short: "Plan the process memory for a model and say whether it fits",
+		Long: `Fit lays out the memory equation of running a model: resident weights,
+expert slabs (working bank, MTP bank, LRU and pinned cache), the compressed
+KV cache for the context, working buffers and reserves, and sizes the expert
+cache from what the memory leaves. It exits with status 3 when not even one
+cache slot per expert layer fits.
+
+With --model the figures come from the container's headers. With --config
+they are derived from a bare config.json assuming the pinned public
+artifact's formats (int4 with per-row scales, int8 embedding and lm_head,
+int8 MTP layer, no DSA indexer); --group-size 64 assumes the newer
+converter's group-64 int4 instead.`,
+		Example: `  spool fit --config ../shared/fixtures/glm52-real/config.json --memory 32GiB
+  spool fit --model ~/models/glm52 --context 8192 --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runFit(cmd, &f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.model, "model", "", "model directory: plan from its container's headers")
+	fl.StringVar(&f.config, "config", "", "a config.json (or a directory holding one): plan from the config alone")
+	fl.IntVar(&f.groupSize, "group-size", 0, "with --config: int4 scale group size, 0 for per-row scales (the pinned artifact) or 64")
+	fl.BoolVar(&f.indexer, "indexer", false, "with --config: include the DSA indexer weights (int8)")
+	fl.BoolVar(&f.noMTP, "no-mtp", false, "with --config: plan without the MTP layer")
+	fl.IntVar(&f.context, "context", plan.DefaultContext, "context length in tokens")
+	fl.IntVar(&f.sequences, "sequences", 1, "sequences decoded together (KV slots)")
+	fl.IntVar(&f.batchRows, "batch-rows", plan.DefaultBatchRows, "most rows one forward carries (sizes the working bank)")
+	fl.BoolVar(&f.jsonOut, "json", false, "print one JSON object")
+	f.memoryArgs.register(fl)
+	cmd.MarkFlagsMutuallyExclusive("model", "config")
+	cmd.MarkFlagsOneRequired("model", "config")
+	return cmd
+}
+
+func runFit(cmd *cobra.Command, f *fitFlags) error {
+	if f.model != "" && (f.groupSize != 0 || f.indexer || f.noMTP) {
+		return errors.New("--group-size, --indexer and --no-mtp describe an assumed artifact; use them with --config")
+	}
+	var (
+		cfg *config.Config
+		w   plan.Weights
+		err error
+	)
+	if f.model != "" {
+		cfg, w, err = weightsFromModel(f.model)
+	} else {
+		cfg, w, err = weightsFromConfig(f.config, f.groupSize, f.indexer, f.noMTP)
+	}
+	if err != nil {
+		return err
+	}
+	opts, err := f.memoryArgs.options()
+	if err != nil {
+		return err
+	}
+	opts.Context, opts.Sequences, opts.BatchRows = f.context, f.sequences, f.batchRows
+	if f.context <= 0 || f.sequences <= 0 || f.batchRows <= 0 {
+		return fmt.Errorf("--context, --sequences and --batch-rows must be positive (got %d, %d, %d)", f.context, f.sequences, f.batchRows)
+	}
+	p, err := plan.New(cfg, w, opts)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if f.jsonOut {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(p); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprint(out, p.Table())
+		if p.Suggestion != "" {
+			fmt.Fprintln(out, "suggestion:", p.Suggestion)
+		}
+	}
+	if !p.Fits {
+		return exitError{code: exitNoFit}
+	}
+	return nil
+}
+
+// weightsFromModel validates the container of dir and takes the weights
+// from its headers.
+func weightsFromModel(dir string) (*config.Config, plan.Weights, error) {
+	cfg, err := config.Load(dir)
+	if err != nil {
+		return nil, plan.Weights{}, err
+	}
+	c, err := container.Open(dir)
+	if err != nil {
+		return nil, plan.Weights{}, err
+	}
+	defer c.Close()
+	sum, err := container.Validate(c, cfg)
+	if err != nil {
+		return nil, plan.Weights{}, err
+	}
+	w, err := plan.FromContainer(c, cfg, sum)
+	return cfg, w, err
+}
+
+// weightsFromConfig derives the weights from a bare config.json (or the
+// one in a directory) with the assumed artifact formats.
+func weightsFromConfig(path string, groupSize int, indexer, noMTP bool) (*config.Config, plan.Weights, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		path = filepath.Join(path, "config.json")
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, plan.Weights{}, fmt.Errorf("config: %w", err)
+	}
+	cfg, err := config.Parse(raw, nil)
+	if err != nil {
+		return nil, plan.Weights{}, fmt.Errorf("config: %s: %w", path, err)
+	}
+	format, err := plan.FormatForGroupSize(groupSize)
+	if err != nil {
+		return nil, plan.Weights{}, err
+	}
+	w, err := plan.FromConfig(cfg, plan.Artifact{Int4: format, WithIndexer: indexer, WithoutMTP: noMTP})
+	return cfg, w, err
+}
+
+// planModelDir plans running the model in dir (headers only, before any
+// weight is read) with the --memory and --expert-cache flags m; it returns
+// the plan, or a *plan.FitError carrying the table and a suggestion when
+// not even one expert cache slot per layer fits. spool run and spool serve
+// call it before loading.
+func planModelDir(dir string, m *memoryFlags, context, sequences int) (*plan.Plan, error) {
+	cfg, w, err := weightsFromModel(dir)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := m.options()
+	if err != nil {
+		return nil, err
+	}
+	opts.Context, opts.Sequences = context, sequences
+	p, err := plan.New(cfg, w, opts)
+	if err != nil {
+		return nil, err
+	}
+	return p, p.Err()
+}
+
+// memoryFlags are the --memory and --expert-cache flags shared by fit, run
+// and serve.
+type memoryFlags struct {
+	memory      string
+	expertCache string
+}
+
+// register adds --memory and --expert-cache to fs.
+func (m *memoryFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&m.memory, "memory", "", "memory budget, OS reserve included, e.g. 32GiB or 24GB (default: the machine's memory)")
+	fs.StringVar(&m.expertCache, "expert-cache", "", "LRU + pinned expert slot memory beyond the working bank, e.g. 8GiB (default: what the plan leaves)")
+}
+
+// options turns the flags into plan options; an unset --memory asks the
+// machine.
+func (m *memoryFlags) options() (plan.Options, error) {
+	var o plan.Options
+	var err error
+	if m.memory != "" {
+		if o.Memory, err = plan.ParseSize(m.memory); err != nil {
+			return o, fmt.Errorf("--memory: %w", err)
+		}
+	}
+	if m.expertCache != "" {
+		if o.ExpertCache, err = plan.ParseSize(m.expertCache); err != nil {
+			return o, fmt.Errorf("--expert-cache: %w", err)
+		}
+	}
+	o.MachineMemory = machineMemory
+	return o, nil
+}
+
+// machineMemory is the machine's total memory.
+func machineMemory() (int64, error) {
+	total, _, err := native.MachineMemory()
+	if err != nil {
+		return 0, err
+	}
+	if total > math.MaxInt64 {
+		return 0, fmt.Errorf("machine memory %d is out of range", total)
+	}
+	return int64(total), nil
+}

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fitFixturesDir returns ../shared/fixtures relative to the module root,
+// skipping the test when it is absent.
+func fitFixturesDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found above the test directory")
+		}
+		dir = parent
+	}
+	fx := filepath.Join(dir, "..", "shared", "fixtures")
+	if _, err := os.Stat(fx); err != nil {
+		t.Skipf("fixtures not available at %s: %v", fx, err)
+	}
+	return fx
+}
+
+// runSpool runs the root command with args and returns its output.
+func runSpool(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	root := newRootCmd()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(args)
+	err := root.Execute()
+	return out.String(), err
+}
+
+type fitJSON struct {
+	ResidentWeightBytes int64 `json:"resident_weight_bytes"`
+	ExpertSlotBytes     int64 `json:"expert_slot_bytes"`
+	KVBytes             int64 `json:"kv_bytes"`
+	PlannedProcessBytes int64 `json:"planned_process_bytes"`
+	MemoryLimitBytes    int64 `json:"memory_limit_bytes"`
+	Fits                bool  `json:"fits"`
+	CacheSlotsPerLayer  int   `json:"cache_slots_per_layer"`
+	Items               []struct {
+		Name  string `json:"name"`
+		Bytes int64  `json:"bytes"`
+	} `json:"items"`
+}
+
+func decodeFit(t *testing.T, out string) fitJSON {
+	t.Helper()
+	var f fitJSON
+	if err := json.Unmarshal([]byte(out), &f); err != nil {
+		t.Fatalf("output is not one JSON object: %v\n%s", err, out)
+	}
+	return f
+}
+
+func TestFitRealConfig(t *testing.T) {
+	cfgPath := filepath.Join(fitFixturesDir(t), "glm52-real", "config.json")
+	out, err := runSpool(t, "fit", "--config", cfgPath, "--memory", "32GiB", "--json")
+	if err != nil {
+		t.Fatalf("32GiB: %v\n%s", err, out)
+	}
+	f := decodeFit(t, out)
+	if !f.Fits || f.ResidentWeightBytes != 10_877_286_144 || f.MemoryLimitBytes != 28<<30 {
+		t.Errorf("32GiB: %+v", f)
+	}
+	if f.KVBytes != 4096*182_016 || f.ExpertSlotBytes != 18_939_904 || f.PlannedProcessBytes > f.MemoryLimitBytes || f.CacheSlotsPerLayer < 1 {
+		t.Errorf("32GiB: %+v", f)
+	}
+
+	out, err = runSpool(t, "fit", "--config", cfgPath, "--memory", "16GiB")
+	var ee exitError
+	if !errors.As(err, &ee) || ee.code != exitNoFit {
+		t.Fatalf("16GiB: err = %v, want exit status %d\n%s", err, exitNoFit, out)
+	}
+	for _, s := range []string{"resident weights", "working bank", "KV cache", "working buffers", "runtime reserve", "expert cache", "fits: no", "needs at least"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("16GiB output lacks %q:\n%s", s, out)
+		}
+	}
+
+	out, err = runSpool(t, "fit", "--config", cfgPath, "--memory", "32GiB", "--group-size", "64", "--json")
+	if err != nil {
+		t.Fatalf("group 64: %v\n%s", err, out)
+	}
+	if g := decodeFit(t, out); g.ExpertSlotBytes <= f.ExpertSlotBytes || g.ResidentWeightBytes <= f.ResidentWeightBytes {
+		t.Errorf("group 64 %+v is not larger than per-row %+v", g, f)
+	}
+}
+
+func TestFitFixtureModels(t *testing.T) {
+	fx := fitFixturesDir(t)
+	for _, name := range []string{"glm52-tiny", "glm52-mini"} {
+		out, err := runSpool(t, "fit", "--model", filepath.Join(fx, name), "--memory", "8GiB", "--context", "512", "--json")
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", name, err, out)
+		}
+		if f := decodeFit(t, out); !f.Fits || f.ResidentWeightBytes == 0 || f.KVBytes == 0 {
+			t.Errorf("%s: %+v", name, f)
+		}
+	}
+}
+
+func TestFitFlagErrors(t *testing.T) {
+	fx := fitFixturesDir(t)
+	tiny := filepath.Join(fx, "glm52-tiny")
+	for _, args := range [][]string{
+		{"fit"},
+		{"fit", "--model", tiny, "--config", tiny},
+		{"fit", "--model", tiny, "--group-size", "64"},
+		{"fit", "--config", tiny, "--group-size", "32"},
+		{"fit", "--config", tiny, "--memory", "lots"},
+		{"fit", "--config", tiny, "--memory", "8GiB", "--context", "0"},
+		{"fit", "--config", tiny, "--memory", "8GiB", "--expert-cache", "-1"},
+		{"fit", "--model", filepath.Join(fx, "no-such-model")},
+	} {
+		out, err := runSpool(t, args...)
+		var ee exitError
+		if err == nil || errors.As(err, &ee) {
+			t.Errorf("%v: err = %v, want a usage error\n%s", args, err, out)
+		}
+	}
+}
+
+func TestGenBenchSkeletonFits(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "skeleton")
+	out, err := runSpool(t, "gen-bench", "--out", dir, "--sparse-files")
+	if err != nil {
+		t.Fatalf("gen-bench: %v\n%s", err, out)
+	}
+	out, err = runSpool(t, "fit", "--model", dir, "--memory", "32GiB", "--json")
+	if err != nil {
+		t.Fatalf("fit: %v\n%s", err, out)
+	}
+	if f := decodeFit(t, out); !f.Fits || f.ResidentWeightBytes != 10_877_286_144 || f.ExpertSlotBytes != 18_939_904 {
+		t.Errorf("skeleton: %+v", f)
+	}
+	if _, err := runSpool(t, "gen-bench", "--out", filepath.Join(t.TempDir(), "x"), "--sparse-files", "--experts", "16"); err == nil {
+		t.Error("--sparse-files with --experts accepted")
+	}
+}
