@@ -51,6 +51,7 @@ func newRootCmd() *cobra.Command {
 		newFitCmd(),
 		newGenBenchCmd(),
 		newInspectCmd(),
+		newPullCmd(),
 		newRunCmd(),
 	)
 	return root

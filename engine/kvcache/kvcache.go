@@ -19,32 +19,51 @@ type Geometry struct {
 	MTP      bool   // the MTP layer has its own cache
 }
 
-// Layer is one layer's cache: flat rows of Latent (KVLora), Rope and, for
-// indexer layers, Index (IndexDim) values per token.
+// Layer is one layer's cache. KV holds one row of KVLora+Rope values per
+// token: the normalized latent followed by the roped shared key, so a query
+// [q_absorbed | q_rope] scores every key with one dot product. Index holds
+// IndexDim values per token on indexer layers.
 type Layer struct {
-	Latent []float32
-	Rope   []float32
+	KV     []float32
 	Index  []float32
 	n      int
+	limit  int // rows the layer may reach
 }
 
 // Len is the number of tokens stored.
 func (l *Layer) Len() int { return l.n }
 
-// Append stores one token's state. index may be nil for layers without keys.
-func (l *Layer) Append(latent, rope, index []float32) {
-	l.Latent = append(l.Latent, latent...)
-	l.Rope = append(l.Rope, rope...)
-	l.Index = append(l.Index, index...)
+// Append stores one token's state: kv is [latent | rope]; index may be nil
+// for layers without indexer keys.
+func (l *Layer) Append(kv, index []float32) {
+	l.KV = appendBounded(l.KV, kv, l.limit)
+	if index != nil {
+		l.Index = appendBounded(l.Index, index, l.limit)
+	}
 	l.n++
+}
+
+// appendBounded appends one token's row, growing capacity geometrically but
+// never beyond limit rows, so a full sequence holds exactly what the memory
+// plan counted.
+func appendBounded(dst, row []float32, limit int) []float32 {
+	if len(dst)+len(row) > cap(dst) {
+		rows := max(2*cap(dst)/max(len(row), 1), 64)
+		if limit > 0 {
+			rows = min(rows, limit)
+		}
+		grown := make([]float32, len(dst), max(rows*len(row), len(dst)+len(row)))
+		copy(grown, dst)
+		dst = grown
+	}
+	return append(dst, row...)
 }
 
 func (l *Layer) trim(n, kv, rope, idx int) {
 	if n >= l.n {
 		return
 	}
-	l.Latent = l.Latent[:n*kv]
-	l.Rope = l.Rope[:n*rope]
+	l.KV = l.KV[:n*(kv+rope)]
 	if l.Index != nil {
 		l.Index = l.Index[:n*idx]
 	}
@@ -62,7 +81,12 @@ type Sequence struct {
 
 // New returns an empty sequence that refuses to grow past limit tokens.
 func New(geo Geometry, limit int) *Sequence {
-	return &Sequence{geo: geo, limit: limit, layers: make([]Layer, geo.Layers)}
+	s := &Sequence{geo: geo, limit: limit, layers: make([]Layer, geo.Layers)}
+	for i := range s.layers {
+		s.layers[i].limit = limit
+	}
+	s.mtp.limit = limit
+	return s
 }
 
 // Geometry returns what the sequence stores per token.
@@ -120,9 +144,9 @@ func (s *Sequence) Bytes() int64 {
 	var n int64
 	for i := range s.layers {
 		l := &s.layers[i]
-		n += int64(len(l.Latent)+len(l.Rope)+len(l.Index)) * 4
+		n += int64(len(l.KV)+len(l.Index)) * 4
 	}
-	n += int64(len(s.mtp.Latent)+len(s.mtp.Rope)) * 4
+	n += int64(len(s.mtp.KV)) * 4
 	return n
 }
 

@@ -2,18 +2,28 @@ package model
 
 import (
 	"math"
-	"slices"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/spoolhq/spool/engine/kvcache"
 	"github.com/spoolhq/spool/kernels"
 )
 
+// absorbedMaxRows is the longest run of one sequence's rows that attention
+// computes in the absorbed form (queries mapped into the latent space, one
+// dot product per cached key). Longer runs (prefill chunks) expand keys and
+// values per head once and use matrix products. The choice depends only on
+// the run length of a sequence, never on other sequences in the batch, so a
+// sequence's rows give the same numbers whatever it is batched with; and
+// speculative verification (two rows) computes exactly what single-token
+// decode computes.
+const absorbedMaxRows = 4
+
 // attention runs MLA for every row: it appends each row's compressed KV
 // (normalized latent, roped shared key) to its sequence's cache, then lets
-// each row attend over its sequence's keys 0..pos (or its DSA selection)
-// with the absorbed formulation, and returns o_proj of the heads' outputs.
+// each row attend over its sequence's cache entries 0..kv (or its DSA
+// selection), and returns o_proj of the heads' outputs.
 //
 // On a full DSA layer it first computes the rows' top-k selection, which it
 // returns for the shared layers that follow; otherwise it returns sel.
@@ -21,7 +31,7 @@ func (m *Model) attention(y *layer, x []float32, rows []row, cacheOf func(*kvcac
 	c := m.cfg
 	H, R := c.HiddenSize, len(rows)
 	nh, dn, dr, dv, rkv := c.NumHeads, c.QKNopeHeadDim, c.QKRopeHeadDim, c.VHeadDim, c.KVLoraRank
-	dq := dn + dr
+	dq, W := dn+dr, rkv+dr
 
 	cq := make([]float32, R*c.QLoraRank)
 	kernels.MatMul(cq, y.qA, x, R)
@@ -31,18 +41,19 @@ func (m *Model) attention(y *layer, x []float32, rows []row, cacheOf func(*kvcac
 	}
 	q := make([]float32, R*nh*dq)
 	kernels.MatMul(q, y.qB, cq, R)
-	kv := make([]float32, R*(rkv+dr))
+	kv := make([]float32, R*W)
 	kernels.MatMul(kv, y.kvA, x, R)
 	for i, r := range rows {
 		for hd := 0; hd < nh; hd++ {
 			off := i*nh*dq + hd*dq + dn
 			m.rope.apply(q[off:off+dr], r.pos)
 		}
-		k := kv[i*(rkv+dr) : (i+1)*(rkv+dr)]
+		k := kv[i*W : (i+1)*W]
 		rmsNorm(k[:rkv], k[:rkv], y.kvANorm, 1e-6)
 		m.rope.apply(k[rkv:], r.pos)
 	}
-	// Indexer keys of this layer (full DSA layers only).
+	// Indexer keys and the DSA selection (full DSA layers only), before
+	// this forward's rows enter the cache.
 	var idxKeys []float32
 	if y.indexer != nil {
 		idxKeys = m.indexerKeys(y, x, rows)
@@ -53,52 +64,155 @@ func (m *Model) attention(y *layer, x []float32, rows []row, cacheOf func(*kvcac
 		if idxKeys != nil {
 			ik = idxKeys[i*c.IndexHeadDim : (i+1)*c.IndexHeadDim]
 		}
-		cacheOf(r.seq).Append(kv[i*(rkv+dr):i*(rkv+dr)+rkv], kv[i*(rkv+dr)+rkv:(i+1)*(rkv+dr)], ik)
+		cacheOf(r.seq).Append(kv[i*W:(i+1)*W], ik)
 	}
 
 	ctx := make([]float32, R*nh*dv)
+	for start := 0; start < R; {
+		end := start + 1
+		for end < R && rows[end].seq == rows[start].seq {
+			end++
+		}
+		if end-start <= absorbedMaxRows {
+			m.attendAbsorbed(y, q, rows, sel, cacheOf, start, end, ctx)
+		} else {
+			m.attendExpanded(y, q, rows, sel, cacheOf, start, end, ctx)
+		}
+		start = end
+	}
+	out := make([]float32, R*H)
+	kernels.MatMul(out, y.o, ctx, R)
+	return out, sel
+}
+
+// attendAbsorbed computes rows [start, end) of one sequence head by head in
+// the latent space: q_abs = W_K^T q_nope scores each cached [latent | rope]
+// row with one dot product, the probabilities weight the latents, and W_V
+// maps the result back.
+func (m *Model) attendAbsorbed(y *layer, q []float32, rows []row, sel [][]int, cacheOf func(*kvcache.Sequence) *kvcache.Layer, start, end int, ctx []float32) {
+	c := m.cfg
+	nh, dn, dr, dv, rkv := c.NumHeads, c.QKNopeHeadDim, c.QKRopeHeadDim, c.VHeadDim, c.KVLoraRank
+	dq, W := dn+dr, rkv+dr
 	scale := float32(c.AttentionScale())
-	parallelFor(R*nh, func(lo, hi int) {
-		qabs := make([]float32, rkv)
+	cache := cacheOf(rows[start].seq)
+	parallelFor((end-start)*nh, func(lo, hi int) {
+		qcat := make([]float32, W)
 		clat := make([]float32, rkv)
-		var scores []float32
+		var scores, gathered []float32
 		for job := lo; job < hi; job++ {
-			i, hd := job/nh, job%nh
+			i, hd := start+job/nh, job%nh
 			r := rows[i]
-			cache := cacheOf(r.seq)
 			qh := q[i*nh*dq+hd*dq : i*nh*dq+(hd+1)*dq]
-			wk := y.kvB.RowRange(hd*(dn+dv), hd*(dn+dv)+dn)
-			kernels.VecMat(qabs, wk, qh[:dn])
-			keys := keysOf(sel, i, r.pos)
+			kernels.VecMat(qcat[:rkv], y.kvB.RowRange(hd*(dn+dv), hd*(dn+dv)+dn), qh[:dn])
+			copy(qcat[rkv:], qh[dn:])
 			n := r.kv + 1
-			if keys != nil {
-				n = len(keys)
-			}
-			scores = scores[:0]
-			for j := 0; j < n; j++ {
-				s := j
-				if keys != nil {
-					s = keys[j]
+			scores = grow(scores, n)
+			kernels.DotRows(scores, qcat, cache.KV, W)
+			if keys := keysOf(sel, i, r.pos); keys != nil {
+				// keys ascend, so keys[j] >= j: writing slot j never
+				// clobbers a score still to be read.
+				for j, s := range keys {
+					scores[j] = scores[s] * scale
 				}
-				z := kernels.Dot(qabs, cache.Latent[s*rkv:(s+1)*rkv]) + kernels.Dot(qh[dn:], cache.Rope[s*dr:(s+1)*dr])
-				scores = append(scores, z*scale)
-			}
-			softmaxInPlace(scores)
-			clear(clat)
-			for j, p := range scores {
-				s := j
-				if keys != nil {
-					s = keys[j]
+				scores = scores[:len(keys)]
+				softmaxInPlace(scores)
+				gathered = grow(gathered, len(keys)*W)
+				for j, s := range keys {
+					copy(gathered[j*W:(j+1)*W], cache.KV[s*W:(s+1)*W])
 				}
-				kernels.Axpy(clat, p, cache.Latent[s*rkv:(s+1)*rkv])
+				kernels.WeightedSum(clat, scores, gathered, W)
+			} else {
+				for j := range scores {
+					scores[j] *= scale
+				}
+				softmaxInPlace(scores)
+				kernels.WeightedSum(clat, scores, cache.KV, W)
 			}
 			wv := y.kvB.RowRange(hd*(dn+dv)+dn, (hd+1)*(dn+dv))
 			kernels.MatVec(ctx[(i*nh+hd)*dv:(i*nh+hd+1)*dv], wv, clat)
 		}
 	})
-	out := make([]float32, R*H)
-	kernels.MatMul(out, y.o, ctx, R)
-	return out, sel
+}
+
+// attendExpanded computes rows [start, end) of one sequence with keys and
+// values expanded per head: kv_b maps every cached latent to [k_nope | v]
+// for all heads in one product, then per head the scores and the weighted
+// values are two matrix products.
+func (m *Model) attendExpanded(y *layer, q []float32, rows []row, sel [][]int, cacheOf func(*kvcache.Sequence) *kvcache.Layer, start, end int, ctx []float32) {
+	c := m.cfg
+	nh, dn, dr, dv, rkv := c.NumHeads, c.QKNopeHeadDim, c.QKRopeHeadDim, c.VHeadDim, c.KVLoraRank
+	dq, W := dn+dr, rkv+dr
+	scale := float32(c.AttentionScale())
+	cache := cacheOf(rows[start].seq)
+	S := end - start
+	T := rows[end-1].kv + 1 // keys visible to the last row
+
+	latent := make([]float32, T*rkv)
+	for t := 0; t < T; t++ {
+		copy(latent[t*rkv:(t+1)*rkv], cache.KV[t*W:t*W+rkv])
+	}
+	hw := dn + dv
+	expanded := make([]float32, T*nh*hw) // [T][head][k_nope | v]
+	kernels.MatMul(expanded, y.kvB, latent, T)
+
+	parallelFor(nh, func(lo, hi int) {
+		keys := make([]float32, T*dq)    // [T][k_nope | k_rope]
+		valsT := make([]float32, dv*T)   // [dv][T]
+		queries := make([]float32, S*dq) // [S][q_nope | q_rope]
+		scores := make([]float32, S*T)
+		out := make([]float32, S*dv)
+		for hd := lo; hd < hi; hd++ {
+			for t := 0; t < T; t++ {
+				e := expanded[(t*nh+hd)*hw : (t*nh+hd+1)*hw]
+				copy(keys[t*dq:t*dq+dn], e[:dn])
+				copy(keys[t*dq+dn:(t+1)*dq], cache.KV[t*W+rkv:(t+1)*W])
+				for d, v := range e[dn:] {
+					valsT[d*T+t] = v
+				}
+			}
+			for s := 0; s < S; s++ {
+				i := start + s
+				copy(queries[s*dq:(s+1)*dq], q[i*nh*dq+hd*dq:i*nh*dq+(hd+1)*dq])
+			}
+			kernels.MatMul(scores, &kernels.Matrix{Format: kernels.F32, Rows: T, Cols: dq, F32: keys}, queries, S)
+			for s := 0; s < S; s++ {
+				i := start + s
+				row := scores[s*T : (s+1)*T]
+				maskScores(row, keysOf(sel, i, rows[i].pos), rows[i].kv, scale)
+			}
+			kernels.MatMul(out, &kernels.Matrix{Format: kernels.F32, Rows: dv, Cols: T, F32: valsT}, scores, S)
+			for s := 0; s < S; s++ {
+				i := start + s
+				copy(ctx[(i*nh+hd)*dv:(i*nh+hd+1)*dv], out[s*dv:(s+1)*dv])
+			}
+		}
+	})
+}
+
+// maskScores scales a row of raw scores over keys 0..len-1, keeps only the
+// allowed keys (0..kv, or the DSA selection) and turns them into
+// probabilities; excluded keys get probability 0.
+func maskScores(row []float32, keys []int, kv int, scale float32) {
+	if keys == nil {
+		for t := range row {
+			if t <= kv {
+				row[t] *= scale
+			} else {
+				row[t] = float32(math.Inf(-1))
+			}
+		}
+	} else {
+		k := 0
+		for t := range row {
+			if k < len(keys) && keys[k] == t {
+				row[t] *= scale
+				k++
+			} else {
+				row[t] = float32(math.Inf(-1))
+			}
+		}
+	}
+	softmaxInPlace(row)
 }
 
 // keysOf returns the key positions row i attends to, or nil for dense
@@ -172,44 +286,58 @@ func (m *Model) indexerSelect(y *layer, x, cq, newKeys []float32, rows []row) []
 	}
 	kScale := float32(1 / math.Sqrt(float64(dI)))
 
+	// The keys row i scores against: the cached keys of its sequence (from
+	// before this forward) followed by this forward's rows of that sequence
+	// (rows of one sequence are consecutive).
+	keysFor := map[*kvcache.Sequence][]float32{}
+	for i, r := range rows {
+		if _, ok := keysFor[r.seq]; ok {
+			continue
+		}
+		cached := r.seq.Layer(y.index)
+		all := make([]float32, 0, len(cached.Index)+(R-i)*dI)
+		all = append(all, cached.Index...)
+		for j := i; j < R && rows[j].seq == r.seq; j++ {
+			all = append(all, newKeys[j*dI:(j+1)*dI]...)
+		}
+		keysFor[r.seq] = all
+	}
+
 	sel := make([][]int, R)
-	// Rows of one sequence are consecutive; the keys of row i are the cached
-	// keys (before this forward) followed by this forward's rows of the
-	// same sequence up to i.
 	parallelFor(R, func(lo, hi int) {
-		var scores []float32
+		var scores, dots []float32
 		for i := lo; i < hi; i++ {
 			r := rows[i]
 			if r.pos+1 <= K {
 				continue
 			}
+			n := r.pos + 1
+			scores = grow(scores, n)
+			dots = grow(dots, n)
+			clear(scores)
 			for hd := 0; hd < nI; hd++ {
-				m.rope.apply(qI[(i*nI+hd)*dI:(i*nI+hd)*dI+dr], r.pos)
-			}
-			cached := r.seq.Layer(y.index)
-			first := i - (r.pos - cached.Len()) // row index of position cached.Len()
-			scores = scores[:0]
-			for s := 0; s <= r.pos; s++ {
-				var key []float32
-				if s < cached.Len() {
-					key = cached.Index[s*dI : (s+1)*dI]
-				} else {
-					j := first + (s - cached.Len())
-					key = newKeys[j*dI : (j+1)*dI]
-				}
-				var score float32
-				for hd := 0; hd < nI; hd++ {
-					d := kernels.Dot(qI[(i*nI+hd)*dI:(i*nI+hd+1)*dI], key) * kScale
-					if d > 0 {
-						score += w[i*nI+hd] * d
+				qh := qI[(i*nI+hd)*dI : (i*nI+hd+1)*dI]
+				m.rope.apply(qh[:dr], r.pos)
+				kernels.DotRows(dots, qh, keysFor[r.seq], dI)
+				wh := w[i*nI+hd]
+				for s, d := range dots {
+					if d *= kScale; d > 0 {
+						scores[s] += wh * d
 					}
 				}
-				scores = append(scores, score)
 			}
 			sel[i] = topKPositions(scores, K)
 		}
 	})
 	return sel
+}
+
+// grow returns s resized to n values (contents unspecified).
+func grow(s []float32, n int) []float32 {
+	if cap(s) < n {
+		return make([]float32, n)
+	}
+	return s[:n]
 }
 
 // topKPositions returns the positions of the k largest scores, ties broken

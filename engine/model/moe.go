@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
+	"sync"
 
+	"github.com/spoolhq/spool/engine/experts"
 	"github.com/spoolhq/spool/kernels"
 )
 
@@ -131,34 +134,63 @@ func (m *Model) moe(ctx context.Context, y *layer, x []float32, R int, tr *Trace
 	}
 	defer lease.Release()
 
-	// Shared expert first: it needs no routed weights and overlaps misses.
+	// Workers apply experts as the lease delivers them (the shared expert
+	// first: it needs no routed weights and overlaps reads of misses). Each
+	// writes only its own (row, slot) outputs, so the order they run in does
+	// not matter.
 	var out []float32
-	if y.shared != nil {
-		out = m.denseMLP(y.shared, x, R)
-	} else {
-		out = make([]float32, R*H)
-	}
-
 	expertOut := make([]float32, R*k*H) // [row][slot][H]
+	type job struct {
+		idx int
+		ex  *experts.Expert
+	}
+	jobs := make(chan job)
+	var wg sync.WaitGroup
+	for range max(1, runtime.GOMAXPROCS(0)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				if j.ex == nil {
+					out = m.denseMLP(y.shared, x, R)
+					continue
+				}
+				us := users[union[j.idx]]
+				n := len(us)
+				xs := make([]float32, n*H)
+				for b, u := range us {
+					copy(xs[b*H:(b+1)*H], x[u.row*H:(u.row+1)*H])
+				}
+				ys := m.denseMLP(&mlp{gate: j.ex.Gate, up: j.ex.Up, down: j.ex.Down}, xs, n)
+				lease.Done(j.idx)
+				for b, u := range us {
+					copy(expertOut[(u.row*k+u.slot)*H:(u.row*k+u.slot+1)*H], ys[b*H:(b+1)*H])
+				}
+			}
+		}()
+	}
+	if y.shared != nil {
+		jobs <- job{idx: -1}
+	}
+	var leaseErr error
 	for {
 		idx, ex, err := lease.Next(ctx)
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("model: layer %d: %w", y.index, err)
+			leaseErr = fmt.Errorf("model: layer %d: %w", y.index, err)
+			break
 		}
-		us := users[union[idx]]
-		n := len(us)
-		xs := make([]float32, n*H)
-		for b, u := range us {
-			copy(xs[b*H:(b+1)*H], x[u.row*H:(u.row+1)*H])
-		}
-		ys := m.denseMLP(&mlp{gate: ex.Gate, up: ex.Up, down: ex.Down}, xs, n)
-		lease.Done(idx)
-		for b, u := range us {
-			copy(expertOut[(u.row*k+u.slot)*H:(u.row*k+u.slot+1)*H], ys[b*H:(b+1)*H])
-		}
+		jobs <- job{idx: idx, ex: ex}
+	}
+	close(jobs)
+	wg.Wait()
+	if leaseErr != nil {
+		return nil, leaseErr
+	}
+	if out == nil {
+		out = make([]float32, R*H)
 	}
 
 	order := make([]int, k)

@@ -1,0 +1,318 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/spoolhq/spool/engine/download"
+	"github.com/spoolhq/spool/engine/download/hub"
+)
+
+// exitNoSpace is spool pull --dry-run's exit status when the preflight
+// refuses the download for lack of free space.
+const exitNoSpace = 2
+
+// exitInterrupted is spool pull's exit status when it was stopped by a
+// signal; everything on disk is kept for the next run.
+const exitInterrupted = 130
+
+type pullFlags struct {
+	revision    string
+	cacheDir    string
+	connections int
+	dryRun      bool
+	jsonOut     bool
+}
+
+func newPullCmd() *cobra.Command {
+	var f pullFlags
+	cmd := &cobra.Command{
+		Use:   "pull [REPO]",
+		Short: "Download a model into the Hugging Face cache, resuming what is already there",
+		Long: `Download a model repository at a revision into the Hugging Face cache
+(HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub), where other
+tools find it too. Without REPO it downloads ` + download.DefaultRepo + `
+at revision ` + download.DefaultRevision + `.
+
+Before the first byte it checks free space (bytes still needed plus a reserve).
+Interrupted downloads resume where they stopped: run the same command again.
+Every file is verified (LFS sha256 or git blob id) before it is published.
+
+Environment: HF_ENDPOINT (hub URL), HF_TOKEN or the token file (gated and
+private repositories), HF_HOME, HF_HUB_CACHE.
+
+--dry-run prints the plan and the free-space check and exits 0, or 2 when
+there is not enough space.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			repo := download.DefaultRepo
+			if len(args) == 1 {
+				repo = args[0]
+			} else if !cmd.Flags().Changed("revision") {
+				f.revision = download.DefaultRevision
+			}
+			return runPull(cmd, repo, f)
+		},
+	}
+	cmd.Flags().StringVar(&f.revision, "revision", "main", "branch, tag or commit to download")
+	cmd.Flags().StringVar(&f.cacheDir, "cache-dir", "", "Hugging Face cache directory (default: HF_HUB_CACHE or $HF_HOME/hub)")
+	cmd.Flags().IntVar(&f.connections, "connections", download.DefaultConnections, "parallel range requests")
+	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "print the plan and the free-space check, download nothing")
+	cmd.Flags().BoolVar(&f.jsonOut, "json", false, "print the plan as JSON and progress as JSON lines")
+	return cmd
+}
+
+func runPull(cmd *cobra.Command, repo string, f pullFlags) error {
+	env, err := hub.EnvFromOS()
+	if err != nil {
+		return err
+	}
+	if env.Offline {
+		return errors.New("HF_HUB_OFFLINE is set: spool pull needs the hub to list the files; unset it to download")
+	}
+	cacheDir := env.CacheDir
+	if f.cacheDir != "" {
+		cacheDir = f.cacheDir
+	}
+	out := cmd.OutOrStdout()
+	var r *pullRenderer
+	if !f.dryRun {
+		r = newPullRenderer(out, f.jsonOut)
+	}
+	opts := download.Options{
+		Repo:        repo,
+		Revision:    f.revision,
+		CacheDir:    cacheDir,
+		Client:      hub.NewClient(env),
+		Connections: f.connections,
+	}
+	if r != nil {
+		opts.OnEvent = r.handle
+	}
+	job, err := download.New(opts)
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	plan, err := job.Plan(ctx)
+	if err != nil {
+		return err
+	}
+	if f.jsonOut {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(plan); err != nil {
+			return err
+		}
+	} else {
+		printPlan(out, plan, env, f.dryRun)
+	}
+	if f.dryRun {
+		if !plan.Preflight.OK {
+			return exitError{code: exitNoSpace}
+		}
+		return nil
+	}
+	if !plan.Preflight.OK {
+		return &download.PreflightError{Preflight: plan.Preflight}
+	}
+	err = job.Run(ctx)
+	r.finish()
+	p := job.Progress()
+	switch {
+	case err == nil:
+		if !f.jsonOut {
+			fmt.Fprintf(out, "Done: %d files, %s in %s\n", p.FilesTotal, download.FormatBytes(p.Total), plan.SnapshotDir)
+		}
+		return nil
+	case errors.Is(err, download.ErrCancelled) && ctx.Err() != nil:
+		fmt.Fprintf(cmd.ErrOrStderr(), "Stopped with %s of %s on disk; run the same command again to resume.\n",
+			download.FormatBytes(p.Done), download.FormatBytes(p.Total))
+		return exitError{code: exitInterrupted}
+	}
+	return err
+}
+
+// printPlan writes the plan for people; with files it lists every file.
+func printPlan(w io.Writer, p *download.Plan, env hub.Env, files bool) {
+	var complete, partial, lfs int
+	for _, f := range p.Files {
+		switch f.Status {
+		case download.FileComplete:
+			complete++
+		case download.FilePartial:
+			partial++
+		}
+		if f.LFS {
+			lfs++
+		}
+	}
+	rev := p.Revision
+	if rev != p.Commit {
+		rev += " (commit " + p.Commit + ")"
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "Repository\t%s\n", p.Repo)
+	fmt.Fprintf(tw, "Revision\t%s\n", rev)
+	fmt.Fprintf(tw, "Hub\t%s\n", env.Endpoint)
+	fmt.Fprintf(tw, "Cache\t%s\n", p.CacheDir)
+	fmt.Fprintf(tw, "Snapshot\t%s\n", p.SnapshotDir)
+	fmt.Fprintf(tw, "Files\t%d (%d LFS), %s bytes (%s)\n", len(p.Files), lfs, humanize.Comma(p.TotalBytes), download.FormatBytes(p.TotalBytes))
+	fmt.Fprintf(tw, "On disk\t%s bytes (%d files complete, %d partial)\n", humanize.Comma(p.Present), complete, partial)
+	fmt.Fprintf(tw, "To fetch\t%s bytes (%s)\n", humanize.Comma(p.ToFetch), download.FormatBytes(p.ToFetch))
+	pf := p.Preflight
+	verdict := "OK"
+	switch {
+	case !pf.Checked:
+		verdict = "not checked"
+	case !pf.OK:
+		verdict = "NOT ENOUGH SPACE"
+	case pf.Purge:
+		verdict = "OK once macOS frees purgeable space"
+	}
+	fmt.Fprintf(tw, "Free space\t%s: needs %s bytes (%s to fetch + %s reserve), %s bytes available",
+		verdict, humanize.Comma(pf.Required), download.FormatBytes(pf.ToFetch), download.FormatBytes(pf.Reserve), humanize.Comma(pf.Available))
+	if pf.Important > pf.Available {
+		fmt.Fprintf(tw, ", %s counting purgeable space", humanize.Comma(pf.Important))
+	}
+	fmt.Fprintln(tw)
+	tw.Flush()
+	if !pf.OK || !pf.Checked {
+		fmt.Fprintln(w, pf.Message)
+	}
+	if !files {
+		return
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "STATUS\tSIZE\tON DISK\t PATH")
+	for _, f := range p.Files {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t %s\n", f.Status, humanize.Comma(f.Size), humanize.Comma(f.Present), f.Path)
+	}
+	tw.Flush()
+}
+
+// pullRenderer shows download events: a progress bar on a terminal, plain
+// lines otherwise, JSON lines with --json.
+type pullRenderer struct {
+	mu       sync.Mutex
+	w        io.Writer
+	json     bool
+	bar      *progressbar.ProgressBar
+	lastLine time.Time
+	lastPct  int
+}
+
+// plainInterval is the time between progress lines when not on a terminal.
+const plainInterval = 10 * time.Second
+
+func newPullRenderer(w io.Writer, jsonOut bool) *pullRenderer {
+	r := &pullRenderer{w: w, json: jsonOut, lastPct: -1}
+	if f, ok := w.(*os.File); ok && !jsonOut && term.IsTerminal(int(f.Fd())) {
+		r.bar = progressbar.NewOptions64(1,
+			progressbar.OptionSetWriter(w),
+			progressbar.OptionFullWidth(),
+			progressbar.OptionSetElapsedTime(false),
+			progressbar.OptionSetPredictTime(false),
+			progressbar.OptionShowDescriptionAtLineEnd(),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionSetRenderBlankState(true),
+		)
+	}
+	return r
+}
+
+// handle receives one event; the job calls it one event at a time.
+func (r *pullRenderer) handle(e download.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.json {
+		if e.Kind == download.EventProgress && time.Since(r.lastLine) < time.Second {
+			return
+		}
+		r.lastLine = time.Now()
+		b, err := json.Marshal(e)
+		if err == nil {
+			fmt.Fprintf(r.w, "%s\n", b)
+		}
+		return
+	}
+	switch e.Kind {
+	case download.EventProgress:
+		r.progress(e.Progress)
+	case download.EventRetry, download.EventIntegrity:
+		r.line("warning: " + e.Message)
+	case download.EventState:
+		if e.State == download.StatePaused {
+			r.line("paused")
+		}
+	case download.EventFileDone:
+		if r.bar == nil {
+			r.line(fmt.Sprintf("verified %s (%d/%d files)", e.File, e.Progress.FilesDone, e.Progress.FilesTotal))
+		}
+	}
+}
+
+func (r *pullRenderer) progress(p download.Progress) {
+	status := fmt.Sprintf("%s / %s", download.FormatBytes(p.Done), download.FormatBytes(p.Total))
+	if p.Rate > 0 {
+		status += fmt.Sprintf("  %s/s", download.FormatBytes(int64(p.Rate)))
+	}
+	if eta := p.ETA(); eta > 0 {
+		status += "  ETA " + eta.Round(time.Second).String()
+	}
+	if r.bar != nil {
+		if r.bar.GetMax64() != p.Total && p.Total > 0 {
+			r.bar.ChangeMax64(p.Total)
+		}
+		r.bar.Describe(status)
+		r.bar.Set64(p.Done)
+		return
+	}
+	pct := 100
+	if p.Total > 0 {
+		pct = int(p.Done * 100 / p.Total)
+	}
+	if time.Since(r.lastLine) < plainInterval && pct/5 == r.lastPct/5 {
+		return
+	}
+	r.lastPct = pct
+	r.line(fmt.Sprintf("%3d%%  %s", pct, status))
+}
+
+// line prints a message above the bar (or as a plain line).
+func (r *pullRenderer) line(s string) {
+	r.lastLine = time.Now()
+	if r.bar != nil {
+		r.bar.Clear()
+		fmt.Fprintln(r.w, strings.TrimSpace(s))
+		r.bar.RenderBlank()
+		return
+	}
+	fmt.Fprintln(r.w, strings.TrimSpace(s))
+}
+
+// finish ends the bar's line.
+func (r *pullRenderer) finish() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.bar != nil {
+		r.bar.Exit()
+		fmt.Fprintln(r.w)
+	}
+}

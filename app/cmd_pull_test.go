@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spoolhq/spool/engine/download"
+	"github.com/spoolhq/spool/engine/download/fakehub"
+	"github.com/spoolhq/spool/engine/download/hfcache"
+	"github.com/spoolhq/spool/native"
+)
+
+// pullEnv serves a small repository from a fake hub and points the HF
+// environment at it and at an empty cache.
+func pullEnv(t *testing.T) (fakehub.Repo, string) {
+	t.Helper()
+	repo := fakehub.SampleRepo("acme/tiny", 7, 300<<10, 5000)
+	srv := httptest.NewServer(fakehub.New(repo))
+	t.Cleanup(srv.Close)
+	home := t.TempDir()
+	t.Setenv("HF_ENDPOINT", srv.URL)
+	t.Setenv("HF_HOME", home)
+	t.Setenv("HF_HUB_CACHE", filepath.Join(home, "hub"))
+	t.Setenv("HF_TOKEN", "")
+	t.Setenv("HF_HUB_OFFLINE", "")
+	return repo, filepath.Join(home, "hub")
+}
+
+func runPullCmd(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	root := newRootCmd()
+	var out, errOut bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs(args)
+	err := root.Execute()
+	return out.String() + errOut.String(), err
+}
+
+func TestPullDryRun(t *testing.T) {
+	repo, cache := pullEnv(t)
+	out, err := runPullCmd(t, "pull", repo.ID, "--dry-run")
+	var ee exitError
+	if err != nil && !(errors.As(err, &ee) && ee.code == exitNoSpace) {
+		t.Fatalf("pull --dry-run: %v\n%s", err, out)
+	}
+	want := []string{
+		"Repository  acme/tiny",
+		"Revision    main (commit " + repo.Commit + ")",
+		"Files       7 (2 LFS)",
+		"To fetch",
+		"Free space",
+		"reserve",
+		"missing",
+		"model-00001-of-00002.safetensors",
+		"tokenizer/tokenizer.json",
+	}
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+	if _, err := os.Stat(cache); err == nil {
+		t.Errorf("--dry-run created the cache directory %s", cache)
+	}
+}
+
+func TestPullDryRunJSON(t *testing.T) {
+	repo, _ := pullEnv(t)
+	out, err := runPullCmd(t, "pull", repo.ID, "--dry-run", "--json")
+	var ee exitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("pull --dry-run --json: %v\n%s", err, out)
+	}
+	var plan download.Plan
+	if err := json.Unmarshal([]byte(out), &plan); err != nil {
+		t.Fatalf("output is not a JSON plan: %v\n%s", err, out)
+	}
+	if plan.Commit != repo.Commit || len(plan.Files) != len(repo.Files) || plan.TotalBytes != repo.Size() {
+		t.Errorf("plan %+v", plan)
+	}
+}
+
+func TestPullDownloadsThenReuses(t *testing.T) {
+	repo, cache := pullEnv(t)
+	if ds, err := native.DiskFree(os.TempDir()); err != nil || ds.Available < download.MinReserve+(1<<30) {
+		t.Skipf("needs %d bytes free in %s for the preflight reserve", download.MinReserve, os.TempDir())
+	}
+	out, err := runPullCmd(t, "pull", repo.ID)
+	if err != nil {
+		t.Fatalf("pull: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "Done: 7 files") || !strings.Contains(out, "verified model-00001-of-00002.safetensors") {
+		t.Errorf("output:\n%s", out)
+	}
+	c := hfcache.New(cache, repo.ID)
+	for _, f := range repo.Files {
+		b, err := os.ReadFile(c.SnapshotPath(repo.Commit, f.Path))
+		if err != nil || !bytes.Equal(b, f.Data) {
+			t.Errorf("%s: %v", f.Path, err)
+		}
+	}
+	out, err = runPullCmd(t, "pull", repo.ID, "--dry-run")
+	if err != nil || !strings.Contains(out, "To fetch    0 bytes") || strings.Contains(out, "missing") {
+		t.Errorf("second dry run: %v\n%s", err, out)
+	}
+}
+
+func TestPullRefusesOffline(t *testing.T) {
+	pullEnv(t)
+	t.Setenv("HF_HUB_OFFLINE", "1")
+	if _, err := runPullCmd(t, "pull", "--dry-run"); err == nil || !strings.Contains(err.Error(), "HF_HUB_OFFLINE") {
+		t.Errorf("pull with HF_HUB_OFFLINE: %v", err)
+	}
+}
+
+func TestPullMissingRepo(t *testing.T) {
+	pullEnv(t)
+	_, err := runPullCmd(t, "pull", "acme/absent", "--dry-run")
+	if err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("pull of a missing repo: %v", err)
+	}
+}
