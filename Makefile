@@ -21,7 +21,7 @@ build: deps
 
 run: build
 	$(BIN) run --model $(MODEL) --temperature 0 --max-tokens 64 \
-		--chat "What does the function os.path.join do?"
+		--chat "What does the function re.compile do?"
 
 test: deps vet unit darwin arm64
 
