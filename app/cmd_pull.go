@@ -57,16 +57,17 @@ private repositories), HF_HOME, HF_HUB_CACHE.
 there is not enough space.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			repo := download.DefaultRepo
+			repo, rev := download.DefaultRepo, download.DefaultRevision
 			if len(args) == 1 {
-				repo = args[0]
-			} else if !cmd.Flags().Changed("revision") {
-				f.revision = download.DefaultRevision
+				repo, rev = args[0], "main"
+			}
+			if f.revision == "" {
+				f.revision = rev
 			}
 			return runPull(cmd, repo, f)
 		},
 	}
-	cmd.Flags().StringVar(&f.revision, "revision", "main", "branch, tag or commit to download")
+	cmd.Flags().StringVar(&f.revision, "revision", "", "branch, tag or commit to download (default: main, or the pinned commit of the default model)")
 	cmd.Flags().StringVar(&f.cacheDir, "cache-dir", "", "Hugging Face cache directory (default: HF_HUB_CACHE or $HF_HOME/hub)")
 	cmd.Flags().IntVar(&f.connections, "connections", download.DefaultConnections, "parallel range requests")
 	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "print the plan and the free-space check, download nothing")
@@ -210,7 +211,8 @@ type pullRenderer struct {
 	mu       sync.Mutex
 	w        io.Writer
 	json     bool
-	bar      *progressbar.ProgressBar
+	tty      bool                     // w is a terminal: draw a bar
+	bar      *progressbar.ProgressBar // created at the first progress event
 	lastLine time.Time
 	lastPct  int
 }
@@ -221,15 +223,7 @@ const plainInterval = 10 * time.Second
 func newPullRenderer(w io.Writer, jsonOut bool) *pullRenderer {
 	r := &pullRenderer{w: w, json: jsonOut, lastPct: -1}
 	if f, ok := w.(*os.File); ok && !jsonOut && term.IsTerminal(int(f.Fd())) {
-		r.bar = progressbar.NewOptions64(1,
-			progressbar.OptionSetWriter(w),
-			progressbar.OptionFullWidth(),
-			progressbar.OptionSetElapsedTime(false),
-			progressbar.OptionSetPredictTime(false),
-			progressbar.OptionShowDescriptionAtLineEnd(),
-			progressbar.OptionThrottle(100*time.Millisecond),
-			progressbar.OptionSetRenderBlankState(true),
-		)
+		r.tty = true
 	}
 	return r
 }
@@ -252,14 +246,14 @@ func (r *pullRenderer) handle(e download.Event) {
 	switch e.Kind {
 	case download.EventProgress:
 		r.progress(e.Progress)
-	case download.EventRetry, download.EventIntegrity:
+	case download.EventRetry, download.EventIntegrity, download.EventWarning:
 		r.line("warning: " + e.Message)
 	case download.EventState:
 		if e.State == download.StatePaused {
 			r.line("paused")
 		}
 	case download.EventFileDone:
-		if r.bar == nil {
+		if !r.tty {
 			r.line(fmt.Sprintf("verified %s (%d/%d files)", e.File, e.Progress.FilesDone, e.Progress.FilesTotal))
 		}
 	}
@@ -273,7 +267,17 @@ func (r *pullRenderer) progress(p download.Progress) {
 	if eta := p.ETA(); eta > 0 {
 		status += "  ETA " + eta.Round(time.Second).String()
 	}
-	if r.bar != nil {
+	if r.tty {
+		if r.bar == nil {
+			r.bar = progressbar.NewOptions64(max(p.Total, 1),
+				progressbar.OptionSetWriter(r.w),
+				progressbar.OptionFullWidth(),
+				progressbar.OptionSetElapsedTime(false),
+				progressbar.OptionSetPredictTime(false),
+				progressbar.OptionShowDescriptionAtLineEnd(),
+				progressbar.OptionThrottle(100*time.Millisecond),
+			)
+		}
 		if r.bar.GetMax64() != p.Total && p.Total > 0 {
 			r.bar.ChangeMax64(p.Total)
 		}

@@ -127,3 +127,23 @@ func TestPullMissingRepo(t *testing.T) {
 		t.Errorf("pull of a missing repo: %v", err)
 	}
 }
+
+func TestPullDefaultTarget(t *testing.T) {
+	pullEnv(t)
+	repo := fakehub.SampleRepo(download.DefaultRepo, 8, 4096)
+	repo.Commit = download.DefaultRevision
+	repo.Branches = nil
+	srv := httptest.NewServer(fakehub.New(repo))
+	t.Cleanup(srv.Close)
+	t.Setenv("HF_ENDPOINT", srv.URL)
+	out, err := runPullCmd(t, "pull", "--dry-run")
+	var ee exitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("pull --dry-run: %v\n%s", err, out)
+	}
+	for _, w := range []string{"Repository  " + download.DefaultRepo, "Revision    " + download.DefaultRevision + "\n"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+}

@@ -5,6 +5,7 @@ package native
 /*
 #cgo LDFLAGS: -framework IOKit -framework CoreFoundation
 #include <stdlib.h>
+#include <CoreFoundation/CoreFoundation.h>
 #include <IOKit/pwr_mgt/IOPMLib.h>
 
 // spool_prevent_idle_sleep takes a PreventUserIdleSystemSleep assertion named

@@ -61,7 +61,7 @@ func TestCrashResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("re-executes the test binary many times")
 	}
-	st := runCrashResume(t, 0x5eed, 10)
+	st := runCrashResume(t, 0x5eed, 20)
 	t.Logf("crash/resume: %d kills, %d runs; %d source bytes, %d served (%d re-fetched: sent but not checkpointed before a kill, %.1f%%)",
 		st.kills, st.runs, st.source, st.served, st.served-st.source, 100*float64(st.served-st.source)/float64(st.source))
 }

@@ -14,8 +14,8 @@
 // deleted and fetched again. A finished blob is never fetched again.
 //
 // This package must not parse model files, know about Spool's UI or CLI, or
-// make system calls itself (free space and sleep assertions come from package
-// native through Options).
+// make system calls itself: free space, sleep assertions, file locks and
+// cache hints come from package native.
 package download
 
 import (
@@ -60,13 +60,13 @@ type Options struct {
 	CacheDir string      // the hub cache (HF_HUB_CACHE)
 	Client   *hub.Client // the hub
 
-	Connections  int           // parallel range requests (default 8)
-	ChunkSize    int64         // bytes per range request (default 64 MiB)
+	Connections int   // parallel range requests (default 8)
+	ChunkSize   int64 // bytes per range request (default 64 MiB)
 	// CheckpointBytes is how many bytes of a range a worker writes between
 	// two checkpoints (default 16 MiB, at most ChunkSize). A crash loses at
 	// most this much per connection.
 	CheckpointBytes int64
-	StallTimeout time.Duration // abort a request that moves no byte for this long (default 30 s)
+	StallTimeout    time.Duration // abort a request that moves no byte for this long (default 30 s)
 	// MaxRetries is how many failed requests in a row, without a byte of
 	// progress, one range may have before the job fails (default 12).
 	MaxRetries int

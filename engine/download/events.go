@@ -14,6 +14,7 @@ const (
 	EventFileDone  EventKind = "file-done" // a file was verified and is in the cache (File)
 	EventRetry     EventKind = "retry"     // a request failed and will be retried (File, Message, RetryIn)
 	EventIntegrity EventKind = "integrity" // a blob failed verification and is fetched again (File, Message)
+	EventWarning   EventKind = "warning"   // something degraded that does not stop the download (Message)
 )
 
 // Event is one report from a running job. It is JSON-ready for the UI.

@@ -431,3 +431,34 @@ func TestTreeFallback(t *testing.T) {
 	}
 	checkSnapshot(t, cache, repo)
 }
+
+func TestManifestRetries(t *testing.T) {
+	tests := []struct {
+		name    string
+		fails   int
+		status  int
+		wantErr bool
+	}{
+		{"503 then fine", 2, 503, false},
+		{"429 then fine", 1, 429, false},
+		{"401 is final", 1, 401, true},
+		{"500 forever", 100, 500, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			repo := testRepo(21)
+			h, url := startHub(t, repo)
+			h.FailAPI(tt.fails, tt.status)
+			log := &eventLog{}
+			o := testOptions(url, t.TempDir(), log)
+			o.MaxRetries = 3
+			_, err := newTestJob(t, o).Plan(context.Background())
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("Plan: %v", err)
+			}
+			if !tt.wantErr && log.count(EventRetry) != tt.fails {
+				t.Errorf("%d retry events, want %d", log.count(EventRetry), tt.fails)
+			}
+		})
+	}
+}

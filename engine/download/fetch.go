@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/url"
 	"time"
 
 	"github.com/spoolhq/spool/engine/download/hub"
@@ -40,17 +41,25 @@ func (j *Job) fetchPiece(ctx context.Context, rs *runState, t *blobTask, p *piec
 			return fmt.Errorf("download: %s: giving up after %d failed requests in a row (run again to resume): %w", t.paths[0], failures, err)
 		}
 		wait := j.backoff(failures, err)
-		j.emit(Event{Kind: EventRetry, File: t.paths[0], RetryIn: wait.Seconds(), Progress: j.Progress(),
+		j.emit(Event{Kind: EventRetry, File: t.paths[0], RetryIn: wait.Seconds(), Progress: j.progressNow(rs),
 			Message: fmt.Sprintf("%s: %v; retry %d in %s", t.paths[0], err, failures, wait.Round(time.Millisecond))})
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return ctx.Err()
-		case <-timer.C:
+		if err := sleepCtx(ctx, wait); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// sleepCtx waits for d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
 }
 
 // fetchOnce makes one ranged request for the rest of p and writes what
@@ -89,6 +98,8 @@ func (j *Job) fetchOnce(ctx context.Context, rs *runState, t *blobTask, p *piece
 			t.progress.Add(int64(n))
 			rs.fetched.Add(int64(n))
 			if w >= j.opts.CheckpointBytes && pos < p.end {
+				// Syncing and hashing are not the server's stall.
+				timer.Stop()
 				if err := j.checkpointPiece(ctx, rs, t, p); err != nil {
 					return err
 				}
@@ -119,6 +130,17 @@ func retryable(err error) bool {
 		return false
 	}
 	return true
+}
+
+// transient reports whether an API call failed in a way that may pass: a
+// 408/429/5xx answer, a transport failure, or an answer cut short.
+func transient(err error) bool {
+	var se *hub.StatusError
+	if errors.As(err, &se) {
+		return se.Temporary()
+	}
+	var ue *url.Error
+	return errors.As(err, &ue) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // backoff is the wait before retry number failures (1-based): RetryBase

@@ -36,6 +36,15 @@ func startHub(t *testing.T, repo fakehub.Repo) (*fakehub.Hub, string) {
 	return h, srv.URL
 }
 
+// startHubB is startHub for benchmarks.
+func startHubB(b *testing.B, repo fakehub.Repo) (*fakehub.Hub, string) {
+	b.Helper()
+	h := fakehub.New(repo)
+	srv := httptest.NewServer(h)
+	b.Cleanup(srv.Close)
+	return h, srv.URL
+}
+
 // plentyOfSpace reports a 1 TB volume with 500 GB free.
 func plentyOfSpace(path string) (native.DiskSpace, error) {
 	return native.DiskSpace{Path: path, Total: 1e12, Available: 5e11, Important: 5e11}, nil
@@ -95,7 +104,7 @@ func testOptions(endpoint, cacheDir string, log *eventLog) Options {
 		Repo:             testRepoID,
 		Revision:         "main",
 		CacheDir:         cacheDir,
-		Client:           &hub.Client{Endpoint: endpoint},
+		Client:           hub.NewClient(hub.Env{Endpoint: endpoint}),
 		Connections:      4,
 		ChunkSize:        64 << 10,
 		CheckpointBytes:  32 << 10,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"time"
 
 	"github.com/spoolhq/spool/engine/download/hub"
 )
@@ -150,9 +151,21 @@ func (j *Job) loadManifest(ctx context.Context) (*hub.Manifest, error) {
 	if m != nil {
 		return m, nil
 	}
-	m, err := j.opts.Client.Manifest(ctx, j.opts.Repo, j.opts.Revision)
-	if err != nil {
-		return nil, fmt.Errorf("download: %w", err)
+	var err error
+	for failures := 1; ; failures++ {
+		m, err = j.opts.Client.Manifest(ctx, j.opts.Repo, j.opts.Revision)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil || !transient(err) || failures > j.opts.MaxRetries {
+			return nil, fmt.Errorf("download: %w", err)
+		}
+		wait := j.backoff(failures, err)
+		j.emit(Event{Kind: EventRetry, RetryIn: wait.Seconds(),
+			Message: fmt.Sprintf("listing files: %v; retry %d in %s", err, failures, wait.Round(time.Millisecond))})
+		if err := sleepCtx(ctx, wait); err != nil {
+			return nil, fmt.Errorf("download: %w", err)
+		}
 	}
 	j.mu.Lock()
 	j.manifest = m

@@ -245,7 +245,7 @@ func (j *Job) finish(plan *Plan) error {
 func (j *Job) runOnce(ctx context.Context, rs *runState) error {
 	release, err := j.opts.KeepAwake("Downloading " + j.opts.Repo)
 	if err != nil {
-		j.emit(Event{Kind: EventRetry, Message: fmt.Sprintf("could not keep the machine awake: %v", err)})
+		j.emit(Event{Kind: EventWarning, Message: fmt.Sprintf("could not keep the machine awake while downloading: %v", err)})
 		release = func() {}
 	}
 	defer release()
@@ -421,14 +421,27 @@ func (j *Job) report(ctx context.Context, rs *runState) {
 
 // publishProgress computes progress, stores it for Progress and emits it.
 func (j *Job) publishProgress(rs *runState, m *meter) {
-	p := rs.snapshot(m, time.Now())
+	var p Progress
 	if m == nil {
-		j.mu.Lock()
-		p.Rate = j.last.Rate
-		j.mu.Unlock()
+		p = j.progressNow(rs)
+	} else {
+		p = rs.snapshot(m, time.Now())
 	}
 	j.mu.Lock()
 	j.last = p
 	j.mu.Unlock()
 	j.emit(Event{Kind: EventProgress, Progress: p})
+}
+
+// progressNow computes current figures for an event, keeping the rate of
+// the last report.
+func (j *Job) progressNow(rs *runState) Progress {
+	p := rs.snapshot(nil, time.Now())
+	j.mu.Lock()
+	p.Rate, p.ETASeconds = j.last.Rate, 0
+	j.mu.Unlock()
+	if p.Rate > 0 && p.Done < p.Total {
+		p.ETASeconds = float64(p.Total-p.Done) / p.Rate
+	}
+	return p
 }

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
+
+	"github.com/spoolhq/spool/native"
 )
 
 // PartialFile is a partial blob open for positioned writes and reads.
@@ -30,9 +32,16 @@ type Storage interface {
 // OSStorage opens partial blobs as ordinary files.
 type OSStorage struct{}
 
-// OpenPartial opens path read-write, creating it with mode 0644.
+// OpenPartial opens path read-write, creating it with mode 0644. On macOS
+// the file's data is kept out of the buffer cache (native.WriteThrough); that
+// hint failing is not an error.
 func (OSStorage) OpenPartial(path string) (PartialFile, error) {
-	return os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	native.WriteThrough(f)
+	return f, nil
 }
 
 // DiskFullError reports that the volume filled up while a blob was written.

@@ -154,7 +154,7 @@ func (j *Job) finalize(rs *runState, t *blobTask) error {
 	rs.broadcast()
 	rs.mu.Unlock()
 	for _, p := range t.paths {
-		j.emit(Event{Kind: EventFileDone, File: p, Progress: j.Progress()})
+		j.emit(Event{Kind: EventFileDone, File: p, Progress: j.progressNow(rs)})
 	}
 	return nil
 }
@@ -218,7 +218,7 @@ func (j *Job) integrityFailure(rs *runState, t *blobTask, got string) error {
 	if failures > j.opts.MaxIntegrityRetries {
 		return &IntegrityError{Path: t.paths[0], Want: t.hasher.want, Got: got, Attempts: failures}
 	}
-	j.emit(Event{Kind: EventIntegrity, File: t.paths[0], Progress: j.Progress(),
+	j.emit(Event{Kind: EventIntegrity, File: t.paths[0], Progress: j.progressNow(rs),
 		Message: fmt.Sprintf("%s failed verification (expected %s, got %s); deleted and fetching it again", t.paths[0], t.hasher.want, got)})
 	return nil
 }

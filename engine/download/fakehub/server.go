@@ -15,7 +15,7 @@ import (
 // Hub is an http.Handler that serves fake repositories.
 type Hub struct {
 	mu       sync.Mutex
-	repos    map[string]*Repo
+	repos    map[string]*hosted
 	tokens   map[string]bool
 	fault    func(Request) Fault
 	rate     int64
@@ -23,11 +23,44 @@ type Hub struct {
 	noSibs   bool
 	served   map[string]*Served
 	counts   map[string]int
+	apiFails int // API requests still to fail
+	apiCode  int
+}
+
+// FailAPI makes the next n API requests (revision and tree) answer status.
+func (h *Hub) FailAPI(n, status int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.apiFails, h.apiCode = n, status
+}
+
+// apiFault reports the status the next API request must fail with, or 0.
+func (h *Hub) apiFault() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.apiFails <= 0 {
+		return 0
+	}
+	h.apiFails--
+	return h.apiCode
+}
+
+// hosted is a repository with its files' hashes computed once.
+type hosted struct {
+	*Repo
+	sha256  []string // content sha256 per file
+	etag    []string // blob name per file
+	listed  []string // git blob id the hub lists per file (of the pointer for LFS)
+	pointer []string // LFS pointer file per file
+}
+
+func (r *hosted) file(path string) int {
+	return slices.IndexFunc(r.Files, func(f File) bool { return f.Path == path })
 }
 
 // New returns a hub serving repos.
 func New(repos ...Repo) *Hub {
-	h := &Hub{repos: map[string]*Repo{}, tokens: map[string]bool{}, served: map[string]*Served{}, counts: map[string]int{}}
+	h := &Hub{repos: map[string]*hosted{}, tokens: map[string]bool{}, served: map[string]*Served{}, counts: map[string]int{}}
 	for _, r := range repos {
 		h.AddRepo(r)
 	}
@@ -36,9 +69,16 @@ func New(repos ...Repo) *Hub {
 
 // AddRepo adds or replaces a repository.
 func (h *Hub) AddRepo(r Repo) {
+	hr := &hosted{Repo: &r}
+	for _, f := range r.Files {
+		hr.sha256 = append(hr.sha256, f.SHA256())
+		hr.etag = append(hr.etag, f.Etag())
+		hr.pointer = append(hr.pointer, pointer(f))
+		hr.listed = append(hr.listed, pointerOrBlobID(f))
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.repos[r.ID] = &r
+	h.repos[r.ID] = hr
 }
 
 // AddToken makes token a valid token.
@@ -103,6 +143,12 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	if parts[0] == "api" {
+		if code := h.apiFault(); code != 0 {
+			hubError(w, code, "", http.StatusText(code))
+			return
+		}
+	}
 	switch {
 	case len(parts) == 6 && parts[0] == "api" && parts[1] == "models" && parts[4] == "revision":
 		h.serveRevision(w, r, parts[2]+"/"+parts[3], parts[5])
@@ -142,7 +188,7 @@ func hubError(w http.ResponseWriter, status int, code, msg string) {
 
 // authorize finds a repository and checks the request's token against it,
 // writing the hub's error answer when it fails.
-func (h *Hub) authorize(w http.ResponseWriter, r *http.Request, id string) (*Repo, bool) {
+func (h *Hub) authorize(w http.ResponseWriter, r *http.Request, id string) (*hosted, bool) {
 	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	h.mu.Lock()
 	repo := h.repos[id]
@@ -196,13 +242,13 @@ func (h *Hub) serveRevision(w http.ResponseWriter, r *http.Request, id, rev stri
 	h.mu.Unlock()
 	if !noSibs {
 		sibs := []sibling{}
-		for _, f := range repo.Files {
+		for i, f := range repo.Files {
 			s := sibling{RFilename: f.Path}
 			if blobs {
 				n := int64(len(f.Data))
-				s.Size, s.BlobID = &n, pointerOrBlobID(f)
+				s.Size, s.BlobID = &n, repo.listed[i]
 				if f.LFS {
-					s.LFS = &lfs{SHA256: f.SHA256(), Size: n, PointerSize: int64(len(pointer(f)))}
+					s.LFS = &lfs{SHA256: repo.sha256[i], Size: n, PointerSize: int64(len(repo.pointer[i]))}
 				}
 			}
 			sibs = append(sibs, s)
@@ -250,7 +296,7 @@ func (h *Hub) serveTree(w http.ResponseWriter, r *http.Request, id, rev string) 
 	}
 	var entries []entry
 	dirs := map[string]bool{}
-	for _, f := range repo.Files {
+	for i, f := range repo.Files {
 		for d := f.Path; strings.Contains(d, "/"); {
 			d = d[:strings.LastIndex(d, "/")]
 			if !dirs[d] {
@@ -258,9 +304,9 @@ func (h *Hub) serveTree(w http.ResponseWriter, r *http.Request, id, rev string) 
 				entries = append(entries, entry{Type: "directory", OID: strings.Repeat("0", 40), Path: d})
 			}
 		}
-		e := entry{Type: "file", OID: pointerOrBlobID(f), Size: int64(len(f.Data)), Path: f.Path}
+		e := entry{Type: "file", OID: repo.listed[i], Size: int64(len(f.Data)), Path: f.Path}
 		if f.LFS {
-			e.LFS = &lfs{OID: f.SHA256(), Size: int64(len(f.Data)), PointerSize: int64(len(pointer(f)))}
+			e.LFS = &lfs{OID: repo.sha256[i], Size: int64(len(f.Data)), PointerSize: int64(len(repo.pointer[i]))}
 		}
 		entries = append(entries, e)
 	}
@@ -294,7 +340,7 @@ func (h *Hub) serveResolve(w http.ResponseWriter, r *http.Request, id, rev, path
 		hubError(w, http.StatusNotFound, "RevisionNotFound", "Invalid rev id: "+rev)
 		return
 	}
-	i := slices.IndexFunc(repo.Files, func(f File) bool { return f.Path == path })
+	i := repo.file(path)
 	if i < 0 {
 		hubError(w, http.StatusNotFound, "EntryNotFound", path+" does not exist on "+rev)
 		return
@@ -302,14 +348,14 @@ func (h *Hub) serveResolve(w http.ResponseWriter, r *http.Request, id, rev, path
 	f := repo.Files[i]
 	w.Header().Set("X-Repo-Commit", repo.Commit)
 	if f.LFS {
-		w.Header().Set("X-Linked-Etag", `"`+f.SHA256()+`"`)
+		w.Header().Set("X-Linked-Etag", `"`+repo.sha256[i]+`"`)
 		w.Header().Set("X-Linked-Size", strconv.Itoa(len(f.Data)))
-		w.Header().Set("ETag", `"`+pointerOrBlobID(f)+`"`)
-		http.Redirect(w, r, "/_cdn/"+repo.ID+"/"+f.SHA256(), http.StatusFound)
+		w.Header().Set("ETag", `"`+repo.listed[i]+`"`)
+		http.Redirect(w, r, "/_cdn/"+repo.ID+"/"+repo.sha256[i], http.StatusFound)
 		return
 	}
-	w.Header().Set("ETag", `"`+f.BlobID()+`"`)
-	h.serveContent(w, r, repo, f)
+	w.Header().Set("ETag", `"`+repo.etag[i]+`"`)
+	h.serveContent(w, r, repo, i)
 }
 
 func (h *Hub) serveCDN(w http.ResponseWriter, r *http.Request, id, sha string) {
@@ -320,17 +366,18 @@ func (h *Hub) serveCDN(w http.ResponseWriter, r *http.Request, id, sha string) {
 		http.NotFound(w, r)
 		return
 	}
-	i := slices.IndexFunc(repo.Files, func(f File) bool { return f.LFS && f.SHA256() == sha })
-	if i < 0 {
+	i := slices.IndexFunc(repo.sha256, func(s string) bool { return s == sha })
+	if i < 0 || !repo.Files[i].LFS {
 		http.NotFound(w, r)
 		return
 	}
-	h.serveContent(w, r, repo, repo.Files[i])
+	h.serveContent(w, r, repo, i)
 }
 
 // serveContent answers a (ranged) content request, applying the fault the
 // test chose for it and counting what it sends.
-func (h *Hub) serveContent(w http.ResponseWriter, r *http.Request, repo *Repo, f File) {
+func (h *Hub) serveContent(w http.ResponseWriter, r *http.Request, repo *hosted, i int) {
+	f := repo.Files[i]
 	size := int64(len(f.Data))
 	start, end, ranged, err := parseRange(r.Header.Get("Range"), size)
 	if err != nil {
@@ -338,7 +385,7 @@ func (h *Hub) serveContent(w http.ResponseWriter, r *http.Request, repo *Repo, f
 		http.Error(w, err.Error(), http.StatusRequestedRangeNotSatisfiable)
 		return
 	}
-	etag := f.Etag()
+	etag := repo.etag[i]
 	h.mu.Lock()
 	h.counts[etag]++
 	req := Request{Repo: repo.ID, Path: f.Path, Etag: etag, Start: start, End: end, N: h.counts[etag]}

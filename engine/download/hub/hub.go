@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // DefaultEndpoint is the hub used when HF_ENDPOINT is not set.
@@ -38,9 +39,13 @@ type Client struct {
 	UserAgent string
 }
 
-// NewClient returns a client for the endpoint and token of env.
+// NewClient returns a client for the endpoint and token of env, with a
+// transport that keeps enough idle connections for parallel range requests.
 func NewClient(env Env) *Client {
-	return &Client{Endpoint: env.Endpoint, Token: env.Token, UserAgent: "spool"}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	tr.ResponseHeaderTimeout = 2 * time.Minute
+	return &Client{Endpoint: env.Endpoint, Token: env.Token, UserAgent: "spool", HTTP: &http.Client{Transport: tr}}
 }
 
 func (c *Client) httpClient() *http.Client {

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"time"
 )
 
 // File is one file of a repository at a commit.
@@ -135,7 +136,12 @@ func (c *Client) getAPI(ctx context.Context, u string) ([]byte, error) {
 	return b, err
 }
 
+// apiTimeout bounds one API request.
+const apiTimeout = time.Minute
+
 func (c *Client) getAPIPage(ctx context.Context, u string) (body []byte, next string, err error) {
+	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
+	defer cancel()
 	req, err := c.newRequest(http.MethodGet, u)
 	if err != nil {
 		return nil, "", err
