@@ -47,14 +47,12 @@ func newRootCmd() *cobra.Command {
 	}
 	root.AddCommand(
 		// Each command lives in its own cmd_*.go file.
-		newAtlasCmd(),
 		newBenchCmd(),
 		newFitCmd(),
 		newGenBenchCmd(),
 		newInspectCmd(),
 		newPullCmd(),
 		newRunCmd(),
-		newServeCmd(),
 	)
 	return root
 }
