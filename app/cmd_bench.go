@@ -18,6 +18,7 @@ func newBenchCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	cmd.AddCommand(newBenchKernelsCmd())
+	cmd.AddCommand(newBenchStreamCmd())
 	return cmd
 }
 

@@ -31,6 +31,8 @@ type runFlags struct {
 	jsonOut     bool
 	noMTP       bool
 	noDSA       bool
+	stream      bool
+	mem         memoryFlags
 }
 
 func newRunCmd() *cobra.Command {
@@ -60,6 +62,8 @@ func newRunCmd() *cobra.Command {
 	fl.BoolVar(&f.jsonOut, "json", false, "print one JSON object instead of streaming text")
 	fl.BoolVar(&f.noMTP, "no-mtp", false, "do not load the MTP draft layer (no speculative decoding)")
 	fl.BoolVar(&f.noDSA, "no-dsa", false, "dense attention even where the DSA indexer would select")
+	fl.BoolVar(&f.stream, "stream", false, "stream routed experts from disk even when they all fit in memory")
+	f.mem.register(fl)
 	cmd.MarkFlagsMutuallyExclusive("prompt", "chat", "prompt-ids")
 	cmd.MarkFlagsOneRequired("prompt", "chat", "prompt-ids")
 	return cmd
@@ -97,7 +101,15 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		return fmt.Errorf("--max-tokens must be positive, got %d", f.maxTokens)
 	}
 	loadStart := time.Now()
-	lm, err := loadModel(ctx, dir, modeldir.Options{Model: model.Options{DisableMTP: f.noMTP, DisableDSA: f.noDSA}})
+	p, err := planModelDir(dir, &f.mem, f.context, 1)
+	if err != nil {
+		return err
+	}
+	opts := modeldir.Options{Model: model.Options{DisableMTP: f.noMTP, DisableDSA: f.noDSA}}
+	if f.stream || !p.AllExpertsCached() {
+		opts.Experts = streamedExperts(p, usagePath(dir))
+	}
+	lm, err := loadModel(ctx, dir, opts)
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,11 @@ import (
 	"path/filepath"
 
 	"github.com/spoolhq/spool/engine/chat"
+	"github.com/spoolhq/spool/engine/config"
+	"github.com/spoolhq/spool/engine/container"
+	"github.com/spoolhq/spool/engine/experts"
 	"github.com/spoolhq/spool/engine/modeldir"
+	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/engine/tokenizer"
 )
 
@@ -69,3 +73,26 @@ func loadModel(ctx context.Context, dir string, opts modeldir.Options) (*loadedM
 }
 
 func (lm *loadedModel) Close() error { return lm.dir.Close() }
+
+// streamedExperts builds the streamed expert tier the plan sizes, keeping
+// the usage history at usage ("" for none) and pinning the most used
+// experts once there is history.
+func streamedExperts(p *plan.Plan, usage string) func(context.Context, *container.Container, *config.Config, []int) (experts.Source, error) {
+	return func(ctx context.Context, c *container.Container, cfg *config.Config, layers []int) (experts.Source, error) {
+		opts := experts.StreamOptions{
+			CacheBytes:     p.ExpertCacheBytes,
+			WorkingSlots:   p.WorkingSlots,
+			UsagePath:      usage,
+			FootprintLimit: p.MemoryLimitBytes,
+		}
+		if usage == "" {
+			return experts.NewStreamed(ctx, c, cfg, layers, opts)
+		}
+		if err := os.MkdirAll(filepath.Dir(usage), 0o755); err != nil {
+			opts.UsagePath = "" // no history rather than no engine
+		} else if _, err := os.Stat(usage); err == nil {
+			opts.PinnedBytes = p.ExpertCacheBytes / 2
+		}
+		return experts.NewStreamed(ctx, c, cfg, layers, opts)
+	}
+}

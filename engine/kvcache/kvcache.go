@@ -24,10 +24,10 @@ type Geometry struct {
 // [q_absorbed | q_rope] scores every key with one dot product. Index holds
 // IndexDim values per token on indexer layers.
 type Layer struct {
-	KV     []float32
-	Index  []float32
-	n      int
-	limit  int // rows the layer may reach
+	KV    []float32
+	Index []float32
+	n     int
+	limit int // rows the layer may reach
 }
 
 // Len is the number of tokens stored.

@@ -9,7 +9,9 @@ package modeldir
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/container"
@@ -33,6 +35,8 @@ type Dir struct {
 	Container *container.Container
 	Summary   *container.Summary
 	Model     *model.Model
+	// Experts is the routed-expert source the model reads from.
+	Experts experts.Source
 }
 
 // Open loads the model in dir.
@@ -61,24 +65,34 @@ func Open(ctx context.Context, dir string, opts Options) (*Dir, error) {
 		return nil, err
 	}
 	layers := model.ExpertLayers(cfg, caps.MTP && !opts.Model.DisableMTP)
-	var src experts.Source
 	if opts.Experts != nil {
-		src, err = opts.Experts(ctx, c, cfg, layers)
+		d.Experts, err = opts.Experts(ctx, c, cfg, layers)
 	} else {
-		src, err = experts.LoadResident(ctx, ExpertLoader{C: c, Config: cfg}, layers, cfg.NumRoutedExperts)
+		d.Experts, err = experts.LoadResident(ctx, ExpertLoader{C: c, Config: cfg}, layers, cfg.NumRoutedExperts)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if d.Model, err = model.Load(cfg, w, src, opts.Model); err != nil {
+	if d.Model, err = model.Load(cfg, w, d.Experts, opts.Model); err != nil {
+		closeSource(d.Experts)
 		return nil, err
 	}
 	ok = true
 	return d, nil
 }
 
-// Close releases the container's files.
-func (d *Dir) Close() error { return d.Container.Close() }
+// Close releases the expert source (when it holds resources) and the
+// container's files.
+func (d *Dir) Close() error {
+	return errors.Join(closeSource(d.Experts), d.Container.Close())
+}
+
+func closeSource(src experts.Source) error {
+	if c, ok := src.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
 
 // Weights adapts a container to model.Weights.
 type Weights struct{ C *container.Container }

@@ -146,6 +146,12 @@ func (e *FitError) Error() string {
 }
 
 // Err returns a *FitError when the plan does not fit, else nil.
+// AllExpertsCached reports whether the expert cache holds every routed
+// expert, so nothing needs to stream from disk after the first use.
+func (p *Plan) AllExpertsCached() bool {
+	return p.Fits && p.CacheSlotsPerLayer >= p.ExpertsPerLayer
+}
+
 func (p *Plan) Err() error {
 	if p.Fits {
 		return nil
@@ -212,7 +218,10 @@ func New(cfg *config.Config, w Weights, opts Options) (*Plan, error) {
 	E, k := cfg.NumRoutedExperts, cfg.ExpertsPerToken
 	p.WorkingSlots = opts.WorkingSlots
 	if p.WorkingSlots == 0 {
-		p.WorkingSlots = min(E, k*p.BatchRows)
+		// The streamed tier recycles a working slot as soon as the model is
+		// done with the expert in it, so a forward of any size streams its
+		// misses through two experts_per_tok worth of slots.
+		p.WorkingSlots = min(E, 2*k)
 	}
 	if p.MTPSlotBytes > 0 {
 		p.MTPSlots = min(E, k*p.Sequences)
@@ -224,7 +233,7 @@ func New(cfg *config.Config, w Weights, opts Options) (*Plan, error) {
 
 	p.Items = []Item{
 		{ItemResident, w.ResidentBytes, "every non-routed tensor, read once at startup: embedding, lm_head, attention, norms, dense MLPs, routers and shared experts" + mtpNote(w)},
-		{ItemWorking, int64(p.WorkingSlots) * p.ExpertSlotBytes, fmt.Sprintf("%d slots x %s: the distinct experts one layer of one forward may use, min(n_routed_experts %d, experts_per_tok %d x %d rows)", p.WorkingSlots, sizeText(p.ExpertSlotBytes), E, k, p.BatchRows)},
+		{ItemWorking, int64(p.WorkingSlots) * p.ExpertSlotBytes, fmt.Sprintf("%d slots x %s: misses of one layer stream through them, each slot recycled once its expert is applied (2 x experts_per_tok %d)", p.WorkingSlots, sizeText(p.ExpertSlotBytes), k)},
 	}
 	if p.MTPSlots > 0 {
 		p.Items = append(p.Items, Item{ItemMTPBank, int64(p.MTPSlots) * p.MTPSlotBytes, fmt.Sprintf("%d slots x %s: the MTP layer's experts for one draft row per sequence, min(%d, %d x %d)", p.MTPSlots, sizeText(p.MTPSlotBytes), E, k, p.Sequences)})

@@ -145,7 +145,7 @@ func TestRealFits32GiB(t *testing.T) {
 	if p.MemoryLimitBytes != 28*gib || p.OSReserveBytes != 4*gib {
 		t.Errorf("limit %d, OS reserve %d; want 28 GiB and 4 GiB", p.MemoryLimitBytes, p.OSReserveBytes)
 	}
-	if p.ExpertSlotBytes != SlotBytes(18_915_328) || p.WorkingSlots != 256 || p.MTPSlots != 8 {
+	if p.ExpertSlotBytes != SlotBytes(18_915_328) || p.WorkingSlots != 16 || p.MTPSlots != 8 {
 		t.Errorf("slot %d, working %d, MTP %d", p.ExpertSlotBytes, p.WorkingSlots, p.MTPSlots)
 	}
 	// 79 layers (78 + MTP) x (512 + 64) floats x 4 bytes per token.

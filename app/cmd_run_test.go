@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/spoolhq/spool/internal/fixtures"
+)
+
+func runRunCmd(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // usage history of --stream runs
+	cmd := newRunCmd()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+func idsFlag(ids []int) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.Itoa(id)
+	}
+	return strings.Join(s, ",")
+}
+
+// TestRunMatchesReference: spool run --json on the reference prompts gives
+// the reference greedy tokens, resident and streamed, with and without MTP
+// speculation.
+func TestRunMatchesReference(t *testing.T) {
+	refs, _ := fixtures.LoadRefs(t, "glm52-mini")
+	dir := fixtures.Path(t, "glm52-mini")
+	cs := refs.Cases[1]
+	for _, extra := range [][]string{nil, {"--no-mtp"}, {"--stream", "--memory", "8GiB", "--expert-cache", "1MiB"}} {
+		args := append([]string{"--model", dir, "--prompt-ids", idsFlag(cs.PromptIDs), "--max-tokens", "16", "--temperature", "0", "--json"}, extra...)
+		out, err := runRunCmd(t, args...)
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", extra, err, out)
+		}
+		var r runResult
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("%v: output is not one JSON object: %v\n%s", extra, err, out)
+		}
+		if !slices.Equal(r.TokenIDs, cs.Greedy[:len(r.TokenIDs)]) || r.PromptTokens != cs.N {
+			t.Errorf("%v: tokens %v, want a prefix of %v", extra, r.TokenIDs, cs.Greedy)
+		}
+		if r.FinishReason == "" || r.Text == "" {
+			t.Errorf("%v: result %+v", extra, r)
+		}
+	}
+}
+
+func TestRunChatText(t *testing.T) {
+	out, err := runRunCmd(t, "--model", fixtures.Path(t, "glm52-mini"), "--chat", "What does the function re.compile do?", "--temperature", "0", "--max-tokens", "24")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out, "Compile a given expression") {
+		t.Errorf("answer %q", out)
+	}
+}
+
+func TestRunRefusals(t *testing.T) {
+	dir := fixtures.Path(t, "glm52-mini")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--model", dir}, "at least one of the flags"},
+		{[]string{"--model", dir, "--prompt", "a", "--chat", "b"}, "none of the others"},
+		{[]string{"--model", dir, "--prompt-ids", "1,x"}, `"x" is not a token id`},
+		{[]string{"--model", dir, "--prompt-ids", "99999"}, "outside the vocabulary"},
+		{[]string{"--model", dir, "--prompt", "hi", "--max-tokens", "0"}, "--max-tokens must be positive"},
+		{[]string{"--model", dir, "--prompt", "hi", "--temperature", "500"}, "temperature"},
+		{[]string{"--model", dir, "--prompt", "hi", "--memory", "1GiB"}, "does not fit"},
+		{[]string{"--model", t.TempDir(), "--prompt", "hi"}, "config.json"},
+		{[]string{"--model", dir, "--prompt-ids", idsFlag(make([]int, 40)), "--context", "16"}, "context length exceeded"},
+	} {
+		out, err := runRunCmd(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want one containing %q\n%s", tc.args, err, tc.want, out)
+		}
+	}
+}
