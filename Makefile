@@ -8,7 +8,7 @@ GOFLAGS_HEADLESS := -tags headless
 # Packages with no OS-specific code must also build for the Mac.
 PORTABLE  := ./engine/... ./kernels/... ./internal/...
 
-.PHONY: all build run test deps vet unit darwin arm64 clean
+.PHONY: all build run test deps vet unit darwin arm64 conformance clean
 
 all: build
 
@@ -23,7 +23,7 @@ run: build
 	$(BIN) run --model $(MODEL) --temperature 0 --max-tokens 64 \
 		--chat "What does the function re.compile do?"
 
-test: deps vet unit darwin arm64
+test: deps vet unit darwin arm64 conformance
 
 vet:
 	$(GO) vet $(GOFLAGS_HEADLESS) ./...
@@ -37,6 +37,11 @@ darwin:
 arm64:
 	@scripts/setup-debian.sh arm64
 	kernels/test-arm64.sh
+
+# The official openai and @anthropic-ai/sdk clients against `spool serve`.
+conformance: build
+	cd engine/server/conformance && npm ci --no-audit --no-fund --loglevel=error && \
+		SPOOL_BIN=$(CURDIR)/$(BIN) SPOOL_MODEL=$(CURDIR)/$(MODEL) node --test
 
 clean:
 	rm -rf bin

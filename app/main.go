@@ -53,6 +53,7 @@ func newRootCmd() *cobra.Command {
 		newInspectCmd(),
 		newPullCmd(),
 		newRunCmd(),
+		newServeCmd(),
 	)
 	return root
 }

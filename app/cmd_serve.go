@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spoolhq/spool/engine/model"
+	"github.com/spoolhq/spool/engine/modeldir"
+	"github.com/spoolhq/spool/engine/scheduler"
+	"github.com/spoolhq/spool/engine/server"
+)
+
+type serveFlags struct {
+	model        string
+	modelID      string
+	host         string
+	port         int
+	apiKey       string
+	context      int
+	maxBatch     int
+	maxQueue     int
+	maxTokens    int
+	origins      []string
+	allowedHosts []string
+	noMTP        bool
+	noDSA        bool
+}
+
+func newServeCmd() *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the model over an OpenAI- and Anthropic-compatible HTTP API",
+		Long: `Serve the model on a local HTTP API: /v1/chat/completions, /v1/completions,
+/v1/responses, /v1/messages (Anthropic), /v1/models, /health, /stats and the
+/v1/events websocket. It binds 127.0.0.1 by default; binding any other
+address requires --api-key (or $SPOOL_API_KEY).`,
+		Example: `  spool serve --model assets/models/glm52-mini
+  spool serve --host 0.0.0.0 --port 8484 --api-key "$(openssl rand -hex 16)"`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runServe(cmd, &f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.model, "model", "", "model directory (default $SPOOL_MODEL or the demo model)")
+	fl.StringVar(&f.modelID, "model-id", "", `model id clients send (default: the directory's name; "spool" is always accepted)`)
+	fl.StringVar(&f.host, "host", "127.0.0.1", "address to listen on")
+	fl.IntVar(&f.port, "port", 8484, "port to listen on (0 picks a free one)")
+	fl.StringVar(&f.apiKey, "api-key", "", "require this key as 'Authorization: Bearer KEY' or 'x-api-key' (default $SPOOL_API_KEY)")
+	fl.IntVar(&f.context, "context", 0, "context length per sequence in tokens (default: the model's maximum)")
+	fl.IntVar(&f.maxBatch, "max-batch", 8, "requests generating at once (continuous batching)")
+	fl.IntVar(&f.maxQueue, "max-queue", 16, "requests waiting for a slot before answering 429")
+	fl.IntVar(&f.maxTokens, "max-tokens", 0, "cap on tokens generated per request (default: the rest of the context)")
+	fl.StringSliceVar(&f.origins, "cors-origin", nil, `extra CORS origin allowed ("scheme://host:*" for any port, "*" for all)`)
+	fl.StringSliceVar(&f.allowedHosts, "allowed-host", nil, "extra Host header name accepted (DNS-rebinding guard)")
+	fl.BoolVar(&f.noMTP, "no-mtp", false, "do not load the MTP draft layer (no speculative decoding)")
+	fl.BoolVar(&f.noDSA, "no-dsa", false, "dense attention even where the DSA indexer would select")
+	return cmd
+}
+
+func runServe(cmd *cobra.Command, f *serveFlags) error {
+	ctx := cmd.Context()
+	dir, err := resolveModelDir(f.model)
+	if err != nil {
+		return err
+	}
+	if f.apiKey == "" {
+		f.apiKey = os.Getenv("SPOOL_API_KEY")
+	}
+	if f.modelID == "" {
+		f.modelID = server.ModelIDFromDir(dir)
+	}
+	cfg := server.Config{
+		Host: f.host, Port: f.port, APIKey: f.apiKey, ModelID: f.modelID,
+		AllowedOrigins: f.origins, AllowedHosts: f.allowedHosts, MaxTokens: f.maxTokens,
+	}
+	// Check the security settings before the (slow) model load.
+	if err := server.CheckBind(f.host, f.apiKey); err != nil {
+		return err
+	}
+
+	lm, err := loadModel(ctx, dir, modeldir.Options{Model: model.Options{DisableMTP: f.noMTP, DisableDSA: f.noDSA}})
+	if err != nil {
+		return err
+	}
+	defer lm.Close()
+	m := lm.dir.Model
+	sched := scheduler.New(m, scheduler.Config{MaxBatch: f.maxBatch, MaxQueue: f.maxQueue, ContextLength: f.context})
+	eng := server.Engine{Scheduler: sched, Tokenizer: lm.tokenizer, Template: lm.template}
+	if eng.Constraints, err = server.GrammarConstraints(lm.tokenizer, m.Config().EOSTokenIDs); err != nil {
+		return err
+	}
+	srv, err := server.New(cfg, eng)
+	if err != nil {
+		return err
+	}
+	ln, err := srv.Listen()
+	if err != nil {
+		return err
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	schedDone := make(chan struct{})
+	go func() {
+		defer close(schedDone)
+		sched.Run(runCtx)
+	}()
+	fmt.Fprintf(cmd.ErrOrStderr(), "spool: serving %s (%s) on http://%s\n", f.modelID, dir, ln.Addr())
+	err = srv.Serve(runCtx, ln)
+	stop()
+	<-schedDone
+	return err
+}

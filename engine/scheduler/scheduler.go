@@ -1,0 +1,269 @@
+package scheduler
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/spoolhq/spool/engine/generate"
+	"github.com/spoolhq/spool/engine/kvcache"
+	"github.com/spoolhq/spool/engine/model"
+)
+
+// Config bounds the scheduler. Zero fields take the defaults.
+type Config struct {
+	// MaxBatch is the number of requests generating at once, each with
+	// its own sequence (default 8).
+	MaxBatch int
+	// MaxQueue is the number of requests waiting for a sequence; Submit
+	// refuses more with ErrQueueFull (default 16).
+	MaxQueue int
+	// ContextLength is each sequence's token limit (default and maximum:
+	// the model's max_position_embeddings).
+	ContextLength int
+	// IdleSequences is how many finished sequences are kept so that a
+	// later prompt sharing their prefix (the next turn of a chat) skips
+	// its prefill (default 2; negative keeps none).
+	IdleSequences int
+	// PrefillChunk bounds the prompt tokens one forward takes (default
+	// generate.PrefillChunk, which keeps lone requests on generate's path).
+	PrefillChunk int
+}
+
+func (c Config) withDefaults(m *model.Model) Config {
+	if c.MaxBatch <= 0 {
+		c.MaxBatch = 8
+	}
+	if c.MaxQueue <= 0 {
+		c.MaxQueue = 16
+	}
+	if maxCtx := m.Config().MaxPositionEmbeddings; c.ContextLength <= 0 || c.ContextLength > maxCtx {
+		c.ContextLength = maxCtx
+	}
+	switch {
+	case c.IdleSequences == 0:
+		c.IdleSequences = 2
+	case c.IdleSequences < 0:
+		c.IdleSequences = 0
+	}
+	if c.PrefillChunk <= 0 {
+		c.PrefillChunk = generate.PrefillChunk
+	}
+	return c
+}
+
+// Scheduler runs the requests of one model. Submit, Stats and Config are
+// safe for concurrent use; Run drives everything else on its own goroutine.
+type Scheduler struct {
+	m   *model.Model
+	cfg Config
+
+	wake chan struct{} // capacity 1: the queue changed
+
+	mu      sync.Mutex
+	queue   []*entry
+	closed  bool
+	running bool
+	stats   Stats
+	window  rateWindow
+
+	// Owned by Run.
+	active []*active
+	idle   []*kvcache.Sequence
+	mask   []uint64
+}
+
+// entry is a submitted request.
+type entry struct {
+	req       Request
+	stream    *Stream
+	submitted time.Time
+}
+
+// New returns a scheduler for m; call Run to start it.
+func New(m *model.Model, cfg Config) *Scheduler {
+	cfg = cfg.withDefaults(m)
+	return &Scheduler{
+		m:    m,
+		cfg:  cfg,
+		wake: make(chan struct{}, 1),
+		mask: make([]uint64, (m.Config().VocabSize+63)/64),
+	}
+}
+
+// Config returns the effective configuration.
+func (s *Scheduler) Config() Config { return s.cfg }
+
+// Model returns the model the scheduler drives.
+func (s *Scheduler) Model() *model.Model { return s.m }
+
+// Submit queues a request. ctx bounds the request: when it ends, the
+// request is cancelled. It fails with ErrQueueFull when the queue is at its
+// bound, with a *kvcache.ContextError when the prompt does not fit the
+// context, and with ErrClosed after Run has returned.
+func (s *Scheduler) Submit(ctx context.Context, req Request) (*Stream, error) {
+	vocab := s.m.Config().VocabSize
+	if err := req.validate(vocab, s.cfg.ContextLength); err != nil {
+		return nil, err
+	}
+	if len(req.Prompt) > s.cfg.ContextLength {
+		return nil, &kvcache.ContextError{Have: 0, Add: len(req.Prompt), Limit: s.cfg.ContextLength}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if len(s.queue) >= s.cfg.MaxQueue {
+		return nil, ErrQueueFull
+	}
+	st := newStream(ctx)
+	s.queue = append(s.queue, &entry{req: req, stream: st, submitted: time.Now()})
+	s.stats.Queued = len(s.queue)
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	return st, nil
+}
+
+// Run serves requests until ctx ends, then finishes every pending request
+// with FinishCancelled and returns ctx's error.
+func (s *Scheduler) Run(ctx context.Context) error {
+	s.mu.Lock()
+	if s.running || s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	s.running = true
+	s.mu.Unlock()
+	defer s.shutdown()
+	for {
+		s.admit()
+		s.reap()
+		if len(s.active) == 0 {
+			s.setState(0)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-s.wake:
+			}
+			continue
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		s.step(ctx)
+	}
+}
+
+// shutdown refuses new requests and finishes the pending ones.
+func (s *Scheduler) shutdown() {
+	s.mu.Lock()
+	s.closed = true
+	queued := s.queue
+	s.queue = nil
+	s.stats.Queued, s.stats.Active = 0, 0
+	s.mu.Unlock()
+	for _, e := range queued {
+		e.stream.finish(&Result{FinishReason: FinishCancelled, StopToken: -1, Err: ErrClosed, PromptTokens: len(e.req.Prompt), Lane: LaneSingle})
+	}
+	for _, a := range s.active {
+		a.res.FinishReason, a.res.Err = FinishCancelled, ErrClosed
+		s.finish(a)
+	}
+	s.active = nil
+	s.idle = nil
+}
+
+// admit moves queued requests into free sequences, in order.
+func (s *Scheduler) admit() {
+	for len(s.active) < s.cfg.MaxBatch {
+		s.mu.Lock()
+		if len(s.queue) == 0 {
+			s.mu.Unlock()
+			return
+		}
+		e := s.queue[0]
+		s.queue[0] = nil
+		s.queue = s.queue[1:]
+		s.stats.Queued = len(s.queue)
+		s.mu.Unlock()
+		a := s.start(e)
+		if e.stream.ctx.Err() != nil {
+			a.res.FinishReason, a.res.Err = FinishCancelled, e.stream.ctx.Err()
+			s.finish(a)
+			continue
+		}
+		s.active = append(s.active, a)
+		e.stream.markAdmitted()
+	}
+	s.mu.Lock()
+	s.stats.Active = len(s.active)
+	s.mu.Unlock()
+}
+
+// reap finishes cancelled requests.
+func (s *Scheduler) reap() {
+	for _, a := range s.active {
+		if err := a.stream.ctx.Err(); err != nil && !a.done {
+			a.res.FinishReason, a.res.Err = FinishCancelled, err
+			s.finish(a)
+		}
+	}
+	s.compact()
+}
+
+// compact drops finished requests from the active list.
+func (s *Scheduler) compact() {
+	live := s.active[:0]
+	for _, a := range s.active {
+		if !a.done {
+			live = append(live, a)
+		}
+	}
+	clear(s.active[len(live):])
+	s.active = live
+	s.mu.Lock()
+	s.stats.Active = len(s.active)
+	s.mu.Unlock()
+}
+
+// sequenceFor takes the idle sequence sharing the longest prefix with
+// prompt (keeping at least one prompt token to forward), or a new one.
+func (s *Scheduler) sequenceFor(prompt []int) (*kvcache.Sequence, int) {
+	best, bestLen := -1, 0
+	for i, seq := range s.idle {
+		n := commonPrefix(seq.Tokens(), prompt[:len(prompt)-1])
+		if n > bestLen {
+			best, bestLen = i, n
+		}
+	}
+	if best < 0 {
+		return s.m.NewSequence(s.cfg.ContextLength), 0
+	}
+	seq := s.idle[best]
+	s.idle = append(s.idle[:best], s.idle[best+1:]...)
+	seq.Trim(bestLen)
+	seq.TrimMTP(0)
+	return seq, bestLen
+}
+
+// release keeps a finished sequence for prefix reuse.
+func (s *Scheduler) release(seq *kvcache.Sequence) {
+	if s.cfg.IdleSequences == 0 || seq.Len() == 0 {
+		return
+	}
+	if len(s.idle) >= s.cfg.IdleSequences {
+		s.idle = append(s.idle[:0], s.idle[1:]...)
+	}
+	s.idle = append(s.idle, seq)
+}
+
+func commonPrefix(a, b []int) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}

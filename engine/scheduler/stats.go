@@ -1,0 +1,93 @@
+package scheduler
+
+import "time"
+
+// Stats is a snapshot of the scheduler.
+type Stats struct {
+	// State is "idle" or "generating".
+	State    string `json:"state"`
+	Active   int    `json:"active"`
+	Queued   int    `json:"queued"`
+	MaxBatch int    `json:"max_batch"`
+	MaxQueue int    `json:"max_queue"`
+	// Steps counts forwards; Tokens counts generated tokens; Requests
+	// counts finished requests.
+	Steps    uint64 `json:"steps"`
+	Tokens   uint64 `json:"tokens"`
+	Requests uint64 `json:"requests"`
+	// LastBatch is the number of requests in the latest forward.
+	LastBatch int `json:"last_batch"`
+	// TokensPerSecond is the aggregate generation rate over the latest
+	// steps (0 when idle).
+	TokensPerSecond float64 `json:"tokens_per_second"`
+	// LastRequest describes the most recently finished request.
+	LastRequest *Result `json:"-"`
+}
+
+// Stats returns a snapshot.
+func (s *Scheduler) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.stats
+	st.MaxBatch, st.MaxQueue = s.cfg.MaxBatch, s.cfg.MaxQueue
+	if st.State == "" {
+		st.State = "idle"
+	}
+	if st.State == "generating" {
+		st.TokensPerSecond = s.window.rate()
+	}
+	if st.LastRequest != nil {
+		r := *st.LastRequest
+		st.LastRequest = &r
+	}
+	return st
+}
+
+// setState records the batch size of a step (0: idle).
+func (s *Scheduler) setState(batch int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if batch == 0 {
+		s.stats.State = "idle"
+		s.window = rateWindow{}
+		return
+	}
+	s.stats.State = "generating"
+	s.stats.LastBatch = batch
+}
+
+// recordStep adds one forward that produced tokens in elapsed.
+func (s *Scheduler) recordStep(tokens int, elapsed time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stats.Steps++
+	s.stats.Tokens += uint64(tokens)
+	s.window.add(tokens, elapsed)
+}
+
+// rateWindow averages tokens per second over the latest steps.
+type rateWindow struct {
+	tokens [32]int
+	times  [32]time.Duration
+	next   int
+	n      int
+}
+
+func (w *rateWindow) add(tokens int, d time.Duration) {
+	w.tokens[w.next], w.times[w.next] = tokens, d
+	w.next = (w.next + 1) % len(w.tokens)
+	w.n = min(w.n+1, len(w.tokens))
+}
+
+func (w *rateWindow) rate() float64 {
+	var tok int
+	var d time.Duration
+	for i := 0; i < w.n; i++ {
+		tok += w.tokens[i]
+		d += w.times[i]
+	}
+	if d <= 0 {
+		return 0
+	}
+	return float64(tok) / d.Seconds()
+}

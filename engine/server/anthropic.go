@@ -1,0 +1,461 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/spoolhq/spool/engine/chat"
+	"github.com/spoolhq/spool/engine/scheduler"
+)
+
+// messagesRequest is an Anthropic /v1/messages request.
+type messagesRequest struct {
+	Model         string             `json:"model"`
+	MaxTokens     *int               `json:"max_tokens"`
+	Messages      []anthropicMessage `json:"messages"`
+	System        json.RawMessage    `json:"system"`
+	Stream        bool               `json:"stream"`
+	Temperature   *float64           `json:"temperature"`
+	TopP          *float64           `json:"top_p"`
+	TopK          *int               `json:"top_k"`
+	StopSequences []string           `json:"stop_sequences"`
+	Tools         []anthropicTool    `json:"tools"`
+	ToolChoice    *struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	} `json:"tool_choice"`
+	Thinking *struct {
+		Type         string `json:"type"`
+		BudgetTokens int    `json:"budget_tokens"`
+	} `json:"thinking"`
+}
+
+type anthropicMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+type anthropicBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text,omitempty"`
+	Thinking  string          `json:"thinking,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	Content   json.RawMessage `json:"content,omitempty"`
+}
+
+type anthropicTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+	Type        string          `json:"type"`
+}
+
+// blocks reads content that is a string or an array of blocks.
+func blocks(param string, raw json.RawMessage) ([]anthropicBlock, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, invalid(param, "%s: %v", param, err)
+		}
+		return []anthropicBlock{{Type: "text", Text: s}}, nil
+	}
+	var out []anthropicBlock
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, invalid(param, "%s must be a string or an array of content blocks", param)
+	}
+	return out, nil
+}
+
+// blockText joins the text blocks of content (tool results).
+func blockText(param string, raw json.RawMessage) (string, error) {
+	bs, err := blocks(param, raw)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for i, blk := range bs {
+		if blk.Type != "text" {
+			return "", invalid(fmt.Sprintf("%s[%d].type", param, i), "content blocks of type %q are not supported here", blk.Type)
+		}
+		b.WriteString(blk.Text)
+	}
+	return b.String(), nil
+}
+
+// toChat translates an Anthropic conversation into chat messages.
+func (req *messagesRequest) toChat() ([]chat.Message, []chat.Tool, error) {
+	var msgs []chat.Message
+	if sys, err := blockText("system", req.System); err != nil {
+		return nil, nil, err
+	} else if sys != "" {
+		msgs = append(msgs, chat.Message{Role: "system", Content: sys})
+	}
+	if len(req.Messages) == 0 {
+		return nil, nil, invalid("messages", "messages must hold at least one message")
+	}
+	for i, m := range req.Messages {
+		param := fmt.Sprintf("messages[%d].content", i)
+		bs, err := blocks(param, m.Content)
+		if err != nil {
+			return nil, nil, err
+		}
+		switch m.Role {
+		case "user":
+			var text strings.Builder
+			flush := func() {
+				if text.Len() > 0 {
+					msgs = append(msgs, chat.Message{Role: "user", Content: text.String()})
+					text.Reset()
+				}
+			}
+			for j, b := range bs {
+				switch b.Type {
+				case "text":
+					text.WriteString(b.Text)
+				case "tool_result":
+					flush()
+					out, err := blockText(fmt.Sprintf("%s[%d].content", param, j), b.Content)
+					if err != nil {
+						return nil, nil, err
+					}
+					msgs = append(msgs, chat.Message{Role: "tool", Content: out, ToolCallID: b.ToolUseID})
+				default:
+					return nil, nil, invalid(fmt.Sprintf("%s[%d].type", param, j), "content blocks of type %q are not supported: this model reads text only", b.Type)
+				}
+			}
+			flush()
+		case "assistant":
+			am := chat.Message{Role: "assistant"}
+			var text strings.Builder
+			for j, b := range bs {
+				switch b.Type {
+				case "text":
+					text.WriteString(b.Text)
+				case "thinking":
+					am.ReasoningContent += b.Thinking
+				case "redacted_thinking":
+				case "tool_use":
+					input := bytes.TrimSpace(b.Input)
+					if len(input) == 0 {
+						input = []byte("{}")
+					}
+					if input[0] != '{' {
+						return nil, nil, invalid(fmt.Sprintf("%s[%d].input", param, j), "tool_use input must be a JSON object")
+					}
+					am.ToolCalls = append(am.ToolCalls, chat.ToolCall{ID: b.ID, Type: "function", Function: chat.FunctionCall{Name: b.Name, Arguments: json.RawMessage(input)}})
+				default:
+					return nil, nil, invalid(fmt.Sprintf("%s[%d].type", param, j), "content blocks of type %q are not supported in assistant turns", b.Type)
+				}
+			}
+			am.Content = text.String()
+			msgs = append(msgs, am)
+		default:
+			return nil, nil, invalid(fmt.Sprintf("messages[%d].role", i), "message %d has the role %q; expected user or assistant", i, m.Role)
+		}
+	}
+	var tools []chat.Tool
+	for i, t := range req.Tools {
+		if t.Type != "" && t.Type != "custom" {
+			return nil, nil, invalid(fmt.Sprintf("tools[%d].type", i), "server tools (%q) are not supported", t.Type)
+		}
+		if !validName(t.Name) {
+			return nil, nil, invalid(fmt.Sprintf("tools[%d].name", i), "the tool name %q must be 1-64 characters of a-z, A-Z, 0-9, _, . and -", t.Name)
+		}
+		fn := map[string]any{"name": t.Name}
+		if t.Description != "" {
+			fn["description"] = t.Description
+		}
+		if len(t.InputSchema) > 0 {
+			var schema map[string]any
+			if err := json.Unmarshal(t.InputSchema, &schema); err != nil {
+				return nil, nil, invalid(fmt.Sprintf("tools[%d].input_schema", i), "input_schema must be a JSON Schema object")
+			}
+			fn["parameters"] = schema
+		}
+		tools = append(tools, chat.Tool{"type": "function", "function": fn})
+	}
+	return msgs, tools, nil
+}
+
+func (s *Server) messagesTurn(req *messagesRequest) (*turn, error) {
+	if err := s.checkModel(req.Model, true); err != nil {
+		return nil, err
+	}
+	if req.MaxTokens == nil {
+		return nil, invalid("max_tokens", "max_tokens is required")
+	}
+	msgs, tools, err := req.toChat()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkTools("tools", tools); err != nil {
+		return nil, err
+	}
+	choice := toolChoice{mode: "auto"}
+	if tc := req.ToolChoice; tc != nil {
+		switch tc.Type {
+		case "auto", "":
+		case "none":
+			choice.mode = "none"
+		case "any":
+			if len(tools) == 0 {
+				return nil, invalid("tool_choice", `tool_choice "any" needs tools`)
+			}
+			choice.mode = "required"
+		case "tool":
+			if toolNamed(tools, tc.Name) == nil {
+				return nil, invalid("tool_choice.name", "tool_choice names the tool %q, which is not among the tools", tc.Name)
+			}
+			choice = toolChoice{mode: "function", name: tc.Name}
+		default:
+			return nil, invalid("tool_choice.type", "tool_choice type %q must be auto, any, tool or none", tc.Type)
+		}
+	}
+	var thinking *bool
+	if th := req.Thinking; th != nil {
+		switch th.Type {
+		case "enabled":
+			thinking = new(true)
+		case "disabled":
+			thinking = new(false)
+		default:
+			return nil, invalid("thinking.type", "thinking type %q must be enabled or disabled", th.Type)
+		}
+	}
+	t := &turn{id: newID("msg_")}
+	if t.stops, err = checkStops("stop_sequences", req.StopSequences); err != nil {
+		return nil, err
+	}
+	sp := samplingParams{Temperature: req.Temperature, TopP: req.TopP, TopK: req.TopK}
+	if err := s.applySampling(sp, 1, &t.req); err != nil {
+		return nil, err
+	}
+	if err := s.renderChat(chatInput{messages: msgs, tools: tools, choice: choice, thinking: thinking}, t); err != nil {
+		return nil, err
+	}
+	if t.req.MaxTokens, err = s.maxTokens("max_tokens", req.MaxTokens, len(t.prompt)); err != nil {
+		return nil, err
+	}
+	s.finishTurn(t)
+	return t, nil
+}
+
+func (s *Server) handleCountTokens(w http.ResponseWriter, r *http.Request) {
+	var req messagesRequest
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if req.MaxTokens == nil {
+		req.MaxTokens = new(1)
+	}
+	t, err := s.messagesTurn(&req)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]int{"input_tokens": len(t.prompt)})
+}
+
+// Response shapes.
+
+type anthropicResponse struct {
+	ID           string           `json:"id"`
+	Type         string           `json:"type"`
+	Role         string           `json:"role"`
+	Model        string           `json:"model"`
+	Content      []map[string]any `json:"content"`
+	StopReason   *string          `json:"stop_reason"`
+	StopSequence *string          `json:"stop_sequence"`
+	Usage        anthropicUsage   `json:"usage"`
+}
+
+type anthropicUsage struct {
+	InputTokens          int `json:"input_tokens"`
+	OutputTokens         int `json:"output_tokens"`
+	CacheReadInputTokens int `json:"cache_read_input_tokens"`
+	engineUsage
+}
+
+func stopReason(o *outcome) (string, *string) {
+	switch {
+	case o.stopString != "":
+		return "stop_sequence", &o.stopString
+	case o.finish == "length":
+		return "max_tokens", nil
+	case o.finish == "tool_calls":
+		return "tool_use", nil
+	}
+	return "end_turn", nil
+}
+
+// toolUseID turns a call id into Anthropic's form.
+func toolUseID(id string) string { return "toolu_" + strings.TrimPrefix(id, "call_") }
+
+func toolInput(c chat.ToolCall) json.RawMessage {
+	if s, ok := c.Function.Arguments.(string); ok && s != "" {
+		return json.RawMessage(s)
+	}
+	return json.RawMessage("{}")
+}
+
+func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
+	var req messagesRequest
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	t, err := s.messagesTurn(&req)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	st, err := s.submit(r.Context(), t)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if req.Stream {
+		s.streamMessages(w, r, t, st)
+		return
+	}
+	var reasoning, text string
+	var calls []chat.ToolCall
+	o, err := s.generate(r.Context(), t, st, func(p piece) error {
+		reasoning += p.reasoning
+		text += p.content
+		calls = append(calls, p.calls...)
+		return nil
+	}, nil)
+	if err != nil {
+		if r.Context().Err() == nil {
+			writeError(w, r, err)
+		}
+		return
+	}
+	content := []map[string]any{}
+	if reasoning != "" {
+		content = append(content, map[string]any{"type": "thinking", "thinking": reasoning, "signature": ""})
+	}
+	if text != "" || len(calls) == 0 {
+		content = append(content, map[string]any{"type": "text", "text": text})
+	}
+	for _, c := range calls {
+		content = append(content, map[string]any{"type": "tool_use", "id": toolUseID(c.ID), "name": c.Function.Name, "input": toolInput(c)})
+	}
+	reason, seq := stopReason(o)
+	writeJSON(w, http.StatusOK, anthropicResponse{
+		ID: t.id, Type: "message", Role: "assistant", Model: s.cfg.ModelID, Content: content,
+		StopReason: &reason, StopSequence: seq, Usage: anthropicUsageOf(t, o),
+	})
+}
+
+func anthropicUsageOf(t *turn, o *outcome) anthropicUsage {
+	u := anthropicUsage{InputTokens: len(t.prompt), OutputTokens: o.completion, engineUsage: engineUsageOf(o.res)}
+	if o.res != nil {
+		u.CacheReadInputTokens = o.res.CachedTokens
+	}
+	return u
+}
+
+// streamMessages answers with the Anthropic event stream.
+func (s *Server) streamMessages(w http.ResponseWriter, r *http.Request, t *turn, st *scheduler.Stream) {
+	sse, err := startSSE(w)
+	if err != nil {
+		st.Cancel()
+		return
+	}
+	start := map[string]any{"type": "message_start", "message": map[string]any{
+		"id": t.id, "type": "message", "role": "assistant", "model": s.cfg.ModelID, "content": []any{},
+		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]int{"input_tokens": len(t.prompt), "output_tokens": 0},
+	}}
+	if sse.event("message_start", start) != nil {
+		st.Cancel()
+		return
+	}
+	index, open := -1, "" // the open content block
+	closeBlock := func() error {
+		if open == "" {
+			return nil
+		}
+		open = ""
+		return sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
+	}
+	openBlock := func(kind string, block map[string]any) error {
+		if err := closeBlock(); err != nil {
+			return err
+		}
+		index++
+		open = kind
+		return sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": index, "content_block": block})
+	}
+	delta := func(d map[string]any) error {
+		return sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": index, "delta": d})
+	}
+	o, err := s.generate(r.Context(), t, st, func(p piece) error {
+		if p.reasoning != "" {
+			if open != "thinking" {
+				if err := openBlock("thinking", map[string]any{"type": "thinking", "thinking": "", "signature": ""}); err != nil {
+					return err
+				}
+			}
+			if err := delta(map[string]any{"type": "thinking_delta", "thinking": p.reasoning}); err != nil {
+				return err
+			}
+		}
+		if p.content != "" {
+			if open != "text" {
+				if err := openBlock("text", map[string]any{"type": "text", "text": ""}); err != nil {
+					return err
+				}
+			}
+			if err := delta(map[string]any{"type": "text_delta", "text": p.content}); err != nil {
+				return err
+			}
+		}
+		for _, c := range p.calls {
+			if err := openBlock("tool_use", map[string]any{"type": "tool_use", "id": toolUseID(c.ID), "name": c.Function.Name, "input": map[string]any{}}); err != nil {
+				return err
+			}
+			if err := delta(map[string]any{"type": "input_json_delta", "partial_json": string(toolInput(c))}); err != nil {
+				return err
+			}
+			if err := closeBlock(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, func() error { return sse.event("ping", map[string]string{"type": "ping"}) })
+	if err != nil {
+		if r.Context().Err() == nil {
+			sse.event("error", asAPIError(err).anthropic())
+		}
+		return
+	}
+	if index < 0 {
+		// An empty reply still has one (empty) text block.
+		if openBlock("text", map[string]any{"type": "text", "text": ""}) != nil {
+			return
+		}
+	}
+	if closeBlock() != nil {
+		return
+	}
+	reason, seq := stopReason(o)
+	u := anthropicUsageOf(t, o)
+	if sse.event("message_delta", map[string]any{"type": "message_delta",
+		"delta": map[string]any{"stop_reason": reason, "stop_sequence": seq}, "usage": u}) != nil {
+		return
+	}
+	sse.event("message_stop", map[string]string{"type": "message_stop"})
+}

@@ -1,0 +1,245 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/spoolhq/spool/engine/scheduler"
+)
+
+// completionRequest is a legacy /v1/completions request: raw text in, no
+// chat template.
+type completionRequest struct {
+	Model         string          `json:"model"`
+	Prompt        json.RawMessage `json:"prompt"`
+	Suffix        string          `json:"suffix"`
+	Stream        bool            `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	MaxTokens *int `json:"max_tokens"`
+	samplingParams
+	Stop     json.RawMessage `json:"stop"`
+	Logprobs *int            `json:"logprobs"`
+	Echo     bool            `json:"echo"`
+	N        *int            `json:"n"`
+	BestOf   *int            `json:"best_of"`
+}
+
+// completionMaxTokens is OpenAI's default max_tokens for completions.
+const completionMaxTokens = 16
+
+// promptTokens reads "prompt": a string, an array of one string, an array
+// of token ids, or an array of one such array.
+func (s *Server) promptTokens(raw json.RawMessage) ([]int, string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, "", invalid("prompt", "prompt is required")
+	}
+	var text string
+	if err := json.Unmarshal(raw, &text); err == nil {
+		return s.eng.Tokenizer.Encode(text), text, nil
+	}
+	var texts []string
+	if err := json.Unmarshal(raw, &texts); err == nil {
+		if len(texts) != 1 {
+			return nil, "", invalid("prompt", "prompt must hold exactly one string (batches of prompts are not supported)")
+		}
+		return s.eng.Tokenizer.Encode(texts[0]), texts[0], nil
+	}
+	var ids []int
+	if err := json.Unmarshal(raw, &ids); err != nil {
+		var batch [][]int
+		if err := json.Unmarshal(raw, &batch); err != nil || len(batch) != 1 {
+			return nil, "", invalid("prompt", "prompt must be a string, an array of one string, or an array of token ids")
+		}
+		ids = batch[0]
+	}
+	vocab := s.eng.Scheduler.Model().Config().VocabSize
+	for _, id := range ids {
+		if id < 0 || id >= vocab {
+			return nil, "", invalid("prompt", "prompt token id %d is outside the vocabulary (0..%d)", id, vocab-1)
+		}
+	}
+	return ids, s.eng.Tokenizer.Decode(ids, false), nil
+}
+
+func (s *Server) completionTurn(req *completionRequest) (*turn, string, error) {
+	if err := s.checkModel(req.Model, false); err != nil {
+		return nil, "", err
+	}
+	if req.N != nil && *req.N != 1 {
+		return nil, "", invalid("n", "n must be 1: one choice per request is supported")
+	}
+	if req.BestOf != nil && *req.BestOf != 1 {
+		return nil, "", invalid("best_of", "best_of must be 1")
+	}
+	if req.Suffix != "" {
+		return nil, "", invalid("suffix", "suffix (fill-in-the-middle) is not supported by this model")
+	}
+	prompt, text, err := s.promptTokens(req.Prompt)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(prompt) == 0 {
+		return nil, "", invalid("prompt", "prompt is empty")
+	}
+	t := &turn{id: newID("cmpl-"), prompt: prompt}
+	if t.stops, err = parseStop("stop", req.Stop); err != nil {
+		return nil, "", err
+	}
+	if err := s.applySampling(req.samplingParams, 2, &t.req); err != nil {
+		return nil, "", err
+	}
+	if req.Logprobs != nil {
+		if *req.Logprobs < 0 || *req.Logprobs > 5 {
+			return nil, "", invalid("logprobs", "logprobs %d is out of range (0..5)", *req.Logprobs)
+		}
+		t.req.Logprobs, t.req.TopLogprobs = true, *req.Logprobs
+	}
+	limit := req.MaxTokens
+	if limit == nil {
+		limit = new(completionMaxTokens)
+	}
+	if t.req.MaxTokens, err = s.maxTokens("max_tokens", limit, len(prompt)); err != nil {
+		return nil, "", err
+	}
+	s.finishTurn(t)
+	echo := ""
+	if req.Echo {
+		echo = text
+	}
+	return t, echo, nil
+}
+
+type completion struct {
+	ID                string             `json:"id"`
+	Object            string             `json:"object"`
+	Created           int64              `json:"created"`
+	Model             string             `json:"model"`
+	SystemFingerprint string             `json:"system_fingerprint"`
+	Choices           []completionChoice `json:"choices"`
+	Usage             *chatUsage         `json:"usage,omitempty"`
+}
+
+type completionChoice struct {
+	Text         string              `json:"text"`
+	Index        int                 `json:"index"`
+	Logprobs     *completionLogprobs `json:"logprobs"`
+	FinishReason *string             `json:"finish_reason"`
+}
+
+type completionLogprobs struct {
+	Tokens        []string             `json:"tokens"`
+	TokenLogprobs []float64            `json:"token_logprobs"`
+	TopLogprobs   []map[string]float64 `json:"top_logprobs"`
+	TextOffset    []int                `json:"text_offset"`
+}
+
+func (s *Server) completionLogprobs(toks []scheduler.Token, offset int) *completionLogprobs {
+	lp := &completionLogprobs{Tokens: []string{}, TokenLogprobs: []float64{}, TopLogprobs: []map[string]float64{}, TextOffset: []int{}}
+	for _, tk := range toks {
+		b, _ := s.eng.Tokenizer.TokenBytes(tk.ID)
+		lp.Tokens = append(lp.Tokens, string(b))
+		lp.TokenLogprobs = append(lp.TokenLogprobs, tk.Logprob)
+		top := map[string]float64{}
+		for _, alt := range tk.Top {
+			ab, _ := s.eng.Tokenizer.TokenBytes(alt.ID)
+			top[string(ab)] = alt.Logprob
+		}
+		lp.TopLogprobs = append(lp.TopLogprobs, top)
+		lp.TextOffset = append(lp.TextOffset, offset)
+		offset += len(b)
+	}
+	return lp
+}
+
+func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
+	var req completionRequest
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	t, echo, err := s.completionTurn(&req)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	st, err := s.submit(r.Context(), t)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	created := time.Now().Unix()
+	object := func(text string, finish *string, lp *completionLogprobs) completion {
+		return completion{ID: t.id, Object: "text_completion", Created: created, Model: s.cfg.ModelID, SystemFingerprint: "spool",
+			Choices: []completionChoice{{Text: text, Logprobs: lp, FinishReason: finish}}}
+	}
+	if !req.Stream {
+		text := echo
+		var toks []scheduler.Token
+		o, err := s.generate(r.Context(), t, st, func(p piece) error {
+			text += p.content
+			toks = append(toks, p.tokens...)
+			return nil
+		}, nil)
+		if err != nil {
+			if r.Context().Err() == nil {
+				writeError(w, r, err)
+			}
+			return
+		}
+		var lp *completionLogprobs
+		if t.req.Logprobs {
+			lp = s.completionLogprobs(toks, len(echo))
+		}
+		c := object(text, &o.finish, lp)
+		c.Usage = chatUsageOf(t, o)
+		writeJSON(w, http.StatusOK, c)
+		return
+	}
+	sse, err := startSSE(w)
+	if err != nil {
+		st.Cancel()
+		return
+	}
+	offset := 0
+	if echo != "" {
+		if sse.data(object(echo, nil, nil)) != nil {
+			st.Cancel()
+			return
+		}
+		offset = len(echo)
+	}
+	o, err := s.generate(r.Context(), t, st, func(p piece) error {
+		var lp *completionLogprobs
+		if t.req.Logprobs {
+			lp = s.completionLogprobs(p.tokens, offset)
+		}
+		offset += len(p.content)
+		if p.content == "" && lp == nil {
+			return nil
+		}
+		return sse.data(object(p.content, nil, lp))
+	}, func() error { return sse.comment("keep-alive") })
+	if err != nil {
+		if r.Context().Err() == nil {
+			sse.data(asAPIError(err).openAI())
+		}
+		return
+	}
+	if sse.data(object("", &o.finish, nil)) != nil {
+		return
+	}
+	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
+		c := object("", nil, nil)
+		c.Choices = []completionChoice{}
+		c.Usage = chatUsageOf(t, o)
+		if sse.data(c) != nil {
+			return
+		}
+	}
+	sse.done()
+}

@@ -1,0 +1,131 @@
+package server
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// fuzzDecode checks that a request body either prepares a turn or is
+// refused with a 4xx apiError, never a panic or a server error.
+func fuzzDecode(f *testing.F, seeds []string, prepare func(s *Server, body []byte) error) {
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	var srv *Server
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if srv == nil {
+			srv = newTestServer(t, serverOpts{noRun: true, sched: schedulerConfig{ContextLength: 512}}).srv
+		}
+		err := prepare(srv, body)
+		if err == nil {
+			return
+		}
+		var ae *apiError
+		if !errors.As(err, &ae) || ae.Status < 400 || ae.Status >= 500 || ae.Message == "" {
+			t.Fatalf("body %q: error %#v", body, err)
+		}
+	})
+}
+
+func FuzzChatRequest(f *testing.F) {
+	fuzzDecode(f, []string{
+		`{"messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"spool","messages":[{"role":"system","content":[{"type":"text","text":"x"}]},{"role":"user","content":"hi"}],"temperature":0.5,"top_p":0.9,"top_k":4,"seed":-3,"stop":["a","b"],"logit_bias":{"5":-100},"logprobs":true,"top_logprobs":2}`,
+		`{"messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},{"role":"tool","tool_call_id":"c","content":"ok"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"integer"}}}}}],"tool_choice":"required"}`,
+		`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"n","schema":{"type":"object"}}},"reasoning_effort":"high","chat_template_kwargs":{"enable_thinking":true}}`,
+		`{"messages":[{"role":"user","content":"x"}],"max_tokens":-1,"n":2,"stop":7}`,
+	}, func(s *Server, body []byte) error {
+		var req chatRequest
+		if err := decodeJSON(body, &req); err != nil {
+			return err
+		}
+		_, err := s.chatTurn(&req)
+		return err
+	})
+}
+
+func FuzzMessagesRequest(f *testing.F) {
+	fuzzDecode(f, []string{
+		`{"model":"claude-x","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`,
+		`{"max_tokens":5,"system":[{"type":"text","text":"s"}],"messages":[{"role":"user","content":[{"type":"text","text":"q"}]},{"role":"assistant","content":[{"type":"thinking","thinking":"t"},{"type":"tool_use","id":"toolu_1","name":"f","input":{"a":1}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"r"}]}],"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"any"},"thinking":{"type":"enabled","budget_tokens":100},"stop_sequences":["x"]}`,
+	}, func(s *Server, body []byte) error {
+		var req messagesRequest
+		if err := decodeJSON(body, &req); err != nil {
+			return err
+		}
+		_, err := s.messagesTurn(&req)
+		return err
+	})
+}
+
+func FuzzResponsesRequest(f *testing.F) {
+	fuzzDecode(f, []string{
+		`{"input":"hi","instructions":"be brief","max_output_tokens":4}`,
+		`{"input":[{"role":"user","content":[{"type":"input_text","text":"q"}]},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"r"}],"tools":[{"type":"function","name":"f","parameters":{"type":"object"}}],"text":{"format":{"type":"json_object"}},"reasoning":{"effort":"low"}}`,
+	}, func(s *Server, body []byte) error {
+		var req responsesRequest
+		if err := decodeJSON(body, &req); err != nil {
+			return err
+		}
+		_, _, err := s.responsesTurn(&req)
+		return err
+	})
+}
+
+func FuzzCompletionRequest(f *testing.F) {
+	fuzzDecode(f, []string{
+		`{"prompt":"def f(","max_tokens":4,"logprobs":2,"echo":true}`,
+		`{"prompt":[1,2,3]}`, `{"prompt":[[1,2]]}`, `{"prompt":["a"]}`,
+	}, func(s *Server, body []byte) error {
+		var req completionRequest
+		if err := decodeJSON(body, &req); err != nil {
+			return err
+		}
+		_, _, err := s.completionTurn(&req)
+		return err
+	})
+}
+
+// FuzzTextStreams: the stop matcher and the tool stream give the same
+// result however the text is cut.
+func FuzzTextStreams(f *testing.F) {
+	f.Add("hello <tool_call>f<arg_key>a</arg_key><arg_value>1</arg_value></tool_call> world STOP x", 7, "STOP")
+	f.Add("ab<tool_ca", 3, "b<")
+	f.Fuzz(func(t *testing.T, text string, cut int, stop string) {
+		if stop == "" || cut < 0 || cut > len(text) {
+			return
+		}
+		run := func(pieces []string) (string, string, int) {
+			m := &stopMatcher{stops: []string{stop}}
+			ts := &toolStream{}
+			var out, hit string
+			calls := 0
+			for _, p := range pieces {
+				o, h := m.write(p)
+				c, cs := ts.write(o)
+				out += c
+				calls += len(cs)
+				if h != "" {
+					hit = h
+					break
+				}
+			}
+			if hit == "" {
+				c, cs := ts.write(m.flush())
+				out += c
+				calls += len(cs)
+			}
+			c, cs := ts.flush()
+			return out + c, hit, calls + len(cs)
+		}
+		o1, h1, c1 := run([]string{text})
+		o2, h2, c2 := run([]string{text[:cut], text[cut:]})
+		if o1 != o2 || h1 != h2 || c1 != c2 {
+			t.Fatalf("whole %q %q %d, cut at %d %q %q %d", o1, h1, c1, cut, o2, h2, c2)
+		}
+		if h1 != "" && strings.Contains(o1, stop) {
+			t.Fatalf("output %q holds the stop %q", o1, stop)
+		}
+	})
+}

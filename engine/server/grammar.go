@@ -1,0 +1,34 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spoolhq/spool/engine/grammar"
+	"github.com/spoolhq/spool/engine/scheduler"
+	"github.com/spoolhq/spool/engine/tokenizer"
+)
+
+// GrammarConstraints returns the ConstraintCompiler backed by
+// engine/grammar for a tokenizer; eos are the model's end-of-sequence ids.
+// The vocabulary index is built once here.
+func GrammarConstraints(tok *tokenizer.Tokenizer, eos []int) (ConstraintCompiler, error) {
+	v, err := grammar.TokenizerVocab(tok, eos)
+	if err != nil {
+		return nil, fmt.Errorf("server: preparing constrained decoding: %w", err)
+	}
+	return func(schema json.RawMessage) (scheduler.Constraint, error) {
+		g := grammar.JSONObject()
+		if schema != nil {
+			if g, err = grammar.CompileJSONSchema(schema); err != nil {
+				return nil, err
+			}
+		}
+		return grammarConstraint{g.NewMatcher(v)}, nil
+	}, nil
+}
+
+// grammarConstraint adapts a grammar.Matcher to scheduler.Constraint.
+type grammarConstraint struct{ *grammar.Matcher }
+
+func (c grammarConstraint) Mask(allowed []uint64) { c.Allowed(allowed) }

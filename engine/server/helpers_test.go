@@ -1,0 +1,243 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/spoolhq/spool/engine/chat"
+	"github.com/spoolhq/spool/engine/modeldir"
+	"github.com/spoolhq/spool/engine/scheduler"
+	"github.com/spoolhq/spool/engine/tokenizer"
+	"github.com/spoolhq/spool/internal/fixtures"
+)
+
+// demo is the glm52-mini model with its tokenizer and template, loaded once.
+type demo struct {
+	dir  *modeldir.Dir
+	tok  *tokenizer.Tokenizer
+	tmpl *chat.Template
+}
+
+var (
+	demoOnce sync.Once
+	demoVal  *demo
+	demoErr  error
+)
+
+func loadDemo(t *testing.T) *demo {
+	t.Helper()
+	path := fixtures.Path(t, "glm52-mini")
+	demoOnce.Do(func() {
+		d := &demo{}
+		if d.dir, demoErr = modeldir.Open(context.Background(), path, modeldir.Options{}); demoErr != nil {
+			return
+		}
+		if d.tok, demoErr = tokenizer.Load(filepath.Join(path, "tokenizer.json")); demoErr != nil {
+			return
+		}
+		d.tmpl, demoErr = chat.LoadTemplate(path)
+		demoVal = d
+	})
+	if demoErr != nil {
+		t.Fatal(demoErr)
+	}
+	return demoVal
+}
+
+// testServer is a server on the demo model behind httptest.
+type testServer struct {
+	*httptest.Server
+	srv   *Server
+	sched *scheduler.Scheduler
+	key   string
+}
+
+type serverOpts struct {
+	cfg      Config
+	sched    scheduler.Config
+	noRun    bool // leave the scheduler stopped (requests stay queued)
+	noAccess bool // no constrained decoder
+}
+
+func newTestServer(t *testing.T, o serverOpts) *testServer {
+	t.Helper()
+	d := loadDemo(t)
+	sched := scheduler.New(d.dir.Model, o.sched)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	if o.noRun {
+		close(done)
+	} else {
+		go func() {
+			defer close(done)
+			sched.Run(ctx)
+		}()
+	}
+	eng := Engine{Scheduler: sched, Tokenizer: d.tok, Template: d.tmpl}
+	if !o.noAccess {
+		var err error
+		if eng.Constraints, err = GrammarConstraints(d.tok, d.dir.Config.EOSTokenIDs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if o.cfg.ModelID == "" {
+		o.cfg.ModelID = "glm52-mini"
+	}
+	srv, err := New(o.cfg, eng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		hs.CloseClientConnections()
+		hs.Close()
+		cancel()
+		<-done
+	})
+	return &testServer{Server: hs, srv: srv, sched: sched, key: o.cfg.APIKey}
+}
+
+// do sends a request with a JSON body (a string or a value) and returns
+// the status and decoded JSON body.
+func (ts *testServer) do(t *testing.T, method, path string, body any, header ...string) (int, map[string]any, http.Header) {
+	t.Helper()
+	var r io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		r = strings.NewReader(b)
+	default:
+		raw, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = strings.NewReader(string(raw))
+	}
+	req, err := http.NewRequest(method, ts.URL+path, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if ts.key != "" {
+		req.Header.Set("Authorization", "Bearer "+ts.key)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		if header[i] == "Host" {
+			req.Host = header[i+1]
+			continue
+		}
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	if len(raw) > 0 && raw[0] == '{' {
+		if err := json.Unmarshal(raw, &out); err != nil {
+			t.Fatalf("%s %s: decoding %q: %v", method, path, raw, err)
+		}
+	}
+	return resp.StatusCode, out, resp.Header
+}
+
+// sseEvent is one server-sent event.
+type sseEvent struct {
+	name string
+	data string
+}
+
+// stream posts body and reads the SSE events to the end.
+func (ts *testServer) stream(t *testing.T, path string, body any) []sseEvent {
+	t.Helper()
+	raw, _ := json.Marshal(body)
+	req, _ := http.NewRequest("POST", ts.URL+path, strings.NewReader(string(raw)))
+	if ts.key != "" {
+		req.Header.Set("Authorization", "Bearer "+ts.key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("stream %s: status %d %s", path, resp.StatusCode, b)
+	}
+	return readSSE(t, resp.Body)
+}
+
+func readSSE(t *testing.T, r io.Reader) []sseEvent {
+	t.Helper()
+	var out []sseEvent
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	var ev sseEvent
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if ev.data != "" || ev.name != "" {
+				out = append(out, ev)
+			}
+			ev = sseEvent{}
+		case strings.HasPrefix(line, ":"):
+		case strings.HasPrefix(line, "event: "):
+			ev.name = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			ev.data = strings.TrimPrefix(line, "data: ")
+		default:
+			t.Fatalf("unexpected SSE line %q", line)
+		}
+	}
+	return out
+}
+
+func decode(t *testing.T, s string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		t.Fatalf("decoding %q: %v", s, err)
+	}
+	return m
+}
+
+// path reads a nested field: jpath(m, "choices", 0, "message", "content").
+func jpath(v any, keys ...any) any {
+	for _, k := range keys {
+		switch k := k.(type) {
+		case string:
+			m, _ := v.(map[string]any)
+			v = m[k]
+		case int:
+			a, _ := v.([]any)
+			if k >= len(a) {
+				return nil
+			}
+			v = a[k]
+		}
+	}
+	return v
+}
+
+const question = "What does the function os.path.join do?"
+
+func chatBody(extra map[string]any) map[string]any {
+	b := map[string]any{"model": "glm52-mini", "messages": []any{map[string]any{"role": "user", "content": question}}, "temperature": 0, "max_tokens": 24}
+	for k, v := range extra {
+		b[k] = v
+	}
+	return b
+}
+
+type schedulerConfig = scheduler.Config

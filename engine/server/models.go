@@ -1,0 +1,135 @@
+package server
+
+import (
+	"net/http"
+	"runtime"
+)
+
+// modelObject is one entry of /v1/models, with Spool's capability fields.
+type modelObject struct {
+	ID            string       `json:"id"`
+	Object        string       `json:"object"`
+	Created       int64        `json:"created"`
+	OwnedBy       string       `json:"owned_by"`
+	ContextLength int          `json:"context_length"`
+	MaxOutput     int          `json:"max_output_tokens"`
+	Capabilities  capabilities `json:"capabilities"`
+}
+
+// capabilities says truthfully what the served model does and does not.
+type capabilities struct {
+	Chat             bool     `json:"chat"`
+	Completions      bool     `json:"completions"`
+	Tools            bool     `json:"tools"`
+	StructuredOutput bool     `json:"structured_output"`
+	Reasoning        bool     `json:"reasoning"`
+	Logprobs         bool     `json:"logprobs"`
+	MTP              bool     `json:"mtp"`
+	DSA              bool     `json:"dsa"`
+	Unsupported      []string `json:"unsupported"`
+}
+
+func (s *Server) modelObject() modelObject {
+	m := s.eng.Scheduler.Model()
+	ctx := s.eng.Scheduler.Config().ContextLength
+	maxOut := ctx
+	if s.cfg.MaxTokens > 0 {
+		maxOut = min(maxOut, s.cfg.MaxTokens)
+	}
+	hasTemplate := s.eng.Template != nil
+	return modelObject{
+		ID:            s.cfg.ModelID,
+		Object:        "model",
+		Created:       s.created,
+		OwnedBy:       "spool",
+		ContextLength: ctx,
+		MaxOutput:     maxOut,
+		Capabilities: capabilities{
+			Chat:             hasTemplate,
+			Completions:      true,
+			Tools:            hasTemplate,
+			StructuredOutput: s.eng.Constraints != nil,
+			Reasoning:        hasTemplate,
+			Logprobs:         true,
+			MTP:              m.HasMTP(),
+			DSA:              m.HasDSA(),
+			Unsupported:      []string{"embeddings", "images", "audio", "n>1", "suffix (fill-in-the-middle)"},
+		},
+	}
+}
+
+func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []modelObject{s.modelObject()}})
+}
+
+func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := s.checkModel(id, false); err != nil || id == "" {
+		writeError(w, r, notFound("model_not_found", "the model %q does not exist; this server serves %q", id, s.cfg.ModelID))
+		return
+	}
+	writeJSON(w, http.StatusOK, s.modelObject())
+}
+
+// handleHealth is public and minimal.
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// lastTurn is the timing of the most recently finished request.
+type lastTurn struct {
+	FinishReason     string  `json:"finish_reason"`
+	PromptTokens     int     `json:"prompt_tokens"`
+	CachedTokens     int     `json:"cached_tokens"`
+	CompletionTokens int     `json:"completion_tokens"`
+	Lane             string  `json:"lane"`
+	PeakBatch        int     `json:"peak_batch"`
+	QueueMS          float64 `json:"queue_ms"`
+	PrefillMS        float64 `json:"prefill_ms"`
+	DecodeMS         float64 `json:"decode_ms"`
+	DecodeTPS        float64 `json:"decode_tokens_per_second"`
+	DraftsProposed   int     `json:"mtp_drafts_proposed"`
+	DraftsAccepted   int     `json:"mtp_drafts_accepted"`
+}
+
+func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.stats())
+}
+
+func (s *Server) stats() map[string]any {
+	st := s.eng.Scheduler.Stats()
+	m := s.eng.Scheduler.Model()
+	out := map[string]any{
+		"model": s.modelObject(),
+		"engine": map[string]any{
+			"state":     st.State,
+			"scheduler": st,
+			"mtp":       m.HasMTP(),
+			"dsa":       m.HasDSA(),
+		},
+	}
+	if r := st.LastRequest; r != nil {
+		lt := lastTurn{
+			FinishReason: r.FinishReason, PromptTokens: r.PromptTokens, CachedTokens: r.CachedTokens,
+			CompletionTokens: r.CompletionTokens, Lane: r.Lane, PeakBatch: r.PeakBatch,
+			QueueMS: ms(r.QueueWait), PrefillMS: ms(r.PrefillTime), DecodeMS: ms(r.DecodeTime),
+			DraftsProposed: r.DraftsProposed, DraftsAccepted: r.DraftsAccepted,
+		}
+		if r.DecodeTime > 0 && r.CompletionTokens > 1 {
+			lt.DecodeTPS = float64(r.CompletionTokens-1) / r.DecodeTime.Seconds()
+		}
+		out["last_turn"] = lt
+	}
+	var mem runtime.MemStats
+	runtime.ReadMemStats(&mem)
+	out["memory"] = map[string]any{"go_heap_bytes": mem.HeapAlloc, "go_sys_bytes": mem.Sys}
+	if e := s.eng.Experts; e != nil {
+		out["experts"] = map[string]any{"map": e.ExpertMap(), "hits": e.HitBitmap()}
+	}
+	if s.eng.Extra != nil {
+		for k, v := range s.eng.Extra() {
+			out[k] = v
+		}
+	}
+	return out
+}

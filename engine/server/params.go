@@ -1,0 +1,261 @@
+package server
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	mrand "math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/spoolhq/spool/engine/generate"
+	"github.com/spoolhq/spool/engine/scheduler"
+)
+
+// decodeBody decodes a JSON object request body into v, answering clear
+// 400s (naming the field) and 413 for an oversized body.
+func decodeBody(r *http.Request, v any) error {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return asAPIError(err)
+		}
+		return invalid("", "reading the request body: %v", err)
+	}
+	return decodeJSON(body, v)
+}
+
+// decodeJSON decodes one JSON object.
+func decodeJSON(body []byte, v any) error {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return invalid("", "the request body must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		var se *json.SyntaxError
+		switch {
+		case errors.As(err, &te):
+			field := strings.TrimPrefix(te.Field, "samplingParams.")
+			if field == "" {
+				field = "body"
+			}
+			return invalid(field, "%s must be %s, found a JSON %s", field, jsonKind(te.Type.Kind().String()), te.Value)
+		case errors.As(err, &se):
+			return invalid("", "the request body is not valid JSON: %v (at byte %d)", err, se.Offset)
+		}
+		return invalid("", "%v", err)
+	}
+	if dec.More() {
+		return invalid("", "the request body has data after the JSON object")
+	}
+	return nil
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "int", "int64", "int32", "uint64", "float64", "float32":
+		return "a number"
+	case "slice", "array":
+		return "an array"
+	case "map", "struct":
+		return "an object"
+	}
+	return "of another type"
+}
+
+// samplingParams are the sampling fields the endpoints share.
+type samplingParams struct {
+	Temperature      *float64           `json:"temperature"`
+	TopP             *float64           `json:"top_p"`
+	TopK             *int               `json:"top_k"`
+	Seed             *int64             `json:"seed"`
+	PresencePenalty  *float64           `json:"presence_penalty"`
+	FrequencyPenalty *float64           `json:"frequency_penalty"`
+	LogitBias        map[string]float64 `json:"logit_bias"`
+}
+
+// apply validates the parameters into req; maxTemperature is 2 for OpenAI
+// and 1 for Anthropic. Unset fields take the model's generation_config.
+func (s *Server) applySampling(p samplingParams, maxTemperature float64, req *scheduler.Request) error {
+	g := s.eng.Scheduler.Model().Config().Generation
+	smp := generate.Sampling{}
+	if g.DoSample {
+		smp = generate.Sampling{Temperature: 1, TopP: g.TopP, TopK: g.TopK}
+		if g.Temperature > 0 {
+			smp.Temperature = g.Temperature
+		}
+	}
+	if t := p.Temperature; t != nil {
+		if *t < 0 || *t > maxTemperature || math.IsNaN(*t) {
+			return invalid("temperature", "temperature %g is out of range (0..%g)", *t, maxTemperature)
+		}
+		smp.Temperature = *t
+	}
+	if t := p.TopP; t != nil {
+		if *t < 0 || *t > 1 || math.IsNaN(*t) {
+			return invalid("top_p", "top_p %g is out of range (0..1)", *t)
+		}
+		smp.TopP = *t
+	}
+	if k := p.TopK; k != nil {
+		switch {
+		case *k == -1:
+			smp.TopK = 0
+		case *k < 0:
+			return invalid("top_k", "top_k %d must be positive (or -1 for no limit)", *k)
+		default:
+			smp.TopK = *k
+		}
+	}
+	if p.Seed != nil {
+		smp.Seed = uint64(*p.Seed)
+	} else {
+		smp.Seed = mrand.Uint64()
+	}
+	req.Sampling = smp
+	for _, pen := range []struct {
+		name string
+		v    *float64
+		dst  *float64
+	}{{"presence_penalty", p.PresencePenalty, &req.PresencePenalty}, {"frequency_penalty", p.FrequencyPenalty, &req.FrequencyPenalty}} {
+		if pen.v == nil {
+			continue
+		}
+		if *pen.v < -2 || *pen.v > 2 || math.IsNaN(*pen.v) {
+			return invalid(pen.name, "%s %g is out of range (-2..2)", pen.name, *pen.v)
+		}
+		*pen.dst = *pen.v
+	}
+	if len(p.LogitBias) > 0 {
+		vocab := s.eng.Scheduler.Model().Config().VocabSize
+		req.LogitBias = make(map[int]float64, len(p.LogitBias))
+		for k, b := range p.LogitBias {
+			id, err := strconv.Atoi(k)
+			if err != nil || id < 0 || id >= vocab {
+				return invalid("logit_bias", "logit_bias key %q is not a token id of this model (0..%d)", k, vocab-1)
+			}
+			if b < -100 || b > 100 || math.IsNaN(b) {
+				return invalid("logit_bias", "logit_bias %g for token %d is out of range (-100..100)", b, id)
+			}
+			req.LogitBias[id] = b
+		}
+	}
+	return nil
+}
+
+// maxStops bounds the stop strings of one request.
+const maxStops = 16
+
+// parseStop reads "stop": a string or an array of strings.
+func parseStop(param string, raw json.RawMessage) ([]string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, nil
+	}
+	var list []string
+	if raw[0] == '"' {
+		var one string
+		if err := json.Unmarshal(raw, &one); err != nil {
+			return nil, invalid(param, "%s: %v", param, err)
+		}
+		list = []string{one}
+	} else if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, invalid(param, "%s must be a string or an array of strings", param)
+	}
+	return checkStops(param, list)
+}
+
+func checkStops(param string, list []string) ([]string, error) {
+	if len(list) > maxStops {
+		return nil, invalid(param, "%s has %d strings; at most %d are allowed", param, len(list), maxStops)
+	}
+	for _, s := range list {
+		if s == "" {
+			return nil, invalid(param, "%s must not contain an empty string", param)
+		}
+	}
+	return list, nil
+}
+
+// maxTokens resolves the output limit: the request's, the server's cap and
+// the context left after the prompt (a request asking for more is clamped).
+func (s *Server) maxTokens(param string, requested *int, promptLen int) (int, error) {
+	ctx := s.eng.Scheduler.Config().ContextLength
+	if promptLen > ctx {
+		return 0, contextExceeded(promptLen, ctx)
+	}
+	limit := max(ctx-promptLen, 1)
+	if s.cfg.MaxTokens > 0 {
+		limit = min(limit, s.cfg.MaxTokens)
+	}
+	if requested == nil {
+		return limit, nil
+	}
+	if *requested <= 0 {
+		return 0, invalid(param, "%s must be at least 1, got %d", param, *requested)
+	}
+	return min(*requested, limit), nil
+}
+
+// newID returns prefix followed by 24 random hex digits.
+func newID(prefix string) string {
+	var b [12]byte
+	rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// engineUsage is Spool's per-request report appended to every usage
+// object: the lane (single or batched) and timings.
+type engineUsage struct {
+	Lane           string  `json:"lane"`
+	PeakBatch      int     `json:"peak_batch"`
+	QueueMS        float64 `json:"queue_ms"`
+	PrefillMS      float64 `json:"prefill_ms"`
+	DecodeMS       float64 `json:"decode_ms"`
+	DraftsProposed int     `json:"mtp_drafts_proposed"`
+	DraftsAccepted int     `json:"mtp_drafts_accepted"`
+}
+
+func engineUsageOf(r *scheduler.Result) engineUsage {
+	if r == nil {
+		return engineUsage{}
+	}
+	return engineUsage{
+		Lane: r.Lane, PeakBatch: r.PeakBatch,
+		QueueMS: ms(r.QueueWait), PrefillMS: ms(r.PrefillTime), DecodeMS: ms(r.DecodeTime),
+		DraftsProposed: r.DraftsProposed, DraftsAccepted: r.DraftsAccepted,
+	}
+}
+
+// validName reports whether a tool or schema name is 1..64 characters of
+// [A-Za-z0-9_.-].
+func validName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	return strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == ""
+}
+
+// checkParam wraps a message with the parameter it is about.
+func checkParam(param string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	return invalid(param, "%s: %v", param, err)
+}

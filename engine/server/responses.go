@@ -1,0 +1,505 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/spoolhq/spool/engine/chat"
+)
+
+// responsesRequest is an OpenAI /v1/responses request.
+type responsesRequest struct {
+	Model              string          `json:"model"`
+	Input              json.RawMessage `json:"input"`
+	Instructions       string          `json:"instructions"`
+	Tools              []responsesTool `json:"tools"`
+	ToolChoice         json.RawMessage `json:"tool_choice"`
+	MaxOutputTokens    *int            `json:"max_output_tokens"`
+	Temperature        *float64        `json:"temperature"`
+	TopP               *float64        `json:"top_p"`
+	Stream             bool            `json:"stream"`
+	PreviousResponseID string          `json:"previous_response_id"`
+	Store              *bool           `json:"store"`
+	Reasoning          *struct {
+		Effort string `json:"effort"`
+	} `json:"reasoning"`
+	Text *struct {
+		Format *struct {
+			Type   string          `json:"type"`
+			Name   string          `json:"name"`
+			Schema json.RawMessage `json:"schema"`
+			Strict *bool           `json:"strict"`
+		} `json:"format"`
+	} `json:"text"`
+}
+
+type responsesTool struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// inputItem is one element of a Responses input array.
+type inputItem struct {
+	Type      string          `json:"type"`
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"`
+	CallID    string          `json:"call_id"`
+	Name      string          `json:"name"`
+	Arguments string          `json:"arguments"`
+	Output    json.RawMessage `json:"output"`
+}
+
+// inputMessages translates Responses input into chat messages.
+func inputMessages(raw json.RawMessage) ([]chat.Message, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, invalid("input", "input is required")
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, invalid("input", "input: %v", err)
+		}
+		return []chat.Message{{Role: "user", Content: s}}, nil
+	}
+	var items []inputItem
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, invalid("input", "input must be a string or an array of input items")
+	}
+	var msgs []chat.Message
+	for i, it := range items {
+		param := fmt.Sprintf("input[%d]", i)
+		switch it.Type {
+		case "", "message":
+			text, err := responsesText(param+".content", it.Content)
+			if err != nil {
+				return nil, err
+			}
+			switch it.Role {
+			case "user", "system", "developer", "assistant":
+			default:
+				return nil, invalid(param+".role", "input item %d has the role %q; expected user, system, developer or assistant", i, it.Role)
+			}
+			msgs = append(msgs, chat.Message{Role: it.Role, Content: text})
+		case "function_call":
+			args := it.Arguments
+			if args == "" {
+				args = "{}"
+			}
+			call := chat.ToolCall{ID: it.CallID, Type: "function", Function: chat.FunctionCall{Name: it.Name, Arguments: args}}
+			if n := len(msgs); n > 0 && msgs[n-1].Role == "assistant" && msgs[n-1].ToolCalls != nil {
+				msgs[n-1].ToolCalls = append(msgs[n-1].ToolCalls, call)
+			} else {
+				msgs = append(msgs, chat.Message{Role: "assistant", Content: "", ToolCalls: []chat.ToolCall{call}})
+			}
+		case "function_call_output":
+			text, err := responsesText(param+".output", it.Output)
+			if err != nil {
+				return nil, err
+			}
+			msgs = append(msgs, chat.Message{Role: "tool", Content: text, ToolCallID: it.CallID})
+		case "reasoning":
+		default:
+			return nil, invalid(param+".type", "input items of type %q are not supported", it.Type)
+		}
+	}
+	if len(msgs) == 0 {
+		return nil, invalid("input", "input holds no message")
+	}
+	return msgs, nil
+}
+
+// responsesText reads content that is a string or an array of text parts.
+func responsesText(param string, raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return "", nil
+	}
+	if raw[0] == '"' {
+		var s string
+		err := json.Unmarshal(raw, &s)
+		return s, checkParam(param, err)
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", invalid(param, "%s must be a string or an array of text parts", param)
+	}
+	var out string
+	for j, p := range parts {
+		switch p.Type {
+		case "input_text", "output_text", "text":
+			out += p.Text
+		default:
+			return "", invalid(fmt.Sprintf("%s[%d].type", param, j), "content parts of type %q are not supported: this model reads text only", p.Type)
+		}
+	}
+	return out, nil
+}
+
+// responseState is what the server keeps of a response for
+// previous_response_id and GET /v1/responses/{id}.
+type responseState struct {
+	history  []chat.Message // the conversation including this reply
+	response *responseObject
+}
+
+func (s *Server) responsesTurn(req *responsesRequest) (*turn, []chat.Message, error) {
+	if err := s.checkModel(req.Model, false); err != nil {
+		return nil, nil, err
+	}
+	input, err := inputMessages(req.Input)
+	if err != nil {
+		return nil, nil, err
+	}
+	var history []chat.Message
+	if req.PreviousResponseID != "" {
+		prev, ok := s.responses.get(req.PreviousResponseID)
+		if !ok {
+			return nil, nil, notFound("previous_response_not_found", "previous_response_id %q is not known to this server (responses are kept in memory)", req.PreviousResponseID)
+		}
+		history = append(history, prev.history...)
+	}
+	history = append(history, input...)
+	var tools []chat.Tool
+	for i, t := range req.Tools {
+		if t.Type != "function" {
+			return nil, nil, invalid(fmt.Sprintf("tools[%d].type", i), "tools of type %q are not supported; only function tools", t.Type)
+		}
+		fn := map[string]any{"name": t.Name}
+		if t.Description != "" {
+			fn["description"] = t.Description
+		}
+		if len(t.Parameters) > 0 && !bytes.Equal(t.Parameters, []byte("null")) {
+			var p map[string]any
+			if err := json.Unmarshal(t.Parameters, &p); err != nil {
+				return nil, nil, invalid(fmt.Sprintf("tools[%d].parameters", i), "parameters must be a JSON Schema object")
+			}
+			fn["parameters"] = p
+		}
+		tools = append(tools, chat.Tool{"type": "function", "function": fn})
+	}
+	if err := checkTools("tools", tools); err != nil {
+		return nil, nil, err
+	}
+	choice, err := parseToolChoice(req.ToolChoice, tools)
+	if err != nil {
+		return nil, nil, err
+	}
+	effort := ""
+	if req.Reasoning != nil {
+		effort = req.Reasoning.Effort
+	}
+	thinking, extra, err := thinkingFrom(effort, nil)
+	if err != nil {
+		return nil, nil, checkParam("reasoning.effort", err)
+	}
+	t := &turn{id: newID("resp_")}
+	if err := s.applySampling(samplingParams{Temperature: req.Temperature, TopP: req.TopP}, 2, &t.req); err != nil {
+		return nil, nil, err
+	}
+	var format *responseFormat
+	if req.Text != nil && req.Text.Format != nil {
+		f := req.Text.Format
+		format = &responseFormat{Type: f.Type}
+		if f.Type == "json_schema" {
+			format.JSONSchema = &struct {
+				Name   string          `json:"name"`
+				Schema json.RawMessage `json:"schema"`
+				Strict *bool           `json:"strict"`
+			}{Name: f.Name, Schema: f.Schema, Strict: f.Strict}
+		}
+	}
+	constrained, err := s.constraint("text.format", format, t)
+	if err != nil {
+		return nil, nil, err
+	}
+	msgs := history
+	if req.Instructions != "" {
+		msgs = append([]chat.Message{{Role: "system", Content: req.Instructions}}, history...)
+	}
+	if err := checkMessages("input", msgs); err != nil {
+		return nil, nil, err
+	}
+	in := chatInput{messages: msgs, tools: tools, choice: choice, thinking: thinking, extra: extra, constrained: constrained}
+	if err := s.renderChat(in, t); err != nil {
+		return nil, nil, err
+	}
+	if t.req.MaxTokens, err = s.maxTokens("max_output_tokens", req.MaxOutputTokens, len(t.prompt)); err != nil {
+		return nil, nil, err
+	}
+	s.finishTurn(t)
+	return t, history, nil
+}
+
+// responseObject is a Responses API response.
+type responseObject struct {
+	ID                 string           `json:"id"`
+	Object             string           `json:"object"`
+	CreatedAt          int64            `json:"created_at"`
+	Status             string           `json:"status"`
+	Error              any              `json:"error"`
+	IncompleteDetails  any              `json:"incomplete_details"`
+	Instructions       *string          `json:"instructions"`
+	Model              string           `json:"model"`
+	Output             []map[string]any `json:"output"`
+	OutputText         string           `json:"output_text"`
+	PreviousResponseID *string          `json:"previous_response_id"`
+	ParallelToolCalls  bool             `json:"parallel_tool_calls"`
+	Tools              []responsesTool  `json:"tools"`
+	ToolChoice         any              `json:"tool_choice"`
+	Temperature        float64          `json:"temperature"`
+	TopP               float64          `json:"top_p"`
+	Store              bool             `json:"store"`
+	Metadata           map[string]any   `json:"metadata"`
+	Usage              *responsesUsage  `json:"usage"`
+}
+
+type responsesUsage struct {
+	InputTokens        int `json:"input_tokens"`
+	InputTokensDetails struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"input_tokens_details"`
+	OutputTokens        int `json:"output_tokens"`
+	OutputTokensDetails struct {
+		ReasoningTokens int `json:"reasoning_tokens"`
+	} `json:"output_tokens_details"`
+	TotalTokens int `json:"total_tokens"`
+	engineUsage
+}
+
+func (s *Server) handleGetResponse(w http.ResponseWriter, r *http.Request) {
+	st, ok := s.responses.get(r.PathValue("id"))
+	if !ok {
+		writeError(w, r, notFound("response_not_found", "the response %q is not known to this server", r.PathValue("id")))
+		return
+	}
+	writeJSON(w, http.StatusOK, st.response)
+}
+
+func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
+	var req responsesRequest
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	t, history, err := s.responsesTurn(&req)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	st, err := s.submit(r.Context(), t)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	resp := &responseObject{
+		ID: t.id, Object: "response", CreatedAt: time.Now().Unix(), Status: "in_progress", Model: s.cfg.ModelID,
+		Output: []map[string]any{}, ParallelToolCalls: true, Tools: req.Tools, ToolChoice: "auto",
+		Temperature: t.req.Temperature, TopP: t.req.TopP, Store: req.Store == nil || *req.Store, Metadata: map[string]any{},
+	}
+	if resp.Tools == nil {
+		resp.Tools = []responsesTool{}
+	}
+	if req.Instructions != "" {
+		resp.Instructions = &req.Instructions
+	}
+	if req.PreviousResponseID != "" {
+		resp.PreviousResponseID = &req.PreviousResponseID
+	}
+	b := &responsesBuilder{resp: resp}
+	var sse *sseWriter
+	if req.Stream {
+		if sse, err = startSSE(w); err != nil {
+			st.Cancel()
+			return
+		}
+		b.emit = func(name string, ev map[string]any) error {
+			ev["type"] = name
+			ev["sequence_number"] = b.seq
+			b.seq++
+			return sse.event(name, ev)
+		}
+	}
+	if err := b.send("response.created", map[string]any{"response": resp}); err != nil {
+		st.Cancel()
+		return
+	}
+	if err := b.send("response.in_progress", map[string]any{"response": resp}); err != nil {
+		st.Cancel()
+		return
+	}
+	var idle func() error
+	if sse != nil {
+		idle = func() error { return sse.comment("keep-alive") }
+	}
+	o, err := s.generate(r.Context(), t, st, b.add, idle)
+	if err != nil {
+		if r.Context().Err() != nil {
+			return
+		}
+		if sse != nil {
+			e := asAPIError(err)
+			b.send("error", map[string]any{"code": e.Code, "message": e.Message, "param": nil})
+			return
+		}
+		writeError(w, r, err)
+		return
+	}
+	if err := b.finish(); err != nil {
+		return
+	}
+	resp.Status = "completed"
+	if o.finish == "length" {
+		resp.Status = "incomplete"
+		resp.IncompleteDetails = map[string]string{"reason": "max_output_tokens"}
+	}
+	u := &responsesUsage{InputTokens: len(t.prompt), OutputTokens: o.completion, engineUsage: engineUsageOf(o.res)}
+	u.TotalTokens = u.InputTokens + u.OutputTokens
+	if o.res != nil {
+		u.InputTokensDetails.CachedTokens = o.res.CachedTokens
+	}
+	resp.Usage = u
+	resp.OutputText = b.text
+	if resp.Store {
+		reply := chat.Message{Role: "assistant", Content: b.text, ReasoningContent: b.reasoning, ToolCalls: b.calls}
+		s.responses.put(t.id, &responseState{history: append(history, reply), response: resp})
+	}
+	if sse == nil {
+		writeJSON(w, http.StatusOK, resp)
+		return
+	}
+	name := "response.completed"
+	if resp.Status == "incomplete" {
+		name = "response.incomplete"
+	}
+	b.send(name, map[string]any{"response": resp})
+}
+
+// responsesBuilder assembles output items and, when streaming, sends the
+// events that describe them.
+type responsesBuilder struct {
+	resp *responseObject
+	emit func(name string, ev map[string]any) error
+	seq  int
+
+	open      map[string]any // the output item being written
+	openKind  string
+	text      string // all output text
+	itemText  string // text of the open item
+	reasoning string
+	calls     []chat.ToolCall
+}
+
+func (b *responsesBuilder) send(name string, ev map[string]any) error {
+	if b.emit == nil {
+		return nil
+	}
+	return b.emit(name, ev)
+}
+
+func (b *responsesBuilder) index() int { return len(b.resp.Output) - 1 }
+
+func (b *responsesBuilder) startItem(kind string, item map[string]any) error {
+	if err := b.closeItem(); err != nil {
+		return err
+	}
+	b.resp.Output = append(b.resp.Output, item)
+	b.open, b.openKind, b.itemText = item, kind, ""
+	if err := b.send("response.output_item.added", map[string]any{"output_index": b.index(), "item": item}); err != nil {
+		return err
+	}
+	if kind == "message" {
+		return b.send("response.content_part.added", map[string]any{"item_id": item["id"], "output_index": b.index(), "content_index": 0,
+			"part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}}})
+	}
+	return nil
+}
+
+func (b *responsesBuilder) closeItem() error {
+	item := b.open
+	if item == nil {
+		return nil
+	}
+	b.open = nil
+	idx := b.index()
+	switch b.openKind {
+	case "message":
+		part := map[string]any{"type": "output_text", "text": b.itemText, "annotations": []any{}}
+		item["content"] = []any{part}
+		item["status"] = "completed"
+		if err := b.send("response.output_text.done", map[string]any{"item_id": item["id"], "output_index": idx, "content_index": 0, "text": b.itemText}); err != nil {
+			return err
+		}
+		if err := b.send("response.content_part.done", map[string]any{"item_id": item["id"], "output_index": idx, "content_index": 0, "part": part}); err != nil {
+			return err
+		}
+	case "reasoning":
+		item["content"] = []any{map[string]any{"type": "reasoning_text", "text": b.itemText}}
+		if err := b.send("response.reasoning_text.done", map[string]any{"item_id": item["id"], "output_index": idx, "content_index": 0, "text": b.itemText}); err != nil {
+			return err
+		}
+	}
+	return b.send("response.output_item.done", map[string]any{"output_index": idx, "item": item})
+}
+
+// add takes one piece of generated output.
+func (b *responsesBuilder) add(p piece) error {
+	if p.reasoning != "" {
+		if b.openKind != "reasoning" || b.open == nil {
+			if err := b.startItem("reasoning", map[string]any{"type": "reasoning", "id": newID("rs_"), "summary": []any{}}); err != nil {
+				return err
+			}
+		}
+		b.itemText += p.reasoning
+		b.reasoning += p.reasoning
+		if err := b.send("response.reasoning_text.delta", map[string]any{"item_id": b.open["id"], "output_index": b.index(), "content_index": 0, "delta": p.reasoning}); err != nil {
+			return err
+		}
+	}
+	if p.content != "" {
+		if b.openKind != "message" || b.open == nil {
+			if err := b.startItem("message", map[string]any{"type": "message", "id": newID("msg_"), "status": "in_progress", "role": "assistant", "content": []any{}}); err != nil {
+				return err
+			}
+		}
+		b.itemText += p.content
+		b.text += p.content
+		if err := b.send("response.output_text.delta", map[string]any{"item_id": b.open["id"], "output_index": b.index(), "content_index": 0, "delta": p.content, "logprobs": []any{}}); err != nil {
+			return err
+		}
+	}
+	for _, c := range p.calls {
+		args, _ := c.Function.Arguments.(string)
+		item := map[string]any{"type": "function_call", "id": newID("fc_"), "call_id": c.ID, "name": c.Function.Name, "arguments": "", "status": "in_progress"}
+		if err := b.startItem("function_call", item); err != nil {
+			return err
+		}
+		if err := b.send("response.function_call_arguments.delta", map[string]any{"item_id": item["id"], "output_index": b.index(), "delta": args}); err != nil {
+			return err
+		}
+		item["arguments"], item["status"] = args, "completed"
+		if err := b.send("response.function_call_arguments.done", map[string]any{"item_id": item["id"], "output_index": b.index(), "arguments": args}); err != nil {
+			return err
+		}
+		b.calls = append(b.calls, c)
+	}
+	return nil
+}
+
+// finish closes the open item; an empty reply gets an empty message.
+func (b *responsesBuilder) finish() error {
+	if len(b.resp.Output) == 0 {
+		if err := b.startItem("message", map[string]any{"type": "message", "id": newID("msg_"), "status": "in_progress", "role": "assistant", "content": []any{}}); err != nil {
+			return err
+		}
+	}
+	return b.closeItem()
+}

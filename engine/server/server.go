@@ -1,0 +1,288 @@
+// Package server owns Spool's local HTTP API: the OpenAI chat completions,
+// completions and Responses endpoints, the Anthropic messages endpoint,
+// model listing, health and stats, server-sent event streaming, the
+// websocket that pushes live engine events to the UI, and the security
+// defaults (loopback bind, API key, DNS-rebinding guard, CORS, limits).
+//
+// It turns requests into prompts with the model's chat template and
+// tokenizer, hands them to an engine/scheduler Scheduler, and turns tokens
+// back into protocol responses (stop strings, reasoning split, tool calls).
+// It does not load models, sample or batch; the scheduler does.
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/net/netutil"
+
+	"github.com/spoolhq/spool/engine/chat"
+	"github.com/spoolhq/spool/engine/scheduler"
+	"github.com/spoolhq/spool/engine/tokenizer"
+)
+
+// Config configures the server. Zero fields take the defaults.
+type Config struct {
+	// Host and Port are the listen address (default host 127.0.0.1; port
+	// 0 picks a free one). A host that is not loopback requires APIKey.
+	Host string
+	Port int
+	// APIKey, when set, is required on every route but /health, as
+	// "Authorization: Bearer KEY" or "x-api-key: KEY".
+	APIKey string
+	// ModelID is the served model's id (default "spool"). Aliases are
+	// accepted too; "spool" always is.
+	ModelID string
+	Aliases []string
+	// AllowedOrigins are CORS origins allowed besides DefaultOrigins
+	// ("scheme://host:*" matches any port; "*" allows all).
+	AllowedOrigins []string
+	// AllowedHosts are Host header names accepted besides loopback ones.
+	AllowedHosts []string
+	// MaxBodyBytes bounds a request body (default 4 MiB).
+	MaxBodyBytes int64
+	// MaxConnections bounds open connections (default 64).
+	MaxConnections int
+	// ReadHeaderTimeout and ReadTimeout bound reading a request (default
+	// 10 s and 60 s); IdleTimeout bounds idle keep-alive connections
+	// (default 120 s).
+	ReadHeaderTimeout, ReadTimeout, IdleTimeout time.Duration
+	// KeepAlive is the interval of SSE keep-alive comments while a
+	// stream waits (queue, prefill) (default 10 s).
+	KeepAlive time.Duration
+	// MaxTokens caps the tokens one request may generate (default: the
+	// rest of the context).
+	MaxTokens int
+	// StoredResponses bounds the /v1/responses kept for
+	// previous_response_id (default 128).
+	StoredResponses int
+}
+
+func (c Config) withDefaults() Config {
+	if c.Host == "" {
+		c.Host = "127.0.0.1"
+	}
+	if c.ModelID == "" {
+		c.ModelID = "spool"
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = 4 << 20
+	}
+	if c.MaxConnections <= 0 {
+		c.MaxConnections = 64
+	}
+	if c.ReadHeaderTimeout <= 0 {
+		c.ReadHeaderTimeout = 10 * time.Second
+	}
+	if c.ReadTimeout <= 0 {
+		c.ReadTimeout = time.Minute
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = 2 * time.Minute
+	}
+	if c.KeepAlive <= 0 {
+		c.KeepAlive = 10 * time.Second
+	}
+	if c.StoredResponses <= 0 {
+		c.StoredResponses = 128
+	}
+	return c
+}
+
+// ModelIDFromDir derives a model id from a model directory's name.
+func ModelIDFromDir(dir string) string {
+	name := filepath.Base(filepath.Clean(dir))
+	if name == "." || name == string(filepath.Separator) {
+		return "spool"
+	}
+	return name
+}
+
+// ConstraintCompiler builds the constraint that enforces a response
+// format: schema is a JSON Schema, or nil for any JSON object.
+type ConstraintCompiler func(schema json.RawMessage) (scheduler.Constraint, error)
+
+// ExpertTelemetry is what the routed-expert tier reports to the UI: one
+// byte per expert (tier << 6 | log2 usage) and a bitmap of the experts hit
+// in the current turn.
+type ExpertTelemetry interface {
+	ExpertMap() []byte
+	HitBitmap() []byte
+}
+
+// Engine is what the server serves: a running scheduler and the pieces
+// that turn text into tokens and back.
+type Engine struct {
+	Scheduler *scheduler.Scheduler
+	Tokenizer *tokenizer.Tokenizer
+	// Template renders chat messages; without one the chat endpoints
+	// answer 400 and only /v1/completions works.
+	Template *chat.Template
+	// Constraints enforces response_format json_object / json_schema;
+	// without it those formats answer 400.
+	Constraints ConstraintCompiler
+	// Experts, when set, feeds /stats and the websocket's expert map.
+	Experts ExpertTelemetry
+	// Extra, when set, adds sections to /stats (memory plan, tiers).
+	Extra func() map[string]any
+}
+
+// Server is the HTTP API. Create it with New.
+type Server struct {
+	cfg          Config
+	eng          Engine
+	ids          []string
+	origins      []string
+	allowedHosts []string
+	loopbackBind bool
+	created      int64
+	hub          *hub
+	responses    *responseStore
+	toolVocab    *toolVocab
+	handler      http.Handler
+}
+
+// New checks the configuration and builds the server.
+func New(cfg Config, eng Engine) (*Server, error) {
+	cfg = cfg.withDefaults()
+	if eng.Scheduler == nil || eng.Tokenizer == nil {
+		return nil, errors.New("server: the engine needs a scheduler and a tokenizer")
+	}
+	s := &Server{
+		cfg:          cfg,
+		eng:          eng,
+		ids:          append([]string{cfg.ModelID, "spool"}, cfg.Aliases...),
+		origins:      append(append([]string{}, DefaultOrigins...), cfg.AllowedOrigins...),
+		loopbackBind: isLoopbackHost(cfg.Host),
+		created:      time.Now().Unix(),
+		hub:          newHub(),
+		responses:    newResponseStore(cfg.StoredResponses),
+		toolVocab:    newToolVocab(eng.Tokenizer, eng.Scheduler.Model().Config().EOSTokenIDs),
+	}
+	for _, h := range cfg.AllowedHosts {
+		s.allowedHosts = append(s.allowedHosts, strings.Trim(strings.ToLower(h), "[]"))
+	}
+	if h := strings.Trim(strings.ToLower(cfg.Host), "[]"); h != "" && !isUnspecified(h) {
+		s.allowedHosts = append(s.allowedHosts, h)
+	}
+	if err := CheckBind(cfg.Host, cfg.APIKey); err != nil {
+		return nil, err
+	}
+	s.handler = s.guard(s.routes())
+	return s, nil
+}
+
+// CheckBind refuses a non-loopback listen address without an API key.
+func CheckBind(host, apiKey string) error {
+	if host == "" || isLoopbackHost(host) || apiKey != "" {
+		return nil
+	}
+	return fmt.Errorf("server: refusing to listen on %s without an API key: pass --api-key (or bind 127.0.0.1)", host)
+}
+
+func isUnspecified(host string) bool {
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsUnspecified()
+}
+
+// Handler returns the HTTP handler with every route and guard.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Addr is the configured listen address.
+func (s *Server) Addr() string { return net.JoinHostPort(s.cfg.Host, strconv.Itoa(s.cfg.Port)) }
+
+// Listen opens the configured address.
+func (s *Server) Listen() (net.Listener, error) {
+	ln, err := net.Listen("tcp", s.Addr())
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	return ln, nil
+}
+
+// Serve answers requests on ln until ctx ends, then shuts down gracefully
+// (open streams are given a few seconds).
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		ReadTimeout:       s.cfg.ReadTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	hubCtx, stopHub := context.WithCancel(ctx)
+	defer stopHub()
+	go s.hub.run(hubCtx, s)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(netutil.LimitListener(ln, s.cfg.MaxConnections)) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	srv.Shutdown(shutdown)
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// Publish sends an event to every websocket client (for example download
+// progress: Event{Type: "download", Data: ...}).
+func (s *Server) Publish(ev Event) { s.hub.publish(ev) }
+
+// routes is the route table.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", s.handleHealth)
+	mux.HandleFunc("GET /stats", s.handleStats)
+	mux.HandleFunc("GET "+eventsPath, s.handleEvents)
+	mux.HandleFunc("GET /v1/models", s.handleModels)
+	mux.HandleFunc("GET /v1/models/{id...}", s.handleModel)
+	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
+	mux.HandleFunc("POST /v1/completions", s.handleCompletions)
+	mux.HandleFunc("POST /v1/messages", s.handleMessages)
+	mux.HandleFunc("POST /v1/messages/count_tokens", s.handleCountTokens)
+	mux.HandleFunc("POST /v1/responses", s.handleResponses)
+	mux.HandleFunc("GET /v1/responses/{id}", s.handleGetResponse)
+	mux.HandleFunc("POST /v1/embeddings", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, notFound("unsupported", "embeddings are not supported by %s", s.cfg.ModelID))
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.Write([]byte("Spool is running\n"))
+			return
+		}
+		writeError(w, r, notFound("unknown_route", "no route for %s %s", r.Method, r.URL.Path))
+	})
+	return mux
+}
+
+// checkModel accepts the served ids; /v1/messages also maps Claude model
+// names (Claude Code sends them) to the served model.
+func (s *Server) checkModel(id string, anthropic bool) error {
+	if id == "" {
+		return nil
+	}
+	for _, ok := range s.ids {
+		if id == ok {
+			return nil
+		}
+	}
+	if anthropic && strings.HasPrefix(id, "claude-") {
+		return nil
+	}
+	return notFound("model_not_found", "the model %q does not exist; this server serves %q", id, s.cfg.ModelID)
+}

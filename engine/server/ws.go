@@ -1,0 +1,172 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// eventsPath is the websocket endpoint of live engine events.
+const eventsPath = "/v1/events"
+
+// Event is one message on the events websocket:
+//
+//	{"type":"hello","data":{…the /v1/models entry…}}
+//	{"type":"state","data":{"state":"ready"|"generating","tokens_per_second":…,"active":…,"queued":…}}
+//	{"type":"token","data":{"id":"chatcmpl-…","content":"…","reasoning":"…"}}
+//	{"type":"experts","data":{"map":"<base64>","hits":"<base64>"}}
+//
+// and whatever is Published: "download" progress, or "state" events
+// "stopped" / "loading" sent by the app while no engine is serving.
+type Event struct {
+	Type string `json:"type"`
+	Data any    `json:"data"`
+}
+
+// Timing of the events websocket.
+const (
+	wsStateInterval   = time.Second
+	wsExpertsInterval = 2 * time.Second
+	wsPingInterval    = 30 * time.Second
+	wsWriteTimeout    = 10 * time.Second
+	wsSubscriberQueue = 256
+)
+
+// hub fans events out to websocket subscribers. A subscriber that falls
+// behind loses events rather than slowing generation.
+type hub struct {
+	mu   sync.Mutex
+	subs map[chan Event]struct{}
+	n    atomic.Int32
+}
+
+func newHub() *hub { return &hub{subs: map[chan Event]struct{}{}} }
+
+// active reports whether anyone listens (cheap; checked per token).
+func (h *hub) active() bool { return h.n.Load() > 0 }
+
+func (h *hub) subscribe() chan Event {
+	ch := make(chan Event, wsSubscriberQueue)
+	h.mu.Lock()
+	h.subs[ch] = struct{}{}
+	h.n.Store(int32(len(h.subs)))
+	h.mu.Unlock()
+	return ch
+}
+
+func (h *hub) unsubscribe(ch chan Event) {
+	h.mu.Lock()
+	delete(h.subs, ch)
+	h.n.Store(int32(len(h.subs)))
+	h.mu.Unlock()
+}
+
+func (h *hub) publish(ev Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for ch := range h.subs {
+		select {
+		case ch <- ev:
+		default:
+		}
+	}
+}
+
+// stateEvent is the engine state pushed to the UI.
+type stateEvent struct {
+	State           string  `json:"state"`
+	TokensPerSecond float64 `json:"tokens_per_second"`
+	Active          int     `json:"active"`
+	Queued          int     `json:"queued"`
+	Model           string  `json:"model"`
+}
+
+func (s *Server) stateEvent() Event {
+	st := s.eng.Scheduler.Stats()
+	state := st.State
+	if state == "idle" {
+		state = "ready"
+	}
+	return Event{Type: "state", Data: stateEvent{State: state, TokensPerSecond: st.TokensPerSecond, Active: st.Active, Queued: st.Queued, Model: s.cfg.ModelID}}
+}
+
+// run publishes periodic events while anyone listens, until ctx ends.
+func (h *hub) run(ctx context.Context, s *Server) {
+	stateTick := time.NewTicker(wsStateInterval)
+	defer stateTick.Stop()
+	expertTick := time.NewTicker(wsExpertsInterval)
+	defer expertTick.Stop()
+	var last stateEvent
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-stateTick.C:
+			if !h.active() {
+				continue
+			}
+			ev := s.stateEvent()
+			if cur := ev.Data.(stateEvent); cur != last {
+				last = cur
+				h.publish(ev)
+			}
+		case <-expertTick.C:
+			if e := s.eng.Experts; e != nil && h.active() {
+				h.publish(Event{Type: "experts", Data: map[string][]byte{"map": e.ExpertMap(), "hits": e.HitBitmap()}})
+			}
+		}
+	}
+}
+
+// handleEvents upgrades to the events websocket.
+func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
+	up := websocket.Upgrader{CheckOrigin: s.validOrigin}
+	conn, err := up.Upgrade(w, r, nil)
+	if err != nil {
+		return // the upgrader has answered
+	}
+	ch := s.hub.subscribe()
+	defer s.hub.unsubscribe(ch)
+	defer conn.Close()
+
+	// The reader notices the client leaving and answers pings.
+	gone := make(chan struct{})
+	go func() {
+		defer close(gone)
+		conn.SetReadLimit(4096)
+		for {
+			if _, _, err := conn.NextReader(); err != nil {
+				return
+			}
+		}
+	}()
+	write := func(ev Event) error {
+		conn.SetWriteDeadline(time.Now().Add(wsWriteTimeout))
+		return conn.WriteJSON(ev)
+	}
+	if write(Event{Type: "hello", Data: s.modelObject()}) != nil || write(s.stateEvent()) != nil {
+		return
+	}
+	ping := time.NewTicker(wsPingInterval)
+	defer ping.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-gone:
+			return
+		case ev := <-ch:
+			if write(ev) != nil {
+				return
+			}
+		case <-ping.C:
+			if conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(wsWriteTimeout)) != nil {
+				return
+			}
+		}
+	}
+}
