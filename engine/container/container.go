@@ -20,6 +20,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/spoolhq/spool/native"
 )
 
 // MaxShards bounds the number of safetensors files in a model directory.
@@ -54,7 +56,8 @@ type Shard struct {
 
 type shard struct {
 	Shard
-	f *os.File
+	f    *os.File
+	data []byte // the whole file, after Preload
 }
 
 // Container is an open model directory: every *.safetensors file in it,
@@ -185,6 +188,9 @@ func (c *Container) Close() error {
 		if err := s.f.Close(); err != nil {
 			errs = append(errs, err)
 		}
+		if s.data != nil {
+			errs = append(errs, native.Unmap(s.data))
+		}
 	}
 	c.shards = nil
 	c.byFile = nil
@@ -214,9 +220,53 @@ func (c *Container) Names() []string {
 	return append([]string(nil), c.names...)
 }
 
+// Preload maps every shard into memory, for models that are kept in memory
+// whole: matrices and experts then are views of the mapped files
+// (ReadMatrix, ViewExpert) instead of copies, valid until Close. The
+// streamed expert tier must not preload: it reads experts on demand.
+func (c *Container) Preload() error {
+	for i := range c.shards {
+		s := &c.shards[i]
+		if s.data != nil {
+			continue
+		}
+		data, err := native.MapFile(s.f)
+		if err != nil {
+			return fmt.Errorf("container: %w", err)
+		}
+		if int64(len(data)) != s.Size {
+			native.Unmap(data)
+			return fmt.Errorf("container: %s changed size while open (%d bytes, was %d)", s.Name, len(data), s.Size)
+		}
+		s.data = data
+	}
+	return nil
+}
+
+// Preloaded reports whether Preload has run.
+func (c *Container) Preloaded() bool {
+	return len(c.shards) > 0 && c.shards[0].data != nil
+}
+
+// view returns the preloaded bytes of e, or false when its shard is not in
+// memory.
+func (c *Container) view(e Extent) ([]byte, bool) {
+	for i := range c.shards {
+		s := &c.shards[i]
+		if s.Name == e.File && s.data != nil && e.Offset >= 0 && e.Offset+e.Length <= int64(len(s.data)) {
+			return s.data[e.Offset : e.Offset+e.Length : e.Offset+e.Length], true
+		}
+	}
+	return nil, false
+}
+
 // ReadExtent reads e.Length bytes at e.Offset of shard e.File into dst,
 // which must hold exactly e.Length bytes.
 func (c *Container) ReadExtent(e Extent, dst []byte) error {
+	if v, ok := c.view(e); ok && len(dst) == len(v) {
+		copy(dst, v)
+		return nil
+	}
 	f, ok := c.byFile[e.File]
 	if !ok {
 		return fmt.Errorf("container: no open shard %q", e.File)

@@ -180,3 +180,20 @@ func slice(buf []byte, es []Extent, pos []int64, t TensorInfo) ([]byte, error) {
 }
 
 func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }
+
+// ViewExpert returns a located expert's matrices as views of preloaded
+// shard memory (see Preload); it reads nothing.
+func (c *Container) ViewExpert(loc ExpertLocation) (gate, up, down *kernels.Matrix, err error) {
+	var out [3]*kernels.Matrix
+	for i, info := range []MatrixInfo{loc.Gate, loc.Up, loc.Down} {
+		m, ok := c.viewMatrix(info)
+		if !ok {
+			return nil, nil, nil, fmt.Errorf("container: expert %d of layer %d is not preloaded", loc.Expert, loc.Layer)
+		}
+		if err := m.Validate(); err != nil {
+			return nil, nil, nil, fmt.Errorf("container: tensor %q: %w", info.Name, err)
+		}
+		out[i] = m
+	}
+	return out[0], out[1], out[2], nil
+}

@@ -120,8 +120,15 @@ func (c *Container) Matrix(name string, rows, cols int) (*kernels.Matrix, error)
 	return c.ReadMatrix(info)
 }
 
-// ReadMatrix reads the bytes of a resolved matrix.
+// ReadMatrix reads the bytes of a resolved matrix (after Preload, the
+// matrix is a view of the preloaded shard).
 func (c *Container) ReadMatrix(info MatrixInfo) (*kernels.Matrix, error) {
+	if m, ok := c.viewMatrix(info); ok {
+		if err := m.Validate(); err != nil {
+			return nil, fmt.Errorf("container: tensor %q: %w", info.Name, err)
+		}
+		return m, nil
+	}
 	raw := make([]byte, info.Weight.Size)
 	if err := c.ReadExtent(info.Weight.extent(), raw); err != nil {
 		return nil, fmt.Errorf("tensor %q: %w", info.Name, err)
@@ -141,4 +148,24 @@ func (c *Container) ReadMatrix(info MatrixInfo) (*kernels.Matrix, error) {
 		return nil, fmt.Errorf("container: tensor %q: %w", info.Name, err)
 	}
 	return m, nil
+}
+
+// viewMatrix builds a matrix over preloaded shard memory.
+func (c *Container) viewMatrix(info MatrixInfo) (*kernels.Matrix, bool) {
+	w, ok := c.view(info.Weight.extent())
+	if !ok {
+		return nil, false
+	}
+	m := &kernels.Matrix{Format: info.Format, Rows: info.Rows, Cols: info.Cols, GroupSize: info.GroupSize}
+	if info.Format == kernels.F32 {
+		m.F32 = floatView(info.Weight.DType, w)
+		return m, true
+	}
+	s, ok := c.view(info.Scales.extent())
+	if !ok {
+		return nil, false
+	}
+	m.Data = w
+	m.Scales = floatView("F32", s)
+	return m, true
 }

@@ -68,6 +68,10 @@ func Open(ctx context.Context, dir string, opts Options) (*Dir, error) {
 	if opts.Experts != nil {
 		d.Experts, err = opts.Experts(ctx, c, cfg, layers)
 	} else {
+		// Everything stays in memory: read each shard once and view it.
+		if err := c.Preload(); err != nil {
+			return nil, err
+		}
 		d.Experts, err = experts.LoadResident(ctx, ExpertLoader{C: c, Config: cfg}, layers, cfg.NumRoutedExperts)
 	}
 	if err != nil {
@@ -119,6 +123,13 @@ func (l ExpertLoader) LoadExpert(layer, expert int) (*experts.Expert, error) {
 	loc, err := l.C.Expert(layer, expert, l.Config)
 	if err != nil {
 		return nil, err
+	}
+	if l.C.Preloaded() {
+		g, u, dn, err := l.C.ViewExpert(loc)
+		if err != nil {
+			return nil, err
+		}
+		return &experts.Expert{Gate: g, Up: u, Down: dn}, nil
 	}
 	buf := make([]byte, loc.BufferSize())
 	g, u, dn, err := l.C.ReadExpert(loc, buf)
