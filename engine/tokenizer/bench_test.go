@@ -1,9 +1,11 @@
 package tokenizer
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 
@@ -22,15 +24,31 @@ What does the function json.dumps do? It's used like json.dumps(obj, indent=2).<
 中文测试，混合 English text with emoji 🚀 and accents: café naïve.
 `, 8)
 
+// BenchmarkEncode encodes with the demo model's tokenizer: with a warm word
+// cache (the text repeats), with a cold one (as for the first prompt of a
+// process), and without one.
 func BenchmarkEncode(b *testing.B) {
 	tok, err := Load(fixtures.Path(b, "glm52-mini", "tokenizer.json"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.SetBytes(int64(len(benchText)))
-	b.ReportAllocs()
-	for b.Loop() {
-		tok.Encode(benchText)
+	for _, mode := range []string{"warm", "cold", "off"} {
+		b.Run(mode, func(b *testing.B) {
+			tok.cache = newWordCache()
+			if mode == "off" {
+				tok.cache = nil
+			}
+			b.SetBytes(int64(len(benchText)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if mode == "cold" {
+					b.StopTimer()
+					tok.cache = newWordCache()
+					b.StartTimer()
+				}
+				tok.Encode(benchText)
+			}
+		})
 	}
 }
 
@@ -38,7 +56,7 @@ func BenchmarkEncode(b *testing.B) {
 // GLM-5.2's (about 155k ids, 154k merges), to show encode cost does not grow
 // with the vocabulary.
 func BenchmarkEncodeLargeVocab(b *testing.B) {
-	tok, err := Parse(syntheticTokenizer(b, 154_000))
+	tok, err := Parse(syntheticTokenizer(b, 154_000, false))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -49,9 +67,41 @@ func BenchmarkEncodeLargeVocab(b *testing.B) {
 	}
 }
 
+// BenchmarkParseLargeVocab parses a synthetic tokenizer.json as large as
+// GLM-5.2's, compact and with the vocabulary sorted by token (the worst order
+// for memory access).
 func BenchmarkParseLargeVocab(b *testing.B) {
-	data := syntheticTokenizer(b, 154_000)
+	data := syntheticTokenizer(b, 154_000, false)
 	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkParseLargeVocabHF parses a synthetic tokenizer.json as large as
+// GLM-5.2's, laid out as HF tokenizers writes it.
+func BenchmarkParseLargeVocabHF(b *testing.B) {
+	data := syntheticTokenizer(b, 154_000, true)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkParseFixture parses the demo model's tokenizer.json (8k ids).
+func BenchmarkParseFixture(b *testing.B) {
+	data, err := os.ReadFile(fixtures.Path(b, "glm52-mini", "tokenizer.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := Parse(data); err != nil {
 			b.Fatal(err)
@@ -73,9 +123,11 @@ func BenchmarkDecode(b *testing.B) {
 
 // syntheticTokenizer builds a valid byte-level BPE tokenizer.json with the
 // 256 byte tokens plus nMerges merges learned greedily from benchText-like
-// pairs and random pairs, with the GLM pre-tokenizer.
-func syntheticTokenizer(b *testing.B, nMerges int) []byte {
-	b.Helper()
+// pairs and random pairs, with the GLM pre-tokenizer. With hfLayout the file
+// is laid out as HF tokenizers writes it (indented, vocabulary in id order);
+// otherwise it is compact with the vocabulary sorted by token.
+func syntheticTokenizer(t testing.TB, nMerges int, hfLayout bool) []byte {
+	t.Helper()
 	vocab := make(map[string]int, 256+nMerges)
 	var tokens []string
 	for c := range 256 {
@@ -117,21 +169,49 @@ func syntheticTokenizer(b *testing.B, nMerges int) []byte {
 		tokens = append(tokens, a+c)
 		merges = append(merges, [2]string{a, c})
 	}
-	doc := map[string]any{
-		"added_tokens": []map[string]any{{"id": len(tokens), "content": "[gMASK]", "special": true}},
-		"pre_tokenizer": map[string]any{"type": "Sequence", "pretokenizers": []any{
-			map[string]any{"type": "Split", "pattern": map[string]any{"Regex": glmPattern}, "behavior": "Isolated"},
-			map[string]any{"type": "ByteLevel"},
-		}},
-		"decoder": map[string]any{"type": "ByteLevel"},
-		"model":   map[string]any{"type": "BPE", "vocab": vocab, "merges": merges, "ignore_merges": true},
-	}
-	data, err := json.Marshal(doc)
-	if err != nil {
-		b.Fatal(err)
-	}
 	if len(vocab) != 256+nMerges {
-		b.Fatal(fmt.Sprintf("synthetic vocabulary has %d entries, want %d", len(vocab), 256+nMerges))
+		t.Fatal(fmt.Sprintf("synthetic vocabulary has %d entries, want %d", len(vocab), 256+nMerges))
 	}
-	return data
+	added := []map[string]any{{"id": len(tokens), "content": "[gMASK]", "special": true}}
+	preTok := map[string]any{"type": "Sequence", "pretokenizers": []any{
+		map[string]any{"type": "Split", "pattern": map[string]any{"Regex": glmPattern}, "behavior": "Isolated"},
+		map[string]any{"type": "ByteLevel"},
+	}}
+	decoder := map[string]any{"type": "ByteLevel"}
+	if !hfLayout {
+		doc := map[string]any{
+			"added_tokens":  added,
+			"pre_tokenizer": preTok,
+			"decoder":       decoder,
+			"model":         map[string]any{"type": "BPE", "vocab": vocab, "merges": merges, "ignore_merges": true},
+		}
+		data, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	marshal := func(v any) []byte {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, `{"version":"1.0","truncation":null,"padding":null,"added_tokens":%s,"normalizer":null,"pre_tokenizer":%s,"post_processor":null,"decoder":%s,`,
+		marshal(added), marshal(preTok), marshal(decoder))
+	buf.WriteString(`"model":{"type":"BPE","dropout":null,"unk_token":null,"continuing_subword_prefix":null,"end_of_word_suffix":null,"fuse_unk":false,"byte_fallback":false,"ignore_merges":true,"vocab":{`)
+	for id, tok := range tokens {
+		if id > 0 {
+			buf.WriteByte(',')
+		}
+		fmt.Fprintf(&buf, "%s:%d", marshal(tok), id)
+	}
+	fmt.Fprintf(&buf, `},"merges":%s}}`, marshal(merges))
+	var out bytes.Buffer
+	if err := json.Indent(&out, buf.Bytes(), "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
 }

@@ -30,27 +30,37 @@ var runeToByte = func() [324]int16 {
 	return tab
 }()
 
-// byteLevelBytes maps a byte-level token string back to bytes; ok is false if
-// some character is outside the byte-level alphabet.
-func byteLevelBytes(s string) ([]byte, bool) {
-	out := make([]byte, 0, len(s))
-	for _, r := range s {
-		if r < 0 || int(r) >= len(runeToByte) || runeToByte[r] < 0 {
-			return nil, false
-		}
-		out = append(out, byte(runeToByte[r]))
+// appendByteLevel appends the byte-level form of raw bytes (each byte as its
+// byteToRune character) to dst.
+func appendByteLevel(dst, raw []byte) []byte {
+	for _, b := range raw {
+		dst = utf8.AppendRune(dst, byteToRune[b])
 	}
-	return out, true
+	return dst
 }
 
-// byteLevelDecode is what HF's ByteLevel decoder does with one token: map its
-// characters back to bytes, or keep the token's own UTF-8 bytes when some
-// character is outside the byte-level alphabet.
-func byteLevelDecode(s string) []byte {
-	if b, ok := byteLevelBytes(s); ok {
-		return b
+// appendByteLevelDecode appends what HF's ByteLevel decoder makes of one
+// token: its characters mapped back to bytes, or the token's own UTF-8 bytes
+// when some character is outside the byte-level alphabet.
+func appendByteLevelDecode(dst []byte, s string) []byte {
+	start := len(dst)
+	for i := 0; i < len(s); {
+		// Every character of the alphabet is below U+0144: one or two bytes.
+		r := rune(s[i])
+		n := 1
+		if r >= utf8.RuneSelf {
+			if r < 0xC2 || r > 0xDF || i+1 >= len(s) || s[i+1]&0xC0 != 0x80 {
+				return append(dst[:start], s...)
+			}
+			r, n = (r&0x1F)<<6|rune(s[i+1]&0x3F), 2
+		}
+		if int(r) >= len(runeToByte) || runeToByte[r] < 0 {
+			return append(dst[:start], s...)
+		}
+		dst = append(dst, byte(runeToByte[r]))
+		i += n
 	}
-	return []byte(s)
+	return dst
 }
 
 // appendLossy appends src to dst as valid UTF-8, replacing each maximal

@@ -9,21 +9,22 @@ package tokenizer
 func (t *Tokenizer) Decode(ids []int, skipSpecial bool) string {
 	var raw []byte
 	for _, id := range ids {
-		raw = append(raw, t.idBytes(id, skipSpecial)...)
+		raw = t.appendToken(raw, id, skipSpecial)
 	}
 	out, _ := appendLossy(make([]byte, 0, len(raw)), raw, true)
 	return string(out)
 }
 
-// idBytes returns the decoded bytes of id, or nil when Decode skips it.
-func (t *Tokenizer) idBytes(id int, skipSpecial bool) []byte {
+// appendToken appends the bytes id decodes to, or nothing when Decode skips
+// it. Decoding a token on each use is cheaper than keeping a table of them.
+func (t *Tokenizer) appendToken(dst []byte, id int, skipSpecial bool) []byte {
 	if id < 0 || id >= len(t.hasToken) || !t.hasToken[id] {
-		return nil
+		return dst
 	}
 	if skipSpecial && t.skipOnSpecial[id] {
-		return nil
+		return dst
 	}
-	return t.decodeBytes[id]
+	return appendByteLevelDecode(dst, t.tokenStrings[id])
 }
 
 // StreamDecoder turns a stream of token ids into text deltas that are always
@@ -46,11 +47,10 @@ func (t *Tokenizer) NewStreamDecoder(skipSpecial bool) *StreamDecoder {
 // empty when the token ends inside a multi-byte character (those bytes are
 // held back) or when Decode would skip the id.
 func (d *StreamDecoder) Add(id int) string {
-	b := d.t.idBytes(id, d.skipSpecial)
-	if len(b) == 0 {
+	n := len(d.pending)
+	if d.pending = d.t.appendToken(d.pending, id, d.skipSpecial); len(d.pending) == n {
 		return ""
 	}
-	d.pending = append(d.pending, b...)
 	var held int
 	d.out, held = appendLossy(d.out[:0], d.pending, false)
 	d.pending = append(d.pending[:0], d.pending[len(d.pending)-held:]...)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 )
 
 // glmPattern is the pre-tokenizer split regex of GLM-4.x/5.x tokenizers. Go's
@@ -34,17 +33,17 @@ type addedTokenJSON struct {
 	Special    bool   `json:"special"`
 }
 
+// modelJSON is the model object without vocab and merges, which
+// splitDocument decodes.
 type modelJSON struct {
-	Type                    string          `json:"type"`
-	Dropout                 *float64        `json:"dropout"`
-	UnkToken                *string         `json:"unk_token"`
-	ContinuingSubwordPrefix *string         `json:"continuing_subword_prefix"`
-	EndOfWordSuffix         *string         `json:"end_of_word_suffix"`
-	FuseUnk                 bool            `json:"fuse_unk"`
-	ByteFallback            bool            `json:"byte_fallback"`
-	IgnoreMerges            bool            `json:"ignore_merges"`
-	Vocab                   map[string]int  `json:"vocab"`
-	Merges                  json.RawMessage `json:"merges"`
+	Type                    string   `json:"type"`
+	Dropout                 *float64 `json:"dropout"`
+	UnkToken                *string  `json:"unk_token"`
+	ContinuingSubwordPrefix *string  `json:"continuing_subword_prefix"`
+	EndOfWordSuffix         *string  `json:"end_of_word_suffix"`
+	FuseUnk                 bool     `json:"fuse_unk"`
+	ByteFallback            bool     `json:"byte_fallback"`
+	IgnoreMerges            bool     `json:"ignore_merges"`
 }
 
 type preTokJSON struct {
@@ -73,8 +72,12 @@ func isNull(raw json.RawMessage) bool {
 
 // Parse builds a Tokenizer from the contents of a tokenizer.json file.
 func Parse(data []byte) (*Tokenizer, error) {
+	doc, err := splitDocument(data)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: parse tokenizer.json: %w", err)
+	}
 	var f fileJSON
-	if err := json.Unmarshal(data, &f); err != nil {
+	if err := json.Unmarshal(doc.rest, &f); err != nil {
 		return nil, fmt.Errorf("tokenizer: parse tokenizer.json: %w", err)
 	}
 	if !isNull(f.Truncation) {
@@ -109,13 +112,14 @@ func Parse(data []byte) (*Tokenizer, error) {
 	if err := t.parsePreTokenizer(f.PreTokenizer); err != nil {
 		return nil, err
 	}
-	if err := t.parseModel(f.Model, len(f.AddedTokens)); err != nil {
+	if err := t.parseModel(f.Model, &doc.vocab, &doc.merges, len(f.AddedTokens)); err != nil {
 		return nil, err
 	}
 	if err := t.parseAdded(f.AddedTokens); err != nil {
 		return nil, err
 	}
 	t.buildTables()
+	t.cache = newWordCache()
 	return t, nil
 }
 
@@ -189,7 +193,7 @@ func (t *Tokenizer) parsePreTokenizer(raw json.RawMessage) error {
 // huge: real vocabularies are dense.
 func maxID(entries int) int { return 2*entries + 1024 }
 
-func (t *Tokenizer) parseModel(m *modelJSON, nAdded int) error {
+func (t *Tokenizer) parseModel(m *modelJSON, vocab *vocabList, merges *mergeList, nAdded int) error {
 	if m == nil {
 		return errors.New("tokenizer: model is missing")
 	}
@@ -208,98 +212,128 @@ func (t *Tokenizer) parseModel(m *modelJSON, nAdded int) error {
 	if m.ByteFallback {
 		return errors.New("tokenizer: model.byte_fallback=true is not supported")
 	}
-	if len(m.Vocab) == 0 {
-		return errors.New("tokenizer: model.vocab is empty")
-	}
-	t.vocab = m.Vocab
-	limit := maxID(len(m.Vocab) + nAdded)
-	for tok, id := range m.Vocab {
-		if id < 0 || id > limit {
-			return fmt.Errorf("tokenizer: model.vocab: token %q has id %d, outside [0, %d] (sparse vocabularies are not supported)", tok, id, limit)
-		}
-		if id+1 > t.vocabSize {
-			t.vocabSize = id + 1
-		}
+	if err := t.buildVocab(vocab, nAdded); err != nil {
+		return err
 	}
 	if m.UnkToken != nil {
-		id, ok := m.Vocab[*m.UnkToken]
+		id, ok := t.vocab.get(*m.UnkToken)
 		if !ok {
 			return fmt.Errorf("tokenizer: model.unk_token %q is not in the vocabulary", *m.UnkToken)
 		}
 		t.unkID = id
 	}
-	t.tokenStrings = make([]string, t.vocabSize)
-	t.hasToken = make([]bool, t.vocabSize)
-	for tok, id := range m.Vocab {
+	t.fuseUnk = m.FuseUnk
+	t.ignoreMerges = m.IgnoreMerges
+	return t.buildMerges(merges)
+}
+
+// buildVocab fills the vocabulary table and the id -> string table.
+func (t *Tokenizer) buildVocab(v *vocabList, nAdded int) error {
+	n := v.len()
+	if n == 0 {
+		return errors.New("tokenizer: model.vocab is empty")
+	}
+	// As when decoding into a map, a later duplicate key replaces an earlier
+	// one. Ids are checked below, before any is used.
+	t.vocab = newVocabTable(v.arena, n)
+	start := uint32(0)
+	for k, id := range v.ids {
+		t.vocab.put(start, v.ends[k], int32(id))
+		start = v.ends[k]
+	}
+	dups := t.vocab.len() < n
+
+	limit := maxID(t.vocab.len() + nAdded)
+	var last map[string]int // key -> index of its last entry, when needed
+	for k, id := range v.ids {
+		if id >= 0 && id <= limit {
+			t.vocabSize = max(t.vocabSize, id+1)
+			continue
+		}
+		if dups {
+			if last == nil {
+				last = make(map[string]int, n)
+				for j := range n {
+					last[v.key(j)] = j
+				}
+			}
+			if last[v.key(k)] != k {
+				continue // replaced by a later entry
+			}
+		}
+		return fmt.Errorf("tokenizer: model.vocab: token %q has id %d, outside [0, %d] (sparse vocabularies are not supported)", v.key(k), id, limit)
+	}
+	if dups {
+		// The ids of replaced entries do not count.
+		t.vocabSize = 0
+		t.vocab.all(func(_ string, id int) bool {
+			t.vocabSize = max(t.vocabSize, id+1)
+			return true
+		})
+	}
+
+	// Added tokens usually follow the vocabulary: leave room for them.
+	size := max(t.vocabSize, t.vocab.len()+nAdded)
+	t.tokenStrings = make([]string, t.vocabSize, size)
+	t.hasToken = make([]bool, t.vocabSize, size)
+	add := func(tok string, id int) bool {
 		// Two strings with one id: keep the smaller, for determinism.
 		if !t.hasToken[id] || tok < t.tokenStrings[id] {
 			t.tokenStrings[id], t.hasToken[id] = tok, true
 		}
+		return true
 	}
-	t.fuseUnk = m.FuseUnk
-	t.ignoreMerges = m.IgnoreMerges
+	if dups {
+		t.vocab.all(add)
+		return nil
+	}
+	for k, id := range v.ids {
+		add(v.key(k), id)
+	}
+	return nil
+}
 
-	pairs, err := parseMerges(m.Merges)
-	if err != nil {
-		return err
+// buildMerges fills the merge table, ranking merges by their position.
+func (t *Tokenizer) buildMerges(ml *mergeList) error {
+	if ml.typeErr != nil {
+		return ml.typeErr
 	}
-	t.merges = make(map[uint64]merge, len(pairs))
-	for i, p := range pairs {
-		a, ok := m.Vocab[p[0]]
+	if ml.shapeErr != nil {
+		return ml.shapeErr
+	}
+	n := ml.len()
+	if n > math.MaxInt32 {
+		return fmt.Errorf("tokenizer: model.merges: too many merges (%d)", n)
+	}
+	t.merges = newMergeTable(n)
+	guess := -1
+	for i := range n {
+		a, b, ab := ml.pair(i)
+		idA, ok := t.vocab.getBytes(a)
 		if !ok {
-			return fmt.Errorf("tokenizer: model.merges[%d]: token %q is not in the vocabulary", i, p[0])
+			return fmt.Errorf("tokenizer: model.merges[%d]: token %q is not in the vocabulary", i, a)
 		}
-		b, ok := m.Vocab[p[1]]
+		idB, ok := t.vocab.getBytes(b)
 		if !ok {
-			return fmt.Errorf("tokenizer: model.merges[%d]: token %q is not in the vocabulary", i, p[1])
+			return fmt.Errorf("tokenizer: model.merges[%d]: token %q is not in the vocabulary", i, b)
 		}
-		n, ok := m.Vocab[p[0]+p[1]]
-		if !ok {
-			return fmt.Errorf("tokenizer: model.merges[%d]: merged token %q is not in the vocabulary", i, p[0]+p[1])
-		}
-		if i > math.MaxInt32 {
-			return fmt.Errorf("tokenizer: model.merges: too many merges (%d)", len(pairs))
+		// Merged tokens usually have consecutive ids in merge order; a guess
+		// checked against the id's string saves a map lookup.
+		guess++
+		idAB := guess
+		if guess >= len(t.tokenStrings) || !t.hasToken[guess] || t.tokenStrings[guess] != string(ab) {
+			if idAB, ok = t.vocab.getBytes(ab); !ok {
+				return fmt.Errorf("tokenizer: model.merges[%d]: merged token %q is not in the vocabulary", i, ab)
+			}
+			guess = idAB
 		}
 		// A later duplicate overwrites an earlier one, as in HF tokenizers.
-		t.merges[pairKey(a, b)] = merge{rank: int32(i), newID: int32(n)}
+		t.merges.put(pairKey(idA, idB), merge{rank: int32(i), newID: int32(idAB)})
 	}
 	return nil
 }
 
 func pairKey(a, b int) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
-
-// parseMerges accepts both serializations HF uses: ["a b", ...] and [["a", "b"], ...].
-func parseMerges(raw json.RawMessage) ([][2]string, error) {
-	if isNull(raw) {
-		return nil, nil
-	}
-	// Peek at the first element: a failed decode would still scan the whole list.
-	first := bytes.TrimLeft(bytes.TrimLeft(bytes.TrimSpace(raw), "["), " \t\r\n")
-	var strs []string
-	if len(first) > 0 && first[0] == '"' && json.Unmarshal(raw, &strs) == nil {
-		out := make([][2]string, len(strs))
-		for i, s := range strs {
-			a, b, ok := strings.Cut(s, " ")
-			if !ok || strings.Contains(b, " ") {
-				return nil, fmt.Errorf("tokenizer: model.merges[%d] = %q: want two tokens separated by one space", i, s)
-			}
-			out[i] = [2]string{a, b}
-		}
-		return out, nil
-	}
-	var pairs [][]string
-	if err := json.Unmarshal(raw, &pairs); err != nil {
-		return nil, fmt.Errorf("tokenizer: parse model.merges: want a list of strings \"a b\" or of pairs [\"a\", \"b\"]: %w", err)
-	}
-	out := make([][2]string, len(pairs))
-	for i, p := range pairs {
-		if len(p) != 2 {
-			return nil, fmt.Errorf("tokenizer: model.merges[%d] has %d tokens, want a pair", i, len(p))
-		}
-		out[i] = [2]string{p[0], p[1]}
-	}
-	return out, nil
-}
 
 // parseAdded validates the added tokens. A file whose ids disagree with the
 // ones HF tokenizers would assign, or that lists a content twice, is rejected
@@ -307,7 +341,6 @@ func parseMerges(raw json.RawMessage) ([][2]string, error) {
 func (t *Tokenizer) parseAdded(list []addedTokenJSON) error {
 	t.addedByID = make(map[int]int, len(list))
 	t.addedByText = make(map[string]int, len(list))
-	t.specialText = make(map[string]bool)
 	maxAdded := -1
 	for i, a := range list {
 		where := fmt.Sprintf("tokenizer: added_tokens[%d] (%q)", i, a.Content)
@@ -315,7 +348,7 @@ func (t *Tokenizer) parseAdded(list []addedTokenJSON) error {
 			return fmt.Errorf("%s: id is missing", where)
 		}
 		id := *a.ID
-		if limit := maxID(len(t.vocab) + len(list)); id < 0 || id > limit {
+		if limit := maxID(t.vocab.len() + len(list)); id < 0 || id > limit {
 			return fmt.Errorf("%s: id %d outside [0, %d]", where, id, limit)
 		}
 		if a.Content == "" {
@@ -324,10 +357,10 @@ func (t *Tokenizer) parseAdded(list []addedTokenJSON) error {
 		// HF tokenizers re-derives ids on load: a token already in the
 		// vocabulary keeps its vocabulary id, any other one gets the next id
 		// after the vocabulary (or after the largest added id).
-		want, inVocab := t.vocab[a.Content]
+		want, inVocab := t.vocab.get(a.Content)
 		if !inVocab {
-			want = len(t.vocab)
-			if maxAdded >= len(t.vocab) {
+			want = t.vocab.len()
+			if maxAdded >= t.vocab.len() {
 				want = maxAdded + 1
 			}
 		}
@@ -355,9 +388,6 @@ func (t *Tokenizer) parseAdded(list []addedTokenJSON) error {
 		t.addedByID[id] = len(t.added)
 		t.addedByText[a.Content] = len(t.added)
 		t.added = append(t.added, tok)
-		if a.Special {
-			t.specialText[a.Content] = true
-		}
 		if id+1 > t.vocabSize {
 			t.vocabSize = id + 1
 		}
@@ -380,36 +410,24 @@ func (t *Tokenizer) parseAdded(list []addedTokenJSON) error {
 
 // buildTables fills the per-id tables and the byte-level lookups.
 func (t *Tokenizer) buildTables() {
-	strs := make([]string, t.vocabSize)
-	has := make([]bool, t.vocabSize)
-	copy(strs, t.tokenStrings)
-	copy(has, t.hasToken)
+	if n := t.vocabSize - len(t.tokenStrings); n > 0 {
+		t.tokenStrings = append(t.tokenStrings, make([]string, n)...)
+		t.hasToken = append(t.hasToken, make([]bool, n)...)
+	}
 	for _, a := range t.added {
-		strs[a.id], has[a.id] = a.content, true
+		t.tokenStrings[a.id], t.hasToken[a.id] = a.content, true
 	}
-	t.tokenStrings, t.hasToken = strs, has
 
-	t.decodeBytes = make([][]byte, t.vocabSize)
 	t.skipOnSpecial = make([]bool, t.vocabSize)
-	for id := range strs {
-		if !has[id] {
-			continue
-		}
-		t.decodeBytes[id] = byteLevelDecode(strs[id])
-		t.skipOnSpecial[id] = t.specialText[strs[id]]
+	// parseAdded guarantees that a special token's content is the string of
+	// no other id.
+	for _, a := range t.added {
+		t.skipOnSpecial[a.id] = a.special
 	}
 
-	// The byte-level alphabet is a bijection with bytes, so distinct entries
-	// made only of its characters decode to distinct byte strings.
-	t.rawVocab = make(map[string]int, len(t.vocab))
-	for s, id := range t.vocab {
-		if b, ok := byteLevelBytes(s); ok {
-			t.rawVocab[string(b)] = id
-		}
-	}
 	for b := range 256 {
 		t.byteID[b] = -1
-		if id, ok := t.vocab[string(byteToRune[b])]; ok {
+		if id, ok := t.vocab.get(string(byteToRune[b])); ok {
 			t.byteID[b] = id
 		}
 	}

@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -123,6 +124,7 @@ func TestParseErrors(t *testing.T) {
 		{"added twice", patchTiny(t, `[{"id": 5, "content": "<x>"}, {"id": 6, "content": "<x>"}]`, "added_tokens"), "appears twice"},
 		{"added empty", patchTiny(t, `[{"id": 5, "content": ""}]`, "added_tokens"), "content is empty"},
 		{"added no id", patchTiny(t, `[{"content": "<y>"}]`, "added_tokens"), "id is missing"},
+		{"bad id kept", []byte(strings.Replace(tinyJSON, `"ab": 2,`, `"ab": 2, "ab": -5,`, 1)), `token "ab" has id -5`},
 	}
 	for _, tt := range tests {
 		_, err := Parse(tt.data)
@@ -152,6 +154,7 @@ func TestParseAccepts(t *testing.T) {
 		{"template processor", patchTiny(t, `{"type": "TemplateProcessing", "single": [], "pair": [], "special_tokens": {}}`, "post_processor")},
 		{"empty normalizer sequence", patchTiny(t, `{"type": "Sequence", "normalizers": []}`, "normalizer")},
 		{"byte level alone", patchTiny(t, `{"type": "ByteLevel"}`, "pre_tokenizer")},
+		{"bad id replaced", []byte(strings.Replace(tinyJSON, `"ab": 2,`, `"ab": -5, "ab": 2,`, 1))},
 	}
 	for _, tt := range tests {
 		tok, err := Parse(tt.data)
@@ -170,5 +173,47 @@ func TestLoadMissingFile(t *testing.T) {
 	_, err := Load(path)
 	if err == nil || !strings.Contains(err.Error(), path) {
 		t.Fatalf("Load(%q) error = %v, want one naming the file", path, err)
+	}
+}
+
+// TestMergePathsAgree checks that the short-word (rescan) and long-word
+// (priority queue) merge paths give the same result on every word.
+func TestMergePathsAgree(t *testing.T) {
+	tok := loadFixture(t)
+	words := []string{"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", " the", "ing", "Hello", "   ", "中文测试"}
+	data, err := os.ReadFile("testdata/oracle-cases.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var golden struct {
+		Variants []struct {
+			Cases []textCase `json:"cases"`
+		} `json:"variants"`
+	}
+	if err := json.Unmarshal(data, &golden); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range golden.Variants[0].Cases {
+		words = append(words, c.Text) // long runs of bytes
+		for i := 0; i < len(c.Text); {
+			j := glmMatchEnd(c.Text, i)
+			words = append(words, c.Text[i:j])
+			i = j
+		}
+	}
+	var sc bpeScratch
+	for _, w := range words {
+		if w == "" {
+			continue
+		}
+		var syms []int
+		for _, b := range []byte(w) {
+			syms = append(syms, tok.byteID[b])
+		}
+		a := tok.mergeScan(nil, slices.Clone(syms), &sc)
+		b := tok.mergeHeap(nil, slices.Clone(syms), &sc)
+		if !slices.Equal(a, b) {
+			t.Errorf("%q: rescan gives %v, priority queue gives %v", w, a, b)
+		}
 	}
 }

@@ -2,9 +2,11 @@ package tokenizer
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"unicode/utf8"
 
@@ -146,7 +148,7 @@ func patchJSON(t *testing.T, data []byte, patch map[string]json.RawMessage) []by
 	return mustMarshal(t, doc)
 }
 
-func mustMarshal(t *testing.T, v any) []byte {
+func mustMarshal(t testing.TB, v any) []byte {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -321,5 +323,41 @@ func TestUnicode16Classes(t *testing.T) {
 		if isL(r) || isN(r) || !isOther(r) {
 			t.Errorf("U+%04X: want neither letter nor number", r)
 		}
+	}
+}
+
+// TestConcurrentEncode encodes from several goroutines at once, sharing the
+// word cache (run with -race), and checks every result against a tokenizer
+// without a cache.
+func TestConcurrentEncode(t *testing.T) {
+	tok := loadFixture(t)
+	plain := loadFixture(t)
+	plain.cache = nil
+	texts := []string{benchText, "hello hello world 12345 12345", "中文测试，混合 English", "  spaces\n\n\tand tabs  "}
+	want := make([][]int, len(texts))
+	for i, s := range texts {
+		want[i] = plain.Encode(s)
+	}
+	errs := make(chan string, 8*len(texts))
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for round := range 3 {
+				for i := range texts {
+					i := (i + g + round) % len(texts)
+					if got := tok.Encode(texts[i]); !slices.Equal(got, want[i]) {
+						errs <- fmt.Sprintf("goroutine %d: Encode(%q) = %v, want %v", g, texts[i], got, want[i])
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
