@@ -13,6 +13,7 @@ import (
 
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/container"
+	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/native"
 )
@@ -172,6 +173,19 @@ func planModelDir(dir string, m *memoryFlags, context, sequences int) (*plan.Pla
 	if err != nil {
 		return nil, err
 	}
+	return planWeights(cfg, w, m, context, sequences)
+}
+
+// planOpened plans the model whose headers d holds open.
+func planOpened(d *modeldir.Dir, m *memoryFlags, context, sequences int) (*plan.Plan, error) {
+	w, err := plan.FromContainer(d.Container, d.Config, d.Summary)
+	if err != nil {
+		return nil, err
+	}
+	return planWeights(d.Config, w, m, context, sequences)
+}
+
+func planWeights(cfg *config.Config, w plan.Weights, m *memoryFlags, context, sequences int) (*plan.Plan, error) {
 	opts, err := m.options()
 	if err != nil {
 		return nil, err

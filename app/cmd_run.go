@@ -101,15 +101,20 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		return fmt.Errorf("--max-tokens must be positive, got %d", f.maxTokens)
 	}
 	loadStart := time.Now()
-	p, err := planModelDir(dir, &f.mem, f.context, 1)
+	d, err := modeldir.OpenHeaders(dir)
 	if err != nil {
+		return err
+	}
+	p, err := planOpened(d, &f.mem, f.context, 1)
+	if err != nil {
+		d.Close()
 		return err
 	}
 	opts := modeldir.Options{Model: model.Options{DisableMTP: f.noMTP, DisableDSA: f.noDSA}}
 	if f.stream || !p.AllExpertsCached() {
 		opts.Experts = streamedExperts(p, usagePath(dir))
 	}
-	lm, err := loadModel(ctx, dir, opts)
+	lm, err := loadOpened(ctx, d, opts)
 	if err != nil {
 		return err
 	}

@@ -51,8 +51,19 @@ func resolveModelDir(flag string) (string, error) {
 }
 
 func loadModel(ctx context.Context, dir string, opts modeldir.Options) (*loadedModel, error) {
-	d, err := modeldir.Open(ctx, dir, opts)
+	d, err := modeldir.OpenHeaders(dir)
 	if err != nil {
+		return nil, err
+	}
+	return loadOpened(ctx, d, opts)
+}
+
+// loadOpened loads a model whose headers are open (see modeldir.OpenHeaders)
+// with its tokenizer and chat template; it closes d on error.
+func loadOpened(ctx context.Context, d *modeldir.Dir, opts modeldir.Options) (*loadedModel, error) {
+	dir := d.Path
+	if err := d.Load(ctx, opts); err != nil {
+		d.Close()
 		return nil, err
 	}
 	tok, err := tokenizer.Load(filepath.Join(dir, "tokenizer.json"))

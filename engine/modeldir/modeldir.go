@@ -39,8 +39,23 @@ type Dir struct {
 	Experts experts.Source
 }
 
-// Open loads the model in dir.
+// Open loads the model in dir: OpenHeaders, then Load.
 func Open(ctx context.Context, dir string, opts Options) (*Dir, error) {
+	d, err := OpenHeaders(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.Load(ctx, opts); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// OpenHeaders reads the config, opens the container and validates every
+// header against the config; it reads no weight. The caller plans memory
+// from Summary, then calls Load (or Close).
+func OpenHeaders(dir string) (*Dir, error) {
 	cfg, err := config.Load(dir)
 	if err != nil {
 		return nil, err
@@ -49,40 +64,43 @@ func Open(ctx context.Context, dir string, opts Options) (*Dir, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Dir{Path: dir, Config: cfg, Container: c}
-	ok := false
-	defer func() {
-		if !ok {
-			c.Close()
-		}
-	}()
-	if d.Summary, err = container.Validate(c, cfg); err != nil {
+	sum, err := container.Validate(c, cfg)
+	if err != nil {
+		c.Close()
 		return nil, err
 	}
+	return &Dir{Path: dir, Config: cfg, Container: c, Summary: sum}, nil
+}
+
+// Load sets up the routed-expert source and reads the resident weights
+// into the model. On error the caller still closes the Dir.
+func (d *Dir) Load(ctx context.Context, opts Options) error {
+	if d.Model != nil {
+		return fmt.Errorf("modeldir: %s is already loaded", d.Path)
+	}
+	cfg, c := d.Config, d.Container
 	w := Weights{C: c}
 	caps, err := model.DetectCapabilities(cfg, w)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	layers := model.ExpertLayers(cfg, caps.MTP && !opts.Model.DisableMTP)
 	if opts.Experts != nil {
 		d.Experts, err = opts.Experts(ctx, c, cfg, layers)
 	} else {
-		// Everything stays in memory: read each shard once and view it.
+		// Everything stays in memory: map each shard once and view it.
 		if err := c.Preload(); err != nil {
-			return nil, err
+			return err
 		}
 		d.Experts, err = experts.LoadResident(ctx, ExpertLoader{C: c, Config: cfg}, layers, cfg.NumRoutedExperts)
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if d.Model, err = model.Load(cfg, w, d.Experts, opts.Model); err != nil {
-		closeSource(d.Experts)
-		return nil, err
+		return err
 	}
-	ok = true
-	return d, nil
+	return nil
 }
 
 // Close releases the expert source (when it holds resources) and the
