@@ -96,9 +96,16 @@ func (m *Model) attendAbsorbed(y *layer, q []float32, rows []row, sel [][]int, c
 	scale := float32(c.AttentionScale())
 	cache := cacheOf(rows[start].seq)
 	parallelFor((end-start)*nh, func(lo, hi int) {
-		qcat := make([]float32, W)
-		clat := make([]float32, rkv)
-		var scores, gathered []float32
+		qcat := m.scratch.get(W)
+		clat := m.scratch.get(rkv)
+		scores := m.scratch.get(cache.Len())
+		gathered := m.scratch.get(cache.Len() * W)
+		defer func() {
+			m.scratch.put(qcat)
+			m.scratch.put(clat)
+			m.scratch.put(scores)
+			m.scratch.put(gathered)
+		}()
 		for job := lo; job < hi; job++ {
 			i, hd := start+job/nh, job%nh
 			r := rows[i]
@@ -147,20 +154,27 @@ func (m *Model) attendExpanded(y *layer, q []float32, rows []row, sel [][]int, c
 	S := end - start
 	T := rows[end-1].kv + 1 // keys visible to the last row
 
-	latent := make([]float32, T*rkv)
+	latent := m.scratch.get(T * rkv)
+	defer m.scratch.put(latent)
 	for t := 0; t < T; t++ {
 		copy(latent[t*rkv:(t+1)*rkv], cache.KV[t*W:t*W+rkv])
 	}
 	hw := dn + dv
-	expanded := make([]float32, T*nh*hw) // [T][head][k_nope | v]
+	expanded := m.scratch.get(T * nh * hw) // [T][head][k_nope | v]
+	defer m.scratch.put(expanded)
 	kernels.MatMul(expanded, y.kvB, latent, T)
 
 	parallelFor(nh, func(lo, hi int) {
-		keys := make([]float32, T*dq)    // [T][k_nope | k_rope]
-		valsT := make([]float32, dv*T)   // [dv][T]
-		queries := make([]float32, S*dq) // [S][q_nope | q_rope]
-		scores := make([]float32, S*T)
-		out := make([]float32, S*dv)
+		keys := m.scratch.get(T * dq)    // [T][k_nope | k_rope]
+		valsT := m.scratch.get(dv * T)   // [dv][T]
+		queries := m.scratch.get(S * dq) // [S][q_nope | q_rope]
+		scores := m.scratch.get(S * T)
+		out := m.scratch.get(S * dv)
+		defer func() {
+			for _, b := range [][]float32{keys, valsT, queries, scores, out} {
+				m.scratch.put(b)
+			}
+		}()
 		for hd := lo; hd < hi; hd++ {
 			for t := 0; t < T; t++ {
 				e := expanded[(t*nh+hd)*hw : (t*nh+hd+1)*hw]

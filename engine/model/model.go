@@ -32,6 +32,7 @@ type Model struct {
 	hasDSA    bool
 	experts   experts.Source
 	rope      *rope // MLA rope (qk_rope_head_dim)
+	scratch   scratch
 }
 
 // Options select optional parts of the model at load time.

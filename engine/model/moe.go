@@ -25,8 +25,8 @@ func (m *Model) mlpForward(ctx context.Context, y *layer, x []float32, R int, tr
 // denseMLP computes down(silu(gate x) * up x) for R rows.
 func (m *Model) denseMLP(p *mlp, x []float32, R int) []float32 {
 	inter := p.gate.Rows
-	g := make([]float32, R*inter)
-	u := make([]float32, R*inter)
+	g := m.scratch.get(R * inter)
+	u := m.scratch.get(R * inter)
 	kernels.MatMul(g, p.gate, x, R)
 	kernels.MatMul(u, p.up, x, R)
 	for i := range g {
@@ -34,6 +34,8 @@ func (m *Model) denseMLP(p *mlp, x []float32, R int) []float32 {
 	}
 	out := make([]float32, R*p.down.Rows)
 	kernels.MatMul(out, p.down, g, R)
+	m.scratch.put(g)
+	m.scratch.put(u)
 	return out
 }
 
@@ -139,7 +141,8 @@ func (m *Model) moe(ctx context.Context, y *layer, x []float32, R int, tr *Trace
 	// writes only its own (row, slot) outputs, so the order they run in does
 	// not matter.
 	var out []float32
-	expertOut := make([]float32, R*k*H) // [row][slot][H]
+	expertOut := m.scratch.get(R * k * H) // [row][slot][H]; every slot is written
+	defer m.scratch.put(expertOut)
 	type job struct {
 		idx int
 		ex  *experts.Expert
@@ -157,7 +160,7 @@ func (m *Model) moe(ctx context.Context, y *layer, x []float32, R int, tr *Trace
 				}
 				us := users[union[j.idx]]
 				n := len(us)
-				xs := make([]float32, n*H)
+				xs := m.scratch.get(n * H)
 				for b, u := range us {
 					copy(xs[b*H:(b+1)*H], x[u.row*H:(u.row+1)*H])
 				}
@@ -166,6 +169,7 @@ func (m *Model) moe(ctx context.Context, y *layer, x []float32, R int, tr *Trace
 				for b, u := range us {
 					copy(expertOut[(u.row*k+u.slot)*H:(u.row*k+u.slot+1)*H], ys[b*H:(b+1)*H])
 				}
+				m.scratch.put(xs)
 			}
 		}()
 	}
@@ -194,13 +198,15 @@ func (m *Model) moe(ctx context.Context, y *layer, x []float32, R int, tr *Trace
 	}
 
 	order := make([]int, k)
+	acc := m.scratch.get(H)
+	defer m.scratch.put(acc)
 	for i, r := range routes {
 		for j := range order {
 			order[j] = j
 		}
 		slices.SortFunc(order, func(a, b int) int { return r.ids[a] - r.ids[b] })
 		row := out[i*H : (i+1)*H]
-		acc := make([]float32, H)
+		clear(acc)
 		for _, j := range order {
 			kernels.Axpy(acc, r.weights[j], expertOut[(i*k+j)*H:(i*k+j+1)*H])
 		}
