@@ -1,5 +1,7 @@
-# Spool: `make run` starts Spool on the demo model, `make test` runs every
-# check. Both install what they need on a Debian machine.
+# Spool: `make run` starts Spool on the demo model (the desktop app where a
+# display is available, else the engine with the web UI at
+# http://127.0.0.1:8484/), `make test` runs every check. Both install what
+# they need on a Debian machine.
 
 GO        ?= go
 BIN       := bin/spool
@@ -8,7 +10,7 @@ GOFLAGS_HEADLESS := -tags headless
 # Packages with no OS-specific code must also build for the Mac.
 PORTABLE  := ./engine/... ./kernels/... ./internal/...
 
-.PHONY: all build run test deps vet unit darwin arm64 conformance clean
+.PHONY: all build run demo test deps vet unit darwin arm64 conformance clean
 
 all: build
 
@@ -19,11 +21,14 @@ deps:
 build: deps
 	$(GO) build $(GOFLAGS_HEADLESS) -o $(BIN) ./app
 
-run: build
+run: run-app
+
+# A one-shot answer from the demo model in the terminal.
+demo: build
 	$(BIN) run --model $(MODEL) --temperature 0 --max-tokens 64 \
 		--chat "What does the function re.compile do?"
 
-test: deps vet unit darwin arm64 conformance
+test: deps vet unit darwin arm64 conformance e2e desktop-smoke
 
 vet:
 	$(GO) vet $(GOFLAGS_HEADLESS) ./...
@@ -43,5 +48,7 @@ conformance: build
 	cd engine/server/conformance && npm ci --no-audit --no-fund --loglevel=error && \
 		SPOOL_BIN=$(CURDIR)/$(BIN) SPOOL_MODEL=$(CURDIR)/$(MODEL) node --test
 
-clean:
+clean: app-clean
 	rm -rf bin
+
+include mk/app.mk

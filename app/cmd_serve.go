@@ -1,16 +1,12 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
 
-	"github.com/spoolhq/spool/engine/model"
-	"github.com/spoolhq/spool/engine/modeldir"
-	"github.com/spoolhq/spool/engine/scheduler"
 	"github.com/spoolhq/spool/engine/server"
+	"github.com/spoolhq/spool/frontend"
 )
 
 type serveFlags struct {
@@ -27,17 +23,21 @@ type serveFlags struct {
 	allowedHosts []string
 	noMTP        bool
 	noDSA        bool
+	mem          memoryFlags
 }
 
 func newServeCmd() *cobra.Command {
 	var f serveFlags
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Serve the model over an OpenAI- and Anthropic-compatible HTTP API",
+		Short: "Serve the model over an OpenAI- and Anthropic-compatible HTTP API, with the web UI",
 		Long: `Serve the model on a local HTTP API: /v1/chat/completions, /v1/completions,
 /v1/responses, /v1/messages (Anthropic), /v1/models, /health, /stats and the
-/v1/events websocket. It binds 127.0.0.1 by default; binding any other
-address requires --api-key (or $SPOOL_API_KEY).`,
+/v1/events websocket, and the web UI at /. It binds 127.0.0.1 by default;
+binding any other address requires --api-key (or $SPOOL_API_KEY).
+
+Memory is planned before loading (--memory, --expert-cache): routed experts
+stream from disk through the expert cache the plan leaves.`,
 		Example: `  spool serve --model assets/models/glm52-mini
   spool serve --host 0.0.0.0 --port 8484 --api-key "$(openssl rand -hex 16)"`,
 		Args: cobra.NoArgs,
@@ -51,7 +51,7 @@ address requires --api-key (or $SPOOL_API_KEY).`,
 	fl.StringVar(&f.host, "host", "127.0.0.1", "address to listen on")
 	fl.IntVar(&f.port, "port", 8484, "port to listen on (0 picks a free one)")
 	fl.StringVar(&f.apiKey, "api-key", "", "require this key as 'Authorization: Bearer KEY' or 'x-api-key' (default $SPOOL_API_KEY)")
-	fl.IntVar(&f.context, "context", 0, "context length per sequence in tokens (default: the model's maximum)")
+	fl.IntVar(&f.context, "context", 0, "context length per sequence in tokens (default 4096, at most the model's)")
 	fl.IntVar(&f.maxBatch, "max-batch", 8, "requests generating at once (continuous batching)")
 	fl.IntVar(&f.maxQueue, "max-queue", 16, "requests waiting for a slot before answering 429")
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "cap on tokens generated per request (default: the rest of the context)")
@@ -59,11 +59,11 @@ address requires --api-key (or $SPOOL_API_KEY).`,
 	fl.StringSliceVar(&f.allowedHosts, "allowed-host", nil, "extra Host header name accepted (DNS-rebinding guard)")
 	fl.BoolVar(&f.noMTP, "no-mtp", false, "do not load the MTP draft layer (no speculative decoding)")
 	fl.BoolVar(&f.noDSA, "no-dsa", false, "dense attention even where the DSA indexer would select")
+	f.mem.register(fl)
 	return cmd
 }
 
 func runServe(cmd *cobra.Command, f *serveFlags) error {
-	ctx := cmd.Context()
 	dir, err := resolveModelDir(f.model)
 	if err != nil {
 		return err
@@ -71,47 +71,28 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	if f.apiKey == "" {
 		f.apiKey = os.Getenv("SPOOL_API_KEY")
 	}
-	if f.modelID == "" {
-		f.modelID = server.ModelIDFromDir(dir)
-	}
-	cfg := server.Config{
-		Host: f.host, Port: f.port, APIKey: f.apiKey, ModelID: f.modelID,
-		AllowedOrigins: f.origins, AllowedHosts: f.allowedHosts, MaxTokens: f.maxTokens,
-	}
 	// Check the security settings before the (slow) model load.
 	if err := server.CheckBind(f.host, f.apiKey); err != nil {
 		return err
 	}
-
-	lm, err := loadModel(ctx, dir, modeldir.Options{Model: model.Options{DisableMTP: f.noMTP, DisableDSA: f.noDSA}})
-	if err != nil {
-		return err
+	cfg := hostConfig{
+		ModelDir: dir,
+		Server: server.Config{
+			Host: f.host, Port: f.port, APIKey: f.apiKey, ModelID: f.modelID,
+			AllowedOrigins: f.origins, AllowedHosts: f.allowedHosts, MaxTokens: f.maxTokens,
+		},
+		Memory:    f.mem,
+		Context:   f.context,
+		MaxBatch:  f.maxBatch,
+		MaxQueue:  f.maxQueue,
+		NoMTP:     f.noMTP,
+		NoDSA:     f.noDSA,
+		UsagePath: usagePath(dir),
 	}
-	defer lm.Close()
-	m := lm.dir.Model
-	sched := scheduler.New(m, scheduler.Config{MaxBatch: f.maxBatch, MaxQueue: f.maxQueue, ContextLength: f.context})
-	eng := server.Engine{Scheduler: sched, Tokenizer: lm.tokenizer, Template: lm.template}
-	if eng.Constraints, err = server.GrammarConstraints(lm.tokenizer, m.Config().EOSTokenIDs); err != nil {
-		return err
-	}
-	srv, err := server.New(cfg, eng)
-	if err != nil {
-		return err
-	}
-	ln, err := srv.Listen()
-	if err != nil {
-		return err
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	schedDone := make(chan struct{})
-	go func() {
-		defer close(schedDone)
-		sched.Run(runCtx)
-	}()
-	fmt.Fprintf(cmd.ErrOrStderr(), "spool: serving %s (%s) on http://%s\n", f.modelID, dir, ln.Addr())
-	err = srv.Serve(runCtx, ln)
-	stop()
-	<-schedDone
-	return err
+	assets, _ := frontend.Assets()
+	downloads := newDownloadManager(nil)
+	defer downloads.Close()
+	host := newEngineHost(cfg, assets, newUIAPI(dir, settingsPath(), downloads), nil)
+	downloads.publish = host.publish
+	return runHeadless(cmd.Context(), host, cmd.ErrOrStderr())
 }

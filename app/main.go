@@ -71,8 +71,11 @@ func newRootCmd() *cobra.Command {
 			stopProfile()
 		}
 	}
+	root.RunE = defaultRun
 	root.AddCommand(
 		// Each command lives in its own cmd_*.go file.
+		newAppCmd(),
+		newAtlasCmd(),
 		newBenchCmd(),
 		newFitCmd(),
 		newGenBenchCmd(),

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/spoolhq/spool/engine/server"
+	"github.com/spoolhq/spool/frontend"
+)
+
+type appFlags struct {
+	model    string
+	noWindow bool
+	host     string
+	port     int
+	apiKey   string
+	memory   string
+	context  int
+}
+
+func newAppCmd() *cobra.Command {
+	var f appFlags
+	cmd := &cobra.Command{
+		Use:   "app",
+		Short: "Open Spool: the menu-bar app and its window, or with --no-window the engine and the web UI",
+		Long: `App starts the engine in this process and serves the API and the web UI on
+the local listener (http://127.0.0.1:8484/ by default). Where a desktop is
+available (macOS, or Linux with a display and a build with the desktop
+shell) it also puts Spool in the menu bar and opens its window; otherwise,
+or with --no-window, it runs headless until interrupted.
+
+Settings saved from the UI (bind address, port, API key, model directory,
+memory budget, context) apply at the next start; flags override them.`,
+		Example: `  spool app
+  spool app --no-window --model assets/models/glm52-mini --port 8484`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runApp(cmd, &f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.model, "model", "", "model directory (default: the saved setting, $SPOOL_MODEL or the demo model)")
+	fl.BoolVar(&f.noWindow, "no-window", false, "no menu bar and no window: serve the engine and the web UI only")
+	fl.StringVar(&f.host, "host", "", "address to listen on (default: the saved setting or 127.0.0.1)")
+	fl.IntVar(&f.port, "port", 0, "port to listen on (default: the saved setting or 8484)")
+	fl.StringVar(&f.apiKey, "api-key", "", "require this API key (default: the saved setting or $SPOOL_API_KEY)")
+	fl.StringVar(&f.memory, "memory", "", "memory budget, e.g. 24GiB (default: the saved setting or the machine's memory)")
+	fl.IntVar(&f.context, "context", 0, "context length per sequence in tokens (default: the saved setting or 4096)")
+	return cmd
+}
+
+// appRuntime is what `spool app` runs: the engine host, the UI's API and
+// the download manager, built from the saved settings and the flags.
+type appRuntime struct {
+	host      *engineHost
+	downloads *downloadManager
+	flags     appFlags
+	settings  string    // the settings file
+	built     bool      // the UI was built in (not the placeholder)
+	stderr    io.Writer // where setting problems are reported
+}
+
+func newAppRuntime(f *appFlags, stderr io.Writer) (*appRuntime, error) {
+	rt := &appRuntime{flags: *f, settings: settingsPath(), stderr: stderr}
+	cfg, err := rt.config()
+	if err != nil {
+		return nil, err
+	}
+	assets, built := frontend.Assets()
+	rt.built = built
+	rt.downloads = newDownloadManager(nil)
+	ui := newUIAPI(cfg.ModelDir, rt.settings, rt.downloads)
+	rt.host = newEngineHost(cfg, assets, ui, nil)
+	rt.downloads.publish = rt.host.publish
+	return rt, nil
+}
+
+// config reads the saved settings and applies the flags over them.
+func (rt *appRuntime) config() (hostConfig, error) {
+	f := &rt.flags
+	s, err := loadSettings(rt.settings)
+	if err != nil {
+		fmt.Fprintf(rt.stderr, "spool: ignoring the saved settings: %v\n", err)
+		s = appSettings{}
+	}
+	s = s.withDefaults()
+	if f.model != "" {
+		s.ModelDir = f.model
+	}
+	dir, err := resolveModelDir(s.ModelDir)
+	if err != nil {
+		return hostConfig{}, err
+	}
+	if f.host != "" {
+		s.Host = f.host
+	}
+	if f.port != 0 {
+		s.Port = f.port
+	}
+	if f.apiKey != "" {
+		s.APIKey = f.apiKey
+	}
+	if f.memory != "" {
+		s.Memory = f.memory
+	}
+	if f.context != 0 {
+		s.Context = f.context
+	}
+	return hostConfig{
+		ModelDir:  dir,
+		Server:    server.Config{Host: s.Host, Port: s.Port, APIKey: s.APIKey},
+		Memory:    memoryFlags{memory: s.Memory},
+		Context:   s.Context,
+		UsagePath: usagePath(dir),
+	}, nil
+}
+
+// restart applies the saved settings and starts the engine (stopping it
+// first when it runs).
+func (rt *appRuntime) restart(ctx context.Context) error {
+	cfg, err := rt.config()
+	if err != nil {
+		return err
+	}
+	rt.host.Stop()
+	rt.host.SetConfig(cfg)
+	rt.host.Start(ctx)
+	return nil
+}
+
+func runApp(cmd *cobra.Command, f *appFlags) error {
+	stderr := cmd.ErrOrStderr()
+	rt, err := newAppRuntime(f, stderr)
+	if err != nil {
+		return err
+	}
+	defer rt.downloads.Close()
+	if !rt.built {
+		fmt.Fprintln(stderr, "spool: this binary was built without the web UI (build with `make app`); serving a placeholder page")
+	}
+	if !f.noWindow && desktopAvailable() {
+		return runDesktop(cmd.Context(), rt)
+	}
+	return runHeadless(cmd.Context(), rt.host, stderr)
+}
+
+// runHeadless serves until ctx ends or the engine fails.
+func runHeadless(ctx context.Context, h *engineHost, stderr io.Writer) error {
+	changes := make(chan hostStatus, 16)
+	h.onChange = func(st hostStatus) {
+		select {
+		case changes <- st:
+		default:
+		}
+	}
+	h.Start(ctx)
+	defer h.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case st := <-changes:
+			switch st.State {
+			case hostLoading:
+				fmt.Fprintf(stderr, "spool: %s\n", st.Detail)
+			case hostReady:
+				fmt.Fprintf(stderr, "spool: serving %s on %s (web UI at %s/)\n", st.Model, st.URL, st.URL)
+			case hostFailed:
+				return errors.New(st.Detail)
+			case hostStopped:
+				if ctx.Err() == nil {
+					return errors.New("the engine stopped")
+				}
+				return nil
+			}
+		}
+	}
+}
+
+// defaultRun is what `spool` with no command does (the root command's
+// RunE): launched as Spool.app, or from a desktop launcher with no
+// terminal, it opens the app; from a terminal it prints the help.
+func defaultRun(cmd *cobra.Command, _ []string) error {
+	if launchedAsApp() {
+		return runApp(cmd, &appFlags{})
+	}
+	return cmd.Help()
+}
+
+func launchedAsApp() bool {
+	if exe, err := os.Executable(); err == nil && strings.Contains(exe, ".app/Contents/MacOS/") {
+		return true
+	}
+	return desktopAvailable() && !term.IsTerminal(int(os.Stdin.Fd()))
+}

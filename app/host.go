@@ -1,0 +1,320 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"github.com/spoolhq/spool/engine/config"
+	"github.com/spoolhq/spool/engine/container"
+	"github.com/spoolhq/spool/engine/experts"
+	"github.com/spoolhq/spool/engine/model"
+	"github.com/spoolhq/spool/engine/modeldir"
+	"github.com/spoolhq/spool/engine/plan"
+	"github.com/spoolhq/spool/engine/scheduler"
+	"github.com/spoolhq/spool/engine/server"
+)
+
+// Engine host states, as the tray and the UI show them.
+const (
+	hostStopped    = "stopped"
+	hostLoading    = "loading"
+	hostReady      = "ready"
+	hostGenerating = "generating"
+	hostFailed     = "failed"
+)
+
+// hostConfig is what an engineHost runs.
+type hostConfig struct {
+	ModelDir string
+	Server   server.Config
+	Memory   memoryFlags
+	// Context is each sequence's token limit (default plan.DefaultContext,
+	// at most the model's); MaxBatch the sequences decoded together.
+	Context  int
+	MaxBatch int
+	// MaxQueue bounds requests waiting for a slot (0: the scheduler's default).
+	MaxQueue int
+	NoMTP    bool
+	NoDSA    bool
+	// UsagePath is the routed-expert usage history ("" keeps none).
+	UsagePath string
+}
+
+// hostStatus is where the engine stands.
+type hostStatus struct {
+	State           string  `json:"state"`
+	Detail          string  `json:"detail,omitempty"`  // the loading step, or the error
+	Progress        float64 `json:"progress"`          // loading, 0..1
+	TokensPerSecond float64 `json:"tokens_per_second"` // while generating
+	URL             string  `json:"url,omitempty"`     // the API's base URL once listening
+	Model           string  `json:"model,omitempty"`   // the model directory
+}
+
+// engineHost runs the engine in-process for the desktop shell (and for
+// `spool app --no-window`): it plans memory, loads the model with the
+// streamed expert tier, and serves the API, the events websocket and the
+// UI on the local listener. It can be stopped and started again; Start and
+// Stop are safe for concurrent use.
+type engineHost struct {
+	assets   fs.FS
+	ui       *uiAPI
+	onChange func(hostStatus)
+
+	mu     sync.Mutex
+	cfg    hostConfig
+	status hostStatus
+	cancel context.CancelFunc
+	done   chan struct{}
+	sched  *scheduler.Scheduler
+	srv    *server.Server
+}
+
+// newEngineHost returns a stopped host serving assets and ui; onChange,
+// when set, is called (on the host's goroutine) after every state change.
+func newEngineHost(cfg hostConfig, assets fs.FS, ui *uiAPI, onChange func(hostStatus)) *engineHost {
+	h := &engineHost{cfg: cfg, assets: assets, ui: ui, onChange: onChange, status: hostStatus{State: hostStopped, Model: cfg.ModelDir}}
+	ui.host = h
+	return h
+}
+
+// SetConfig replaces the configuration used by the next Start.
+func (h *engineHost) SetConfig(cfg hostConfig) {
+	h.mu.Lock()
+	h.cfg = cfg
+	h.mu.Unlock()
+}
+
+// ModelDir is the configured model directory.
+func (h *engineHost) ModelDir() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cfg.ModelDir
+}
+
+// APIKey is the configured API key.
+func (h *engineHost) APIKey() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cfg.Server.APIKey
+}
+
+// URL is the API's base URL for the configured address (a wildcard bind
+// is reached on loopback).
+func (h *engineHost) URL() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return baseURL(h.cfg.Server.Host, h.cfg.Server.Port)
+}
+
+func baseURL(host string, port int) string {
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	if port == 0 {
+		port = 8484
+	}
+	return "http://" + net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// Status returns the current state; while ready it reports generation.
+func (h *engineHost) Status() hostStatus {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	st := h.status
+	if st.State == hostReady && h.sched != nil {
+		if s := h.sched.Stats(); s.State == "generating" {
+			st.State, st.TokensPerSecond = hostGenerating, s.TokensPerSecond
+		}
+	}
+	return st
+}
+
+func (h *engineHost) set(st hostStatus) {
+	h.mu.Lock()
+	st.Model = h.cfg.ModelDir
+	h.status = st
+	h.mu.Unlock()
+	if h.onChange != nil {
+		h.onChange(st)
+	}
+}
+
+// Start loads the model and serves it in the background; it does nothing
+// while the engine runs or loads. ctx bounds the whole run.
+func (h *engineHost) Start(ctx context.Context) {
+	h.mu.Lock()
+	if h.done != nil {
+		h.mu.Unlock()
+		return
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	h.cancel, h.done = cancel, make(chan struct{})
+	cfg, done := h.cfg, h.done
+	h.mu.Unlock()
+	go func() {
+		defer close(done)
+		err := h.run(ctx, cfg)
+		final := hostStatus{State: hostStopped}
+		if err != nil && ctx.Err() == nil {
+			final = hostStatus{State: hostFailed, Detail: err.Error()}
+		}
+		cancel()
+		// The final state is visible before Running turns false.
+		h.set(final)
+		h.mu.Lock()
+		h.cancel, h.done, h.sched, h.srv = nil, nil, nil, nil
+		h.mu.Unlock()
+	}()
+}
+
+// Stop stops serving and unloads the model, and waits for it.
+func (h *engineHost) Stop() {
+	h.mu.Lock()
+	cancel, done := h.cancel, h.done
+	h.mu.Unlock()
+	if cancel == nil {
+		return
+	}
+	cancel()
+	<-done
+}
+
+// Running reports whether the engine is loading or serving.
+func (h *engineHost) Running() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.done != nil
+}
+
+// publish sends an event to the UI's websocket clients, if serving.
+func (h *engineHost) publish(ev server.Event) {
+	h.mu.Lock()
+	srv := h.srv
+	h.mu.Unlock()
+	if srv != nil {
+		srv.Publish(ev)
+	}
+}
+
+// run plans, loads and serves until ctx ends or serving fails.
+func (h *engineHost) run(ctx context.Context, cfg hostConfig) error {
+	h.set(hostStatus{State: hostLoading, Detail: "planning memory", Progress: 0.05})
+	if err := server.CheckBind(cfg.Server.Host, cfg.Server.APIKey); err != nil {
+		return err
+	}
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = 4
+	}
+	p, err := hostPlan(cfg)
+	if err != nil {
+		return err
+	}
+
+	if cfg.UsagePath != "" {
+		if err := os.MkdirAll(filepath.Dir(cfg.UsagePath), 0o755); err != nil {
+			cfg.UsagePath = "" // no history rather than no engine
+		}
+	}
+	h.set(hostStatus{State: hostLoading, Detail: "loading weights", Progress: 0.2})
+	var src *experts.Streamed
+	lm, err := loadModel(ctx, cfg.ModelDir, modeldir.Options{
+		Model: model.Options{DisableMTP: cfg.NoMTP, DisableDSA: cfg.NoDSA},
+		Experts: func(ctx context.Context, c *container.Container, mc *config.Config, layers []int) (experts.Source, error) {
+			opts := experts.StreamOptions{CacheBytes: p.ExpertCacheBytes, WorkingSlots: p.WorkingSlots, UsagePath: cfg.UsagePath}
+			if cfg.UsagePath != "" {
+				if _, err := os.Stat(cfg.UsagePath); err == nil {
+					// Pin the most used experts in half of the cache.
+					opts.PinnedBytes = p.ExpertCacheBytes / 2
+				}
+			}
+			s, err := experts.NewStreamed(ctx, c, mc, layers, opts)
+			src = s
+			return s, err
+		},
+	})
+	if err != nil {
+		if src != nil {
+			src.Close()
+		}
+		return err
+	}
+	defer lm.Close()
+	defer src.Close()
+
+	h.set(hostStatus{State: hostLoading, Detail: "starting the server", Progress: 0.9})
+	m := lm.dir.Model
+	sched := scheduler.New(m, scheduler.Config{MaxBatch: cfg.MaxBatch, MaxQueue: cfg.MaxQueue, ContextLength: p.Context})
+	eng := server.Engine{
+		Scheduler: sched, Tokenizer: lm.tokenizer, Template: lm.template, Experts: src,
+		Extra: func() map[string]any { return map[string]any{"plan": p, "tiers": src.Stats()} },
+	}
+	if eng.Constraints, err = server.GrammarConstraints(lm.tokenizer, m.Config().EOSTokenIDs); err != nil {
+		return err
+	}
+	scfg := cfg.Server
+	if scfg.ModelID == "" {
+		scfg.ModelID = server.ModelIDFromDir(cfg.ModelDir)
+	}
+	srv, err := server.New(scfg, eng)
+	if err != nil {
+		return err
+	}
+	srv.WithUI(server.UI{Assets: h.assets, API: h.ui})
+	ln, err := srv.Listen()
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.sched, h.srv = sched, srv
+	h.mu.Unlock()
+
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	schedDone := make(chan struct{})
+	go func() {
+		defer close(schedDone)
+		sched.Run(runCtx)
+	}()
+	h.set(hostStatus{State: hostReady, Progress: 1, URL: "http://" + ln.Addr().String()})
+	err = srv.Serve(runCtx, ln)
+	stop()
+	<-schedDone
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}
+
+// hostPlan lays out the memory equation for cfg and refuses a plan that
+// does not fit.
+func hostPlan(cfg hostConfig) (*plan.Plan, error) {
+	mc, w, err := weightsFromModel(cfg.ModelDir)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := cfg.Memory.options()
+	if err != nil {
+		return nil, err
+	}
+	opts.Context = cfg.Context
+	if opts.Context <= 0 {
+		opts.Context = plan.DefaultContext
+	}
+	opts.Context = min(opts.Context, mc.MaxPositionEmbeddings)
+	opts.Sequences = max(cfg.MaxBatch, 1)
+	p, err := plan.New(mc, w, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Base(cfg.ModelDir), err)
+	}
+	return p, nil
+}

@@ -1,0 +1,259 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"github.com/spoolhq/spool/engine/atlas"
+	"github.com/spoolhq/spool/engine/config"
+	"github.com/spoolhq/spool/engine/plan"
+	"github.com/spoolhq/spool/native"
+)
+
+// uiAPI answers the UI's own endpoints under /ui/ (the server's guard runs
+// first: host check, CORS, API key):
+//
+//	GET  /ui/info             model shape (expert map rows), version, engine state
+//	GET  /ui/plan             the memory plan; ?memory=24GiB&context=8192&sequences=1 for what-ifs
+//	GET  /ui/atlas            the expert atlas (experts.json) and where it came from
+//	GET  /ui/settings         the saved settings; PUT replaces them (applied at the next start)
+//	GET  /ui/download         the pinned artifact's download: plan, preflight, progress
+//	POST /ui/download/{plan,start,pause,resume,cancel}
+type uiAPI struct {
+	modelDir     string
+	settingsPath string
+	downloads    *downloadManager
+	// host, when set, is the in-process engine (desktop) for /ui/info.
+	host *engineHost
+
+	mu      sync.Mutex
+	weights map[string]planInput // by model directory
+	mux     *http.ServeMux
+}
+
+type planInput struct {
+	cfg *config.Config
+	w   plan.Weights
+}
+
+func newUIAPI(modelDir, settingsPath string, downloads *downloadManager) *uiAPI {
+	u := &uiAPI{modelDir: modelDir, settingsPath: settingsPath, downloads: downloads, weights: map[string]planInput{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /ui/info", u.handleInfo)
+	mux.HandleFunc("GET /ui/plan", u.handlePlan)
+	mux.HandleFunc("GET /ui/atlas", u.handleAtlas)
+	mux.HandleFunc("GET /ui/settings", u.handleGetSettings)
+	mux.HandleFunc("PUT /ui/settings", u.handlePutSettings)
+	mux.HandleFunc("GET /ui/download", u.handleDownload)
+	mux.HandleFunc("POST /ui/download/{action}", u.handleDownloadAction)
+	mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
+		uiError(w, http.StatusNotFound, "no UI route for %s %s", r.Method, r.URL.Path)
+	})
+	u.mux = mux
+	return u
+}
+
+func (u *uiAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) { u.mux.ServeHTTP(w, r) }
+
+// dir is the model directory: the engine's when there is one (its
+// settings may change between starts).
+func (u *uiAPI) dir() string {
+	if u.host != nil {
+		return u.host.ModelDir()
+	}
+	return u.modelDir
+}
+
+// uiError writes {"error":{"message":...}} like the API's errors.
+func uiError(w http.ResponseWriter, status int, format string, args ...any) {
+	uiJSON(w, status, map[string]any{"error": map[string]string{"message": fmt.Sprintf(format, args...)}})
+}
+
+func uiJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.Encode(v)
+}
+
+// modelInfo is the model's shape as the UI draws it.
+type modelInfo struct {
+	Dir             string `json:"dir"`
+	Name            string `json:"name"`
+	Layers          int    `json:"layers"`
+	SparseLayers    []int  `json:"sparse_layers"`
+	MTPLayer        int    `json:"mtp_layer"` // -1 without one
+	Experts         int    `json:"experts"`
+	ExpertsPerToken int    `json:"experts_per_token"`
+	ContextLength   int    `json:"context_length"`
+}
+
+func (u *uiAPI) handleInfo(w http.ResponseWriter, r *http.Request) {
+	out := map[string]any{"version": version, "settings_path": u.settingsPath}
+	if cfg, err := config.Load(u.dir()); err != nil {
+		out["model_error"] = err.Error()
+	} else {
+		mi := modelInfo{
+			Dir: u.dir(), Name: filepath.Base(filepath.Clean(u.dir())), Layers: cfg.NumLayers,
+			SparseLayers: cfg.SparseLayers(), MTPLayer: -1, Experts: cfg.NumRoutedExperts,
+			ExpertsPerToken: cfg.ExpertsPerToken, ContextLength: cfg.MaxPositionEmbeddings,
+		}
+		if cfg.NumNextNPredictLayers > 0 {
+			mi.MTPLayer = cfg.NumLayers
+		}
+		out["model"] = mi
+	}
+	if u.host != nil {
+		out["engine"] = u.host.Status()
+	}
+	uiJSON(w, http.StatusOK, out)
+}
+
+// planInputs reads (once per directory) the config and weights of dir.
+func (u *uiAPI) planInputs(dir string) (planInput, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if in, ok := u.weights[dir]; ok {
+		return in, nil
+	}
+	cfg, w, err := weightsFromModel(dir)
+	if err != nil {
+		return planInput{}, err
+	}
+	in := planInput{cfg, w}
+	u.weights[dir] = in
+	return in, nil
+}
+
+func (u *uiAPI) handlePlan(w http.ResponseWriter, r *http.Request) {
+	in, err := u.planInputs(u.dir())
+	if err != nil {
+		uiError(w, http.StatusInternalServerError, "planning %s: %v", u.dir(), err)
+		return
+	}
+	q := r.URL.Query()
+	var mf memoryFlags
+	mf.memory, mf.expertCache = q.Get("memory"), q.Get("expert_cache")
+	opts, err := mf.options()
+	if err != nil {
+		uiError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	for _, p := range []struct {
+		name string
+		dst  *int
+	}{{"context", &opts.Context}, {"sequences", &opts.Sequences}} {
+		if v := q.Get(p.name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				uiError(w, http.StatusBadRequest, "%s must be a positive integer, got %q", p.name, v)
+				return
+			}
+			*p.dst = n
+		}
+	}
+	if opts.Context > in.cfg.MaxPositionEmbeddings {
+		uiError(w, http.StatusBadRequest, "context %d is longer than the model's %d tokens", opts.Context, in.cfg.MaxPositionEmbeddings)
+		return
+	}
+	p, err := plan.New(in.cfg, in.w, opts)
+	if err != nil {
+		uiError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	machine, _ := machineMemory()
+	uiJSON(w, http.StatusOK, map[string]any{
+		"plan": p, "machine_memory_bytes": machine, "max_context": in.cfg.MaxPositionEmbeddings,
+		"model": filepath.Base(filepath.Clean(u.dir())),
+	})
+}
+
+// atlasCandidates are where the atlas of the model in dir may be: its own
+// experts.json, then the shipped one next to the repository or the app.
+func atlasCandidates(dir string) []string {
+	name := filepath.Base(filepath.Clean(dir)) + ".experts.json"
+	out := []string{filepath.Join(dir, "experts.json"), filepath.Join("assets", "atlas", name)}
+	if exe, err := os.Executable(); err == nil {
+		base := filepath.Dir(exe)
+		out = append(out, filepath.Join(base, "..", "assets", "atlas", name), filepath.Join(base, "..", "Resources", "atlas", name))
+	}
+	return out
+}
+
+func (u *uiAPI) handleAtlas(w http.ResponseWriter, r *http.Request) {
+	for _, path := range atlasCandidates(u.dir()) {
+		data, err := os.ReadFile(path)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			uiError(w, http.StatusInternalServerError, "reading the atlas: %v", err)
+			return
+		}
+		a, err := atlas.Parse(data)
+		if err != nil {
+			uiError(w, http.StatusInternalServerError, "%s: %v", path, err)
+			return
+		}
+		uiJSON(w, http.StatusOK, map[string]any{"source": path, "atlas": a})
+		return
+	}
+	uiError(w, http.StatusNotFound, "no experts.json for %s: run `spool atlas --model %s --out %s`",
+		u.dir(), u.dir(), filepath.Join(u.dir(), "experts.json"))
+}
+
+func (u *uiAPI) handleGetSettings(w http.ResponseWriter, r *http.Request) {
+	s, err := loadSettings(u.settingsPath)
+	if err != nil {
+		uiError(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	uiJSON(w, http.StatusOK, map[string]any{"settings": s, "path": u.settingsPath, "defaults": defaultSettings()})
+}
+
+func (u *uiAPI) handlePutSettings(w http.ResponseWriter, r *http.Request) {
+	data, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
+	if err != nil {
+		uiError(w, http.StatusBadRequest, "reading the settings: %v", err)
+		return
+	}
+	s, err := parseSettings(data)
+	if err != nil {
+		uiError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	if err := saveSettings(u.settingsPath, s); err != nil {
+		uiError(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	uiJSON(w, http.StatusOK, map[string]any{"settings": s, "path": u.settingsPath, "defaults": defaultSettings()})
+}
+
+func (u *uiAPI) handleDownload(w http.ResponseWriter, r *http.Request) {
+	uiJSON(w, http.StatusOK, u.downloads.Status())
+}
+
+func (u *uiAPI) handleDownloadAction(w http.ResponseWriter, r *http.Request) {
+	if err := u.downloads.Do(r.PathValue("action")); err != nil {
+		uiError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	uiJSON(w, http.StatusOK, u.downloads.Status())
+}
+
+// diskFree is native.DiskFree with the error as text, for the UI.
+func diskFree(path string) map[string]any {
+	ds, err := native.DiskFree(path)
+	if err != nil {
+		return map[string]any{"error": err.Error()}
+	}
+	return map[string]any{"path": ds.Path, "total": ds.Total, "available": ds.Available, "important": ds.Important}
+}

@@ -1,0 +1,196 @@
+// The connection to the Spool server: where it is, the API key, JSON
+// helpers, and the OpenAI chat stream reader.
+
+export interface Connection {
+  /** base is the server's origin, e.g. http://127.0.0.1:8484. */
+  base: string;
+  key: string;
+  /** shell is true inside the desktop app, which can start and stop the engine. */
+  shell: boolean;
+}
+
+const keyStorage = 'spool.apiKey';
+
+export const conn: Connection = { base: '', key: '', shell: false };
+
+/** connect finds the server: the desktop shell says where it is in
+ * spool-ui.json; in a browser the page's own origin serves the API. */
+export async function connect(): Promise<void> {
+  conn.key = localStorage.getItem(keyStorage) ?? '';
+  conn.base = location.protocol.startsWith('http') ? location.origin : 'http://127.0.0.1:8484';
+  try {
+    const r = await fetch('./spool-ui.json', { cache: 'no-store' });
+    if (r.ok && (r.headers.get('content-type') ?? '').includes('json')) {
+      const c = (await r.json()) as { api?: string; key?: string; shell?: boolean };
+      if (c.api) conn.base = c.api.replace(/\/$/, '');
+      if (c.key) conn.key = c.key;
+      conn.shell = !!c.shell;
+    }
+  } catch {
+    // Not in the desktop shell.
+  }
+}
+
+export function setKey(key: string): void {
+  conn.key = key;
+  if (key) localStorage.setItem(keyStorage, key);
+  else localStorage.removeItem(keyStorage);
+}
+
+export class APIError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+  ) {
+    super(message);
+  }
+}
+
+function headers(extra: Record<string, string> = {}): Record<string, string> {
+  const h: Record<string, string> = { ...extra };
+  if (conn.key) h['Authorization'] = 'Bearer ' + conn.key;
+  return h;
+}
+
+async function errorOf(r: Response): Promise<APIError> {
+  let msg = `${r.status} ${r.statusText}`;
+  try {
+    const j = await r.json();
+    if (j?.error?.message) msg = j.error.message;
+  } catch {
+    // Not JSON.
+  }
+  if (r.status === 401) msg = 'The server wants an API key: enter it in Settings. (' + msg + ')';
+  return new APIError(msg, r.status);
+}
+
+export async function getJSON<T>(path: string, signal?: AbortSignal): Promise<T> {
+  const r = await fetch(conn.base + path, { headers: headers(), signal, cache: 'no-store' });
+  if (!r.ok) throw await errorOf(r);
+  return (await r.json()) as T;
+}
+
+export async function sendJSON<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const r = await fetch(conn.base + path, {
+    method,
+    headers: headers(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  if (!r.ok) throw await errorOf(r);
+  return (await r.json()) as T;
+}
+
+/** shell calls the desktop shell's own endpoints (start/stop/status). */
+export async function shell<T>(action: 'status' | 'start' | 'stop'): Promise<T> {
+  const r = await fetch('./shell/' + action, { method: action === 'status' ? 'GET' : 'POST', cache: 'no-store' });
+  if (!r.ok) throw await errorOf(r);
+  return (await r.json()) as T;
+}
+
+export function eventsURL(): string {
+  const u = new URL(conn.base + '/v1/events');
+  u.protocol = u.protocol === 'https:' ? 'wss:' : 'ws:';
+  if (conn.key) u.searchParams.set('api_key', conn.key);
+  return u.toString();
+}
+
+// ---- Chat completions ------------------------------------------------
+
+export interface ToolCall {
+  id?: string;
+  type?: string;
+  function: { name: string; arguments: string };
+}
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | 'tool';
+  content: string;
+  reasoning_content?: string;
+  tool_calls?: ToolCall[];
+}
+
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+}
+
+/** ToolCallDelta is one streamed piece of a tool call. */
+export interface ToolCallDelta {
+  index: number;
+  id?: string;
+  type?: string;
+  function?: { name?: string; arguments?: string };
+}
+
+export interface StreamHandlers {
+  onContent(text: string): void;
+  onReasoning(text: string): void;
+  onToolCall(index: number, call: ToolCallDelta): void;
+  onFinish(reason: string | null, usage?: Usage): void;
+}
+
+interface ChunkChoice {
+  delta?: {
+    content?: string | null;
+    reasoning_content?: string | null;
+    tool_calls?: ToolCallDelta[];
+  };
+  finish_reason?: string | null;
+}
+
+/** streamChat posts a streaming chat completion and feeds the deltas to
+ * the handlers until the stream ends or signal aborts it. */
+export async function streamChat(
+  messages: ChatMessage[],
+  opts: { thinking: boolean; maxTokens?: number; signal: AbortSignal },
+  on: StreamHandlers,
+): Promise<void> {
+  const body = {
+    model: 'spool',
+    stream: true,
+    stream_options: { include_usage: true },
+    messages,
+    max_tokens: opts.maxTokens,
+    chat_template_kwargs: { enable_thinking: opts.thinking },
+  };
+  const r = await fetch(conn.base + '/v1/chat/completions', {
+    method: 'POST',
+    headers: headers({ 'Content-Type': 'application/json', Accept: 'text/event-stream' }),
+    body: JSON.stringify(body),
+    signal: opts.signal,
+  });
+  if (!r.ok || !r.body) throw await errorOf(r);
+  const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = '';
+  let finish: string | null = null;
+  let usage: Usage | undefined;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += value;
+    let cut: number;
+    while ((cut = buf.indexOf('\n\n')) >= 0) {
+      const frame = buf.slice(0, cut);
+      buf = buf.slice(cut + 2);
+      for (const line of frame.split('\n')) {
+        if (!line.startsWith('data:')) continue;
+        const data = line.slice(5).trim();
+        if (data === '[DONE]') {
+          on.onFinish(finish, usage);
+          return;
+        }
+        const chunk = JSON.parse(data) as { choices?: ChunkChoice[]; usage?: Usage; error?: { message: string } };
+        if (chunk.error) throw new APIError(chunk.error.message, 500);
+        if (chunk.usage) usage = chunk.usage;
+        for (const c of chunk.choices ?? []) {
+          const d = c.delta;
+          if (d?.reasoning_content) on.onReasoning(d.reasoning_content);
+          if (d?.content) on.onContent(d.content);
+          for (const tc of d?.tool_calls ?? []) on.onToolCall(tc.index, tc);
+          if (c.finish_reason) finish = c.finish_reason;
+        }
+      }
+    }
+  }
+  on.onFinish(finish, usage);
+}

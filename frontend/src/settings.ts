@@ -1,0 +1,129 @@
+// The Settings page: the engine's settings (saved on the machine, applied
+// when the model next starts) and this page's own (API key, theme).
+
+import { conn, getJSON, sendJSON, setKey } from './api';
+import { events } from './events';
+import { h, replace, type Page } from './util';
+
+interface Settings {
+  host: string;
+  port: number;
+  api_key: string;
+  model_dir: string;
+  memory: string;
+  context: number;
+}
+
+interface SettingsResponse {
+  settings: Settings;
+  defaults: Settings;
+  path: string;
+}
+
+export type Theme = 'system' | 'light' | 'dark';
+
+export function applyTheme(t: Theme): void {
+  if (t === 'system') delete document.documentElement.dataset.theme;
+  else document.documentElement.dataset.theme = t;
+  document.dispatchEvent(new Event('spool-theme'));
+}
+
+export class SettingsPage implements Page {
+  title = 'Settings';
+
+  mount(root: HTMLElement): void {
+    const page = h('div', { class: 'page' });
+    replace(root, page);
+    const clientKey = h('input', { type: 'password', id: 'client-key', autocomplete: 'off', value: conn.key, placeholder: 'none' });
+    const theme = h('select', { id: 'theme' }, ...(['system', 'light', 'dark'] as Theme[]).map((t) => h('option', { value: t, selected: (localStorage.getItem('spool.theme') ?? 'system') === t }, t[0].toUpperCase() + t.slice(1))));
+    theme.addEventListener('change', () => {
+      localStorage.setItem('spool.theme', theme.value);
+      applyTheme(theme.value as Theme);
+    });
+    const clientNote = h('p', { class: 'muted', 'aria-live': 'polite' });
+    const client = h(
+      'form',
+      {
+        class: 'card form',
+        onsubmit: (e: Event) => {
+          e.preventDefault();
+          setKey(clientKey.value.trim());
+          events.reconnect();
+          clientNote.textContent = 'Saved in this browser.';
+        },
+      },
+      h('h2', {}, 'This window'),
+      h('div', { class: 'form-grid' }, field('client-key', 'API key to use', clientKey, 'Needed only when the server was started with an API key.'), field('theme', 'Appearance', theme)),
+      h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary' }, 'Save')),
+      clientNote,
+    );
+    const server = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
+    replace(page, h('header', { class: 'page-head' }, h('h1', {}, 'Settings')), server, client);
+    this.loadServer(server);
+  }
+
+  private async loadServer(box: HTMLElement): Promise<void> {
+    let r: SettingsResponse;
+    try {
+      r = await getJSON<SettingsResponse>('/ui/settings');
+    } catch (e) {
+      replace(box, h('p', { class: 'error' }, (e as Error).message));
+      return;
+    }
+    const s = r.settings;
+    const d = r.defaults;
+    const input = (id: string, value: string | number, attrs: Record<string, string | number> = {}) => h('input', { id, value: value || '', ...attrs });
+    const host = input('set-host', s.host, { placeholder: d.host, autocomplete: 'off' });
+    const port = input('set-port', s.port, { type: 'number', min: 1, max: 65535, placeholder: d.port });
+    const key = input('set-key', s.api_key, { type: 'password', autocomplete: 'new-password', placeholder: 'none' });
+    const dir = input('set-model', s.model_dir, { placeholder: 'the demo model', autocomplete: 'off' });
+    const mem = input('set-memory', s.memory, { placeholder: "this machine's memory", autocomplete: 'off' });
+    const ctx = input('set-context', s.context, { type: 'number', min: 256, step: 256, placeholder: d.context });
+    const note = h('p', { class: 'muted', 'aria-live': 'polite' });
+    const form = h(
+      'form',
+      {
+        class: 'card form',
+        onsubmit: async (e: Event) => {
+          e.preventDefault();
+          const next: Settings = {
+            host: host.value.trim(),
+            port: Number(port.value) || 0,
+            api_key: key.value,
+            model_dir: dir.value.trim(),
+            memory: mem.value.trim(),
+            context: Number(ctx.value) || 0,
+          };
+          try {
+            await sendJSON('PUT', '/ui/settings', next);
+            note.className = 'muted';
+            note.textContent = conn.shell ? 'Saved. Stop and start the model from the menu bar to apply.' : 'Saved. Restart Spool to apply.';
+          } catch (err) {
+            note.className = 'error';
+            note.textContent = (err as Error).message;
+          }
+        },
+      },
+      h('h2', {}, 'Engine'),
+      h('p', { class: 'muted small' }, 'Saved in ', h('code', {}, r.path), '.'),
+      h(
+        'div',
+        { class: 'form-grid' },
+        field('set-host', 'Bind address', host, '127.0.0.1 keeps Spool on this machine; any other address needs an API key.'),
+        field('set-port', 'Port', port),
+        field('set-key', 'API key', key, 'Clients send it as “Authorization: Bearer KEY”.'),
+        field('set-model', 'Model directory', dir),
+        field('set-memory', 'Memory budget', mem, 'For example 24GiB; empty plans against all of this machine’s memory.'),
+        field('set-context', 'Context (tokens)', ctx),
+      ),
+      h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary' }, 'Save')),
+      note,
+    );
+    replace(box, form);
+  }
+}
+
+function field(id: string, label: string, control: HTMLElement, hint?: string): HTMLElement {
+  if (hint) control.setAttribute('aria-describedby', id + '-hint');
+  return h('div', { class: 'field' }, h('label', { for: id }, label), control, hint ? h('p', { class: 'hint', id: id + '-hint' }, hint) : null);
+}
