@@ -124,7 +124,9 @@ func (s *Server) stats() map[string]any {
 	runtime.ReadMemStats(&mem)
 	out["memory"] = map[string]any{"go_heap_bytes": mem.HeapAlloc, "go_sys_bytes": mem.Sys}
 	if e := s.eng.Experts; e != nil {
-		out["experts"] = map[string]any{"map": e.ExpertMap(), "hits": e.HitBitmap()}
+		// Hits are not read here: reading clears them, and the events
+		// websocket is their reader.
+		out["experts"] = map[string]any{"map": e.ExpertMap()}
 	}
 	if s.eng.Extra != nil {
 		for k, v := range s.eng.Extra() {

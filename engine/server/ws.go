@@ -30,7 +30,11 @@ type Event struct {
 // Timing of the events websocket.
 const (
 	wsStateInterval   = time.Second
-	wsExpertsInterval = 2 * time.Second
+	// The expert map goes out every wsExpertsInterval while generating (the
+	// heat map animates at 10 updates/s) and every wsExpertsIdleTicks
+	// intervals otherwise.
+	wsExpertsInterval  = 100 * time.Millisecond
+	wsExpertsIdleTicks = 20
 	wsPingInterval    = 30 * time.Second
 	wsWriteTimeout    = 10 * time.Second
 	wsSubscriberQueue = 256
@@ -101,6 +105,7 @@ func (h *hub) run(ctx context.Context, s *Server) {
 	expertTick := time.NewTicker(wsExpertsInterval)
 	defer expertTick.Stop()
 	var last stateEvent
+	idle := 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -115,9 +120,18 @@ func (h *hub) run(ctx context.Context, s *Server) {
 				h.publish(ev)
 			}
 		case <-expertTick.C:
-			if e := s.eng.Experts; e != nil && h.active() {
-				h.publish(Event{Type: "experts", Data: map[string][]byte{"map": e.ExpertMap(), "hits": e.HitBitmap()}})
+			e := s.eng.Experts
+			if e == nil || !h.active() {
+				continue
 			}
+			if s.eng.Scheduler.Stats().State != "generating" {
+				if idle++; idle < wsExpertsIdleTicks {
+					continue
+				}
+			}
+			idle = 0
+			// The hub is HitBitmap's only reader: reading clears it.
+			h.publish(Event{Type: "experts", Data: map[string][]byte{"map": e.ExpertMap(), "hits": e.HitBitmap()}})
 		}
 	}
 }
