@@ -36,7 +36,9 @@ func newBenchKernelsCmd() *cobra.Command {
 attention output shape) cycling through a working set far larger than the
 caches, and the memory read and copy bandwidth over a buffer of the same size
 with the same threads. The ratio is int4-g64 matvec bytes/s over memory read
-bytes/s: how close weight streaming gets to the memory limit.`,
+bytes/s: how close weight streaming gets to the memory limit. The cpu-time
+ratio divides the same bytes by process CPU time instead of wall time, which
+other processes on a shared machine do not inflate.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if seconds <= 0 {
@@ -69,6 +71,10 @@ bytes/s: how close weight streaming gets to the memory limit.`,
 			fmt.Fprintf(tw, "int8-row matvec\t%s\n", gb(res.Int8RowMatVecBytesPerS))
 			fmt.Fprintf(tw, "int4-g64 matmul n=8\t%s\t(weight bytes; 8 inputs per pass)\n", gb(res.Int4G64MatMul8BytesPerS))
 			fmt.Fprintf(tw, "ratio\t%.2f\t(int4-g64 matvec / memory read)\n", res.Ratio)
+			if res.CPURatio > 0 {
+				fmt.Fprintf(tw, "cpu-time ratio\t%.2f\t(%s / %s per CPU-second per thread)\n",
+					res.CPURatio, gb(res.Int4G64MatVecCPUBytesPerS), gb(res.MemoryReadCPUBytesPerS))
+			}
 			return tw.Flush()
 		},
 	}

@@ -47,6 +47,15 @@ type BenchResult struct {
 
 	// Ratio is Int4G64MatVecBytesPerS / MemoryReadBytesPerS.
 	Ratio float64 `json:"ratio"`
+
+	// The CPU figures count the same bytes per second of process CPU time
+	// divided by the thread count: on a machine shared with other work,
+	// wall time includes the time other processes hold the cores, CPU time
+	// does not. Zero where the platform has no process CPU clock.
+	MemoryReadCPUBytesPerS    float64 `json:"memory_read_cpu_bytes_per_s,omitempty"`
+	Int4G64MatVecCPUBytesPerS float64 `json:"int4_g64_matvec_cpu_bytes_per_s,omitempty"`
+	// CPURatio is Int4G64MatVecCPUBytesPerS / MemoryReadCPUBytesPerS.
+	CPURatio float64 `json:"cpu_ratio,omitempty"`
 }
 
 const (
@@ -94,18 +103,25 @@ func BenchKernels(ctx context.Context, opts BenchOptions) (BenchResult, error) {
 	// Alternate the two figures of the ratio and keep the best of each, so
 	// that a burst of load from elsewhere does not skew the ratio.
 	for range 2 {
-		res.MemoryReadBytesPerS = max(res.MemoryReadBytesPerS, b.rate(b.read))
-		res.Int4G64MatVecBytesPerS = max(res.Int4G64MatVecBytesPerS, b.rate(matVec(i4g, 1)))
+		wall, cpu := b.rate(b.read)
+		res.MemoryReadBytesPerS = max(res.MemoryReadBytesPerS, wall)
+		res.MemoryReadCPUBytesPerS = max(res.MemoryReadCPUBytesPerS, cpu)
+		wall, cpu = b.rate(matVec(i4g, 1))
+		res.Int4G64MatVecBytesPerS = max(res.Int4G64MatVecBytesPerS, wall)
+		res.Int4G64MatVecCPUBytesPerS = max(res.Int4G64MatVecCPUBytesPerS, cpu)
 	}
-	res.Int4G64MatMul8BytesPerS = b.rate(matVec(i4g, 8))
-	res.Int4RowMatVecBytesPerS = b.rate(matVec(b.matrices(Int4Row), 1))
-	res.Int8RowMatVecBytesPerS = b.rate(matVec(b.matrices(Int8Row), 1))
-	res.MemoryCopyBytesPerS = b.rate(b.copy)
+	res.Int4G64MatMul8BytesPerS, _ = b.rate(matVec(i4g, 8))
+	res.Int4RowMatVecBytesPerS, _ = b.rate(matVec(b.matrices(Int4Row), 1))
+	res.Int8RowMatVecBytesPerS, _ = b.rate(matVec(b.matrices(Int8Row), 1))
+	res.MemoryCopyBytesPerS, _ = b.rate(b.copy)
 	if b.err != nil {
 		return BenchResult{}, fmt.Errorf("kernels: benchmark: %w", b.err)
 	}
 	if res.MemoryReadBytesPerS > 0 {
 		res.Ratio = res.Int4G64MatVecBytesPerS / res.MemoryReadBytesPerS
+	}
+	if res.MemoryReadCPUBytesPerS > 0 {
+		res.CPURatio = res.Int4G64MatVecCPUBytesPerS / res.MemoryReadCPUBytesPerS
 	}
 	return res, nil
 }
@@ -157,23 +173,28 @@ func (b *bencher) matrices(f Format) []*Matrix {
 }
 
 // rate runs op(0), op(1), ... for opts.Seconds after one warm-up call and
-// returns the bytes op reported per second.
-func (b *bencher) rate(op func(i int) int64) float64 {
+// returns the bytes op reported per second of wall time and per second of
+// process CPU time over the thread count (0 without a CPU clock).
+func (b *bencher) rate(op func(i int) int64) (wall, cpu float64) {
 	if b.err != nil {
-		return 0
+		return 0, 0
 	}
 	op(0)
 	var bytes int64
-	start := time.Now()
+	start, cpu0 := time.Now(), processCPUTime()
 	budget := time.Duration(b.opts.Seconds * float64(time.Second))
 	for i := 1; ; i++ {
 		if err := b.ctx.Err(); err != nil {
 			b.err = err
-			return 0
+			return 0, 0
 		}
 		bytes += op(i)
 		if el := time.Since(start); el >= budget {
-			return float64(bytes) / el.Seconds()
+			wall = float64(bytes) / el.Seconds()
+			if c := processCPUTime() - cpu0; cpu0 > 0 && c > 0 {
+				cpu = float64(bytes) / (c.Seconds() / float64(b.opts.Threads))
+			}
+			return wall, cpu
 		}
 	}
 }

@@ -69,6 +69,9 @@ func TestBenchKernelsReports(t *testing.T) {
 			t.Errorf("%s = %g, want a positive figure", name, v)
 		}
 	}
+	if processCPUTime() > 0 && !(res.CPURatio > 0 && res.MemoryReadCPUBytesPerS > 0 && res.Int4G64MatVecCPUBytesPerS > 0) {
+		t.Errorf("CPU-time figures missing: %+v", res)
+	}
 	if res.Threads != 2 || res.CPUFeatures == "" || res.WorkingSetBytes < 64<<20 {
 		t.Errorf("result header %+v", res)
 	}

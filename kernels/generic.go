@@ -54,27 +54,32 @@ func goVecMatRange(y []float32, m *Matrix, x []float32, c0, c1 int) {
 	}
 }
 
-// goF32MatVecRange sets out[r] for r in [r0, r1) to the dot product of x with
-// the f32 row r of m stored stride values apart.
-func goF32MatVecRange(out []float32, m *Matrix, stride int, x []float32, r0, r1 int) {
-	for r := r0; r < r1; r++ {
-		var acc float32
-		for i, w := range m.F32[r*stride : r*stride+m.Cols] {
-			acc += w * x[i]
+// goF32DotsRange sets out[b*ys+t] for rows t in [t0, t1) and queries b < n
+// to the dot product of a[b*width:][:width] with the row stored at
+// rows[t*stride:], in column order.
+func goF32DotsRange(out, a []float32, n, width int, rows []float32, stride, ys, t0, t1 int) {
+	for b := range n {
+		q := a[b*width : (b+1)*width]
+		for t := t0; t < t1; t++ {
+			var acc float32
+			for i, w := range rows[t*stride : t*stride+width] {
+				acc += w * q[i]
+			}
+			out[b*ys+t] = acc
 		}
-		out[r] = acc
 	}
 }
 
-// goF32VecMatRange sets y[i] for i in [c0, c1) to sum_r x[r] W[r, i] over f32
-// rows stored stride values apart.
-func goF32VecMatRange(y []float32, m *Matrix, stride int, x []float32, c0, c1 int) {
-	y = y[c0:c1]
-	clear(y)
-	for r := 0; r < m.Rows; r++ {
-		xr := x[r]
-		for i, w := range m.F32[r*stride+c0 : r*stride+c1] {
-			y[i] += xr * w
+// goF32WSumRange sets y[b*width+i] for i in [c0, c1) and b < n to
+// sum_t coef[b*nrows+t] rows[t*stride+i], in row order.
+func goF32WSumRange(y, coef []float32, n int, rows []float32, nrows, stride, width, c0, c1 int) {
+	for b := range n {
+		yb := y[b*width+c0 : b*width+c1]
+		clear(yb)
+		for t, ct := range coef[b*nrows : (b+1)*nrows] {
+			for i, w := range rows[t*stride+c0 : t*stride+c1] {
+				yb[i] += ct * w
+			}
 		}
 	}
 }

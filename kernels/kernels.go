@@ -8,14 +8,14 @@ import (
 
 // Work below these sizes stays on the calling goroutine: starting goroutines
 // costs microseconds, which is the whole budget of a small matrix (the demo
-// model's 256x128 projections take about a microsecond).
+// model's 256x128 projections take well under a microsecond).
 const (
 	// minParallelBytes is the weight bytes (scaled by the batch, see
 	// matMulWork) a thread must have to be worth starting.
 	minParallelBytes = 128 << 10
-	// rowAlign keeps thread row ranges on multiples of the 4-row SIMD tile.
-	rowAlign = 4
-	// colAlign keeps VecMat column ranges on whole 64-column blocks.
+	// rowAlign keeps thread row ranges on multiples of the SIMD row tiles.
+	rowAlign = 16
+	// colAlign keeps column ranges on multiples of the 16-column chunks.
 	colAlign = 64
 )
 
@@ -30,8 +30,8 @@ func MatVec(y []float32, m *Matrix, x []float32) {
 }
 
 // MatMul sets Y[n, Rows] = X[n, Cols] W^T: for each b < n, y[b*Rows:][:Rows]
-// is m applied to x[b*Cols:][:Cols]. Each decoded weight block is reused for
-// up to 8 inputs, and large matrices are split by rows across
+// is m applied to x[b*Cols:][:Cols]. Each decoded weight chunk is reused for
+// up to 4 inputs, and large matrices are split by rows across
 // runtime.GOMAXPROCS threads. Row b of the result is bit-identical to MatVec
 // of row b of x, whatever n and the thread count.
 func MatMul(y []float32, m *Matrix, x []float32, n int) {
@@ -40,38 +40,76 @@ func MatMul(y []float32, m *Matrix, x []float32, n int) {
 
 // VecMat sets y[i] = sum_r x[r] W[r,i]: x has m.Rows values and y m.Cols
 // (the transposed product, e.g. a query times a weight slice in absorbed
-// attention). Each y[i] accumulates the rows in order, so the result does not
-// depend on the thread count.
+// attention). Each y[i] sums the even rows and the odd rows in order, then
+// adds the two, so the result does not depend on the thread count.
 func VecMat(y []float32, m *Matrix, x []float32) {
 	vecMat(y, m, x, runtime.GOMAXPROCS(0))
 }
 
-// DotRows sets out[t] = Dot(a, rows[t*stride:][:len(a)]) for t < len(out)
-// (computed by the f32 matrix kernel, so it may differ from Dot in the last
-// bits): a query against len(out) cached keys stored stride values apart.
+// DotRows sets out[t] = Dot(a, rows[t*stride:][:len(a)]) for t < len(out):
+// a query against len(out) cached keys stored stride values apart. It is
+// computed by the f32 matrix kernel (the result is bit-identical to MatVec
+// of the rows as an F32 matrix, and may differ from Dot in the last bits).
 func DotRows(out, a, rows []float32, stride int) {
-	if len(out) == 0 {
+	DotRowsMulti(out, a, 1, rows, stride)
+}
+
+// DotRowsMulti is DotRows for n queries at once, e.g. all heads of a token
+// against a shared latent cache: with width = len(a)/n and keys =
+// len(out)/n, out[b*keys+t] = Dot(a[b*width:][:width], rows[t*stride:]).
+// Each key row is loaded once for up to 4 queries. Row b of out is
+// bit-identical to DotRows(out[b*keys:][:keys], a[b*width:][:width], rows,
+// stride).
+func DotRowsMulti(out, a []float32, n int, rows []float32, stride int) {
+	if len(out) == 0 || n <= 0 {
 		return
 	}
-	checkStrided("DotRows", len(out), len(a), len(rows), stride)
-	m := &Matrix{Format: F32, Rows: len(out), Cols: len(a), F32: rows}
-	dotRows(out, m, stride, a, runtime.GOMAXPROCS(0))
+	if len(a)%n != 0 || len(out)%n != 0 {
+		panic(fmt.Sprintf("kernels: DotRowsMulti of %d queries needs multiples of %d values, have %d queries and %d outputs",
+			n, n, len(a), len(out)))
+	}
+	width, keys := len(a)/n, len(out)/n
+	checkStrided("DotRows", keys, width, len(rows), stride)
+	threads := runtime.GOMAXPROCS(0)
+	if parallelism(threads, 4*keys*width*(n+1)/2, keys, rowAlign) <= 1 {
+		f32DotsRange(out, a, n, width, rows, stride, keys, 0, keys)
+		return
+	}
+	dotRows(out, a, n, width, rows, stride, keys, threads)
 }
 
 // WeightedSum sets y[i] = sum_t coef[t] rows[t*stride+i] for i < len(y),
-// accumulating t in order: attention probabilities times cached values
-// stored stride values apart.
+// summing the even t and the odd t in order, then adding the two: attention
+// probabilities times cached values stored stride values apart.
 func WeightedSum(y, coef, rows []float32, stride int) {
-	if len(y) == 0 {
+	WeightedSumMulti(y, coef, 1, rows, stride)
+}
+
+// WeightedSumMulti is WeightedSum for n coefficient vectors over the same
+// rows in one call, e.g. every head's probabilities times a shared latent
+// cache: with width = len(y)/n and keys = len(coef)/n, y[b*width:][:width]
+// is bit for bit WeightedSum(y[b*width:][:width], coef[b*keys:][:keys],
+// rows, stride).
+func WeightedSumMulti(y, coef []float32, n int, rows []float32, stride int) {
+	if len(y) == 0 || n <= 0 {
 		return
+	}
+	if len(y)%n != 0 || len(coef)%n != 0 {
+		panic(fmt.Sprintf("kernels: WeightedSumMulti of %d vectors needs multiples of %d values, have %d outputs and %d coefficients",
+			n, n, len(y), len(coef)))
 	}
 	if len(coef) == 0 {
 		clear(y)
 		return
 	}
-	checkStrided("WeightedSum", len(coef), len(y), len(rows), stride)
-	m := &Matrix{Format: F32, Rows: len(coef), Cols: len(y), F32: rows}
-	weightedSum(y, m, stride, coef, runtime.GOMAXPROCS(0))
+	width, keys := len(y)/n, len(coef)/n
+	checkStrided("WeightedSum", keys, width, len(rows), stride)
+	threads := runtime.GOMAXPROCS(0)
+	if parallelism(threads, 4*keys*width*n, width, colAlign) <= 1 {
+		f32WSumRange(y, coef, n, rows, keys, stride, width, 0, width)
+		return
+	}
+	weightedSum(y, coef, n, rows, keys, stride, width, threads)
 }
 
 func checkStrided(name string, n, width, have, stride int) {
@@ -98,14 +136,17 @@ func matMul(y []float32, m *Matrix, x []float32, n, threads int) {
 		panic(fmt.Sprintf("kernels: MatMul of [%d, %d] over %d inputs needs x of %d and y of %d values, have %d and %d",
 			m.Rows, m.Cols, n, n*m.Cols, n*m.Rows, len(x), len(y)))
 	}
-	xp := permuteInput(m, x, n)
 	parts := parallelism(threads, matMulWork(m, n), m.Rows, rowAlign)
+	if parts <= 1 {
+		matMulRange(y, m, x, n, 0, m.Rows)
+		return
+	}
 	split(m.Rows, parts, rowAlign, func(r0, r1 int) {
-		matMulRange(y, m, x, xp, n, r0, r1)
+		matMulRange(y, m, x, n, r0, r1)
 	})
 }
 
-// matMulWork is the weight bytes of m scaled by the batch: decoding a block
+// matMulWork is the weight bytes of m scaled by the batch: decoding a chunk
 // costs about as much as applying it to two inputs.
 func matMulWork(m *Matrix, n int) int {
 	return m.Rows * m.RowBytes() * (n + 1) / 2
@@ -117,24 +158,27 @@ func vecMat(y []float32, m *Matrix, x []float32, threads int) {
 		panic(fmt.Sprintf("kernels: VecMat of [%d, %d] needs x of %d and y of %d values, have %d and %d",
 			m.Rows, m.Cols, m.Rows, m.Cols, len(x), len(y)))
 	}
-	yp := vecMatScratch(m)
 	parts := parallelism(threads, m.Rows*m.RowBytes(), m.Cols, colAlign)
+	if parts <= 1 {
+		vecMatRange(y, m, x, 0, m.Cols)
+		return
+	}
 	split(m.Cols, parts, colAlign, func(c0, c1 int) {
-		vecMatRange(y, m, x, yp, c0, c1)
+		vecMatRange(y, m, x, c0, c1)
 	})
 }
 
-func dotRows(out []float32, m *Matrix, stride int, a []float32, threads int) {
-	parts := parallelism(threads, 4*m.Rows*m.Cols, m.Rows, rowAlign)
-	split(m.Rows, parts, rowAlign, func(r0, r1 int) {
-		f32MatVecRange(out, m, stride, a, r0, r1)
+func dotRows(out, a []float32, n, width int, rows []float32, stride, keys, threads int) {
+	parts := parallelism(threads, 4*keys*width*(n+1)/2, keys, rowAlign)
+	split(keys, parts, rowAlign, func(t0, t1 int) {
+		f32DotsRange(out, a, n, width, rows, stride, keys, t0, t1)
 	})
 }
 
-func weightedSum(y []float32, m *Matrix, stride int, coef []float32, threads int) {
-	parts := parallelism(threads, 4*m.Rows*m.Cols, m.Cols, colAlign)
-	split(m.Cols, parts, colAlign, func(c0, c1 int) {
-		f32VecMatRange(y, m, stride, coef, c0, c1)
+func weightedSum(y, coef []float32, n int, rows []float32, keys, stride, width, threads int) {
+	parts := parallelism(threads, 4*keys*width*n, width, colAlign)
+	split(width, parts, colAlign, func(c0, c1 int) {
+		f32WSumRange(y, coef, n, rows, keys, stride, width, c0, c1)
 	})
 }
 

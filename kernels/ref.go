@@ -2,10 +2,15 @@ package kernels
 
 // MatVecRef is the reference y[r] = sum_i W[r,i] x[i] for every row r.
 //
-// Accumulation order (the contract fast paths keep within float32 rounding):
-// for quantized formats, per scale group the integer-valued products
-// q*x are summed in float32 in column order, then multiplied by the group's
-// scale and added to the row's float32 accumulator.
+// Accumulation order: for quantized formats, per scale group the
+// integer-valued products q*x are summed in float32 in column order, then
+// multiplied by the group's scale and added to the row's float32
+// accumulator. Fast paths keep the structure that matters (per-group float32
+// partial sums of q*x, then times the scale) and stay within 1e-5 of
+// sum|w x| of this reference, but sum in another fixed order: the SIMD
+// kernels use 16 lanes of 16-column chunks and a fixed lane tree (see
+// simd.c), the same on every instruction set; the pure-Go fallback uses
+// exactly this order.
 func MatVecRef(y []float32, m *Matrix, x []float32) {
 	for r := 0; r < m.Rows; r++ {
 		y[r] = rowDotRef(m, r, x)

@@ -6,8 +6,8 @@ package kernels
 // SIMD is part of every arm64 CPU.
 func haveSIMD() bool { return true }
 
-// int4Decoder is the only decoder simd.c has on arm64 (NEON).
-func int4Decoder() int { return 0 }
+// simdISA is the only instruction set simd.c has on arm64 (NEON).
+func simdISA() int { return 0 }
 
 // Features names the instruction set the kernels use on this machine.
 func Features() string { return "neon (cgo)" }

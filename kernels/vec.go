@@ -3,7 +3,8 @@ package kernels
 // Vector helpers for attention and residual arithmetic. They are plain Go:
 // at head-sized lengths (64-256) a cgo call would cost more than the work.
 // For many dot products against a cache use DotRows and WeightedSum, which
-// batch the work into one SIMD call.
+// batch the work into one SIMD call, or DotRowsMulti and WeightedSumMulti,
+// which do it for several queries (heads) in one call.
 
 // Dot returns sum_i a[i] b[i] over len(a) values (b must be at least as
 // long). It sums four interleaved partial sums (i mod 4) and adds them as

@@ -1,0 +1,18 @@
+package kernels
+
+import "testing"
+
+// loopCPU runs body under b.Loop and reports the process CPU time per
+// iteration as "cpu-ns/op" (when the platform has the clock): on a shared
+// machine wall time counts the time other processes hold the cores, CPU time
+// does not.
+func loopCPU(b *testing.B, body func()) {
+	b.Helper()
+	c0 := processCPUTime()
+	for b.Loop() {
+		body()
+	}
+	if c0 > 0 {
+		b.ReportMetric(float64(processCPUTime()-c0)/float64(b.N), "cpu-ns/op")
+	}
+}
