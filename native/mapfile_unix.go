@@ -24,7 +24,7 @@ func MapFile(f *os.File) ([]byte, error) {
 	if st.Size() != int64(int(st.Size())) {
 		return nil, fmt.Errorf("native: map %s: %d bytes do not fit the address space", f.Name(), st.Size())
 	}
-	b, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	b, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED|mapPopulate)
 	if err != nil {
 		return nil, fmt.Errorf("native: map %s: mmap: %w", f.Name(), err)
 	}

@@ -33,15 +33,18 @@ func (m *Model) attention(y *layer, x []float32, rows []row, cacheOf func(*kvcac
 	nh, dn, dr, dv, rkv := c.NumHeads, c.QKNopeHeadDim, c.QKRopeHeadDim, c.VHeadDim, c.KVLoraRank
 	dq, W := dn+dr, rkv+dr
 
-	cq := make([]float32, R*c.QLoraRank)
+	cq := m.scratch.get(R * c.QLoraRank)
+	defer m.scratch.put(cq)
 	kernels.MatMul(cq, y.qA, x, R)
 	for i := 0; i < R; i++ {
 		v := cq[i*c.QLoraRank : (i+1)*c.QLoraRank]
 		rmsNorm(v, v, y.qANorm, 1e-6)
 	}
-	q := make([]float32, R*nh*dq)
+	q := m.scratch.get(R * nh * dq)
+	defer m.scratch.put(q)
 	kernels.MatMul(q, y.qB, cq, R)
-	kv := make([]float32, R*W)
+	kv := m.scratch.get(R * W)
+	defer m.scratch.put(kv)
 	kernels.MatMul(kv, y.kvA, x, R)
 	for i, r := range rows {
 		for hd := 0; hd < nh; hd++ {
@@ -67,7 +70,8 @@ func (m *Model) attention(y *layer, x []float32, rows []row, cacheOf func(*kvcac
 		cacheOf(r.seq).Append(kv[i*W:(i+1)*W], ik)
 	}
 
-	ctx := make([]float32, R*nh*dv)
+	ctx := m.scratch.get(R * nh * dv) // every head of every row is written
+	defer m.scratch.put(ctx)
 	for start := 0; start < R; {
 		end := start + 1
 		for end < R && rows[end].seq == rows[start].seq {
@@ -80,7 +84,7 @@ func (m *Model) attention(y *layer, x []float32, rows []row, cacheOf func(*kvcac
 		}
 		start = end
 	}
-	out := make([]float32, R*H)
+	out := m.scratch.get(R * H) // the caller puts it back
 	kernels.MatMul(out, y.o, ctx, R)
 	return out, sel
 }
@@ -238,10 +242,19 @@ func keysOf(sel [][]int, i, pos int) []int {
 	return sel[i]
 }
 
+// minParallelJobs is the fewest jobs (a head of a row, a row of the
+// indexer) worth spreading over goroutines.
+const minParallelJobs = 32
+
 // parallelFor splits [0, n) into contiguous chunks run on up to GOMAXPROCS
 // goroutines and waits for them. Results must not depend on the split.
+// Below minParallelJobs jobs it runs inline: starting goroutines costs more
+// than a few heads of one token.
 func parallelFor(n int, body func(lo, hi int)) {
 	workers := min(runtime.GOMAXPROCS(0), n)
+	if n < minParallelJobs {
+		workers = 1
+	}
 	if workers <= 1 {
 		body(0, n)
 		return

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/spoolhq/spool/engine/generate"
+	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/internal/fixtures"
 )
 
@@ -19,5 +20,35 @@ func BenchmarkMiniLong(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkMiniPrefill is the prefill of glm52-mini's 136-token long prompt.
+func BenchmarkMiniPrefill(b *testing.B) {
+	d := openB(b, "glm52-mini")
+	refs, _ := fixtures.LoadRefs(b, "glm52-mini")
+	prompt := refs.Cases[2].PromptIDs
+	for b.Loop() {
+		seq := d.Model.NewSequence(0)
+		if _, err := d.Model.Forward(context.Background(), []model.Request{{Seq: seq, Tokens: prompt}}, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkMiniDecode is one decode step after the long prompt.
+func BenchmarkMiniDecode(b *testing.B) {
+	d := openB(b, "glm52-mini")
+	refs, _ := fixtures.LoadRefs(b, "glm52-mini")
+	prompt := refs.Cases[2].PromptIDs
+	seq := d.Model.NewSequence(0)
+	if _, err := d.Model.Forward(context.Background(), []model.Request{{Seq: seq, Tokens: prompt}}, nil); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := d.Model.Forward(context.Background(), []model.Request{{Seq: seq, Tokens: []int{42}}}, nil); err != nil {
+			b.Fatal(err)
+		}
+		seq.Trim(len(prompt))
 	}
 }

@@ -252,6 +252,7 @@ func (m *Model) forwardRows(ctx context.Context, reqs []Request, rows []row, tr 
 		for i := range h {
 			h[i] += attn[i]
 		}
+		m.scratch.put(attn)
 		for i := 0; i < R; i++ {
 			rmsNorm(x[i*H:(i+1)*H], h[i*H:(i+1)*H], y.postNorm, c.RMSNormEps)
 		}
@@ -262,6 +263,7 @@ func (m *Model) forwardRows(ctx context.Context, reqs []Request, rows []row, tr 
 		for i := range h {
 			h[i] += ffn[i]
 		}
+		m.scratch.put(ffn)
 		if tr != nil {
 			tr.Hidden = append(tr.Hidden, splitRows(slices.Clone(h), H))
 		}

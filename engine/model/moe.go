@@ -13,6 +13,10 @@ import (
 	"github.com/spoolhq/spool/kernels"
 )
 
+// minParallelExpertRows is the fewest (row, expert) pairs worth applying
+// on several goroutines.
+const minParallelExpertRows = 32
+
 // mlpForward applies the layer's MLP (dense, or shared + routed experts) to
 // the R rows of x.
 func (m *Model) mlpForward(ctx context.Context, y *layer, x []float32, R int, tr *Trace) ([]float32, error) {
@@ -32,7 +36,7 @@ func (m *Model) denseMLP(p *mlp, x []float32, R int) []float32 {
 	for i := range g {
 		g[i] = silu(g[i]) * u[i]
 	}
-	out := make([]float32, R*p.down.Rows)
+	out := m.scratch.get(R * p.down.Rows) // the caller puts it back
 	kernels.MatMul(out, p.down, g, R)
 	m.scratch.put(g)
 	m.scratch.put(u)
@@ -147,34 +151,49 @@ func (m *Model) moe(ctx context.Context, y *layer, x []float32, R int, tr *Trace
 		idx int
 		ex  *experts.Expert
 	}
+	apply := func(j job) {
+		if j.ex == nil {
+			out = m.denseMLP(y.shared, x, R)
+			return
+		}
+		us := users[union[j.idx]]
+		n := len(us)
+		xs := m.scratch.get(n * H)
+		for b, u := range us {
+			copy(xs[b*H:(b+1)*H], x[u.row*H:(u.row+1)*H])
+		}
+		ys := m.denseMLP(&mlp{gate: j.ex.Gate, up: j.ex.Up, down: j.ex.Down}, xs, n)
+		lease.Done(j.idx)
+		for b, u := range us {
+			copy(expertOut[(u.row*k+u.slot)*H:(u.row*k+u.slot+1)*H], ys[b*H:(b+1)*H])
+		}
+		m.scratch.put(xs)
+		m.scratch.put(ys)
+	}
+	// A decode step's few experts are applied inline: handing them to
+	// another goroutine costs more than it saves.
 	jobs := make(chan job)
 	var wg sync.WaitGroup
-	for range max(1, runtime.GOMAXPROCS(0)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range jobs {
-				if j.ex == nil {
-					out = m.denseMLP(y.shared, x, R)
-					continue
+	if R*k >= minParallelExpertRows {
+		for range max(1, runtime.GOMAXPROCS(0)) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := range jobs {
+					apply(j)
 				}
-				us := users[union[j.idx]]
-				n := len(us)
-				xs := m.scratch.get(n * H)
-				for b, u := range us {
-					copy(xs[b*H:(b+1)*H], x[u.row*H:(u.row+1)*H])
-				}
-				ys := m.denseMLP(&mlp{gate: j.ex.Gate, up: j.ex.Up, down: j.ex.Down}, xs, n)
-				lease.Done(j.idx)
-				for b, u := range us {
-					copy(expertOut[(u.row*k+u.slot)*H:(u.row*k+u.slot+1)*H], ys[b*H:(b+1)*H])
-				}
-				m.scratch.put(xs)
-			}
-		}()
+			}()
+		}
+	}
+	submit := func(j job) {
+		if R*k >= minParallelExpertRows {
+			jobs <- j
+		} else {
+			apply(j)
+		}
 	}
 	if y.shared != nil {
-		jobs <- job{idx: -1}
+		submit(job{idx: -1})
 	}
 	var leaseErr error
 	for {
@@ -186,7 +205,7 @@ func (m *Model) moe(ctx context.Context, y *layer, x []float32, R int, tr *Trace
 			leaseErr = fmt.Errorf("model: layer %d: %w", y.index, err)
 			break
 		}
-		jobs <- job{idx: idx, ex: ex}
+		submit(job{idx: idx, ex: ex})
 	}
 	close(jobs)
 	wg.Wait()
@@ -194,7 +213,8 @@ func (m *Model) moe(ctx context.Context, y *layer, x []float32, R int, tr *Trace
 		return nil, leaseErr
 	}
 	if out == nil {
-		out = make([]float32, R*H)
+		out = m.scratch.get(R * H)
+		clear(out)
 	}
 
 	order := make([]int, k)

@@ -52,6 +52,7 @@ func (m *Model) MTPForward(ctx context.Context, seq *kvcache.Sequence, pos0 int,
 	for i := range h {
 		h[i] += attn[i]
 	}
+	m.scratch.put(attn)
 	for i := 0; i < R; i++ {
 		rmsNorm(x[i*H:(i+1)*H], h[i*H:(i+1)*H], y.postNorm, c.RMSNormEps)
 	}
@@ -63,6 +64,7 @@ func (m *Model) MTPForward(ctx context.Context, seq *kvcache.Sequence, pos0 int,
 	for i := range h {
 		h[i] += ffn[i]
 	}
+	m.scratch.put(ffn)
 	first := 0
 	if lastOnly {
 		first = R - 1
