@@ -32,6 +32,7 @@ type runFlags struct {
 	noMTP       bool
 	noDSA       bool
 	stream      bool
+	speculative bool
 	mem         memoryFlags
 }
 
@@ -63,6 +64,7 @@ func newRunCmd() *cobra.Command {
 	fl.BoolVar(&f.noMTP, "no-mtp", false, "do not load the MTP draft layer (no speculative decoding)")
 	fl.BoolVar(&f.noDSA, "no-dsa", false, "dense attention even where the DSA indexer would select")
 	fl.BoolVar(&f.stream, "stream", false, "stream routed experts from disk even when they all fit in memory")
+	fl.BoolVar(&f.speculative, "speculative", false, "draft tokens with the MTP layer and verify them in one forward (default: on when experts stream from disk, where a forward costs reads; off when the whole model is in memory, where it costs compute)")
 	f.mem.register(fl)
 	cmd.MarkFlagsMutuallyExclusive("prompt", "chat", "prompt-ids")
 	cmd.MarkFlagsOneRequired("prompt", "chat", "prompt-ids")
@@ -111,8 +113,13 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		return err
 	}
 	opts := modeldir.Options{Model: model.Options{DisableMTP: f.noMTP, DisableDSA: f.noDSA}}
-	if f.stream || !p.AllExpertsCached() {
+	streaming := f.stream || !p.AllExpertsCached()
+	if streaming {
 		opts.Experts = streamedExperts(p, usagePath(dir))
+	}
+	speculate := streaming
+	if cmd.Flags().Changed("speculative") {
+		speculate = f.speculative
 	}
 	lm, err := loadOpened(ctx, d, opts)
 	if err != nil {
@@ -146,7 +153,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		return errors.New("the prompt is empty")
 	}
 
-	params := generate.Params{MaxTokens: f.maxTokens, StopTokens: cfg.EOSTokenIDs, Speculative: m.HasMTP()}
+	params := generate.Params{MaxTokens: f.maxTokens, StopTokens: cfg.EOSTokenIDs, Speculative: speculate && m.HasMTP()}
 	params.Sampling = samplingFor(cfg.Generation.DoSample, cfg.Generation.Temperature, cfg.Generation.TopP, cfg.Generation.TopK)
 	if f.temperature >= 0 {
 		params.Temperature = f.temperature

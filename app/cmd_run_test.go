@@ -38,7 +38,7 @@ func TestRunMatchesReference(t *testing.T) {
 	refs, _ := fixtures.LoadRefs(t, "glm52-mini")
 	dir := fixtures.Path(t, "glm52-mini")
 	cs := refs.Cases[1]
-	for _, extra := range [][]string{nil, {"--no-mtp"}, {"--stream", "--memory", "8GiB", "--expert-cache", "1MiB"}} {
+	for _, extra := range [][]string{nil, {"--no-mtp"}, {"--speculative"}, {"--stream", "--memory", "8GiB", "--expert-cache", "1MiB"}} {
 		args := append([]string{"--model", dir, "--prompt-ids", idsFlag(cs.PromptIDs), "--max-tokens", "16", "--temperature", "0", "--json"}, extra...)
 		out, err := runRunCmd(t, args...)
 		if err != nil {
