@@ -29,15 +29,15 @@ type Event struct {
 
 // Timing of the events websocket.
 const (
-	wsStateInterval   = time.Second
+	wsStateInterval = time.Second
 	// The expert map goes out every wsExpertsInterval while generating (the
 	// heat map animates at 10 updates/s) and every wsExpertsIdleTicks
 	// intervals otherwise.
 	wsExpertsInterval  = 100 * time.Millisecond
 	wsExpertsIdleTicks = 20
-	wsPingInterval    = 30 * time.Second
-	wsWriteTimeout    = 10 * time.Second
-	wsSubscriberQueue = 256
+	wsPingInterval     = 30 * time.Second
+	wsWriteTimeout     = 10 * time.Second
+	wsSubscriberQueue  = 256
 )
 
 // hub fans events out to websocket subscribers. A subscriber that falls
