@@ -4,35 +4,18 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	sharedfixtures "github.com/spoolhq/spool/internal/fixtures"
 )
 
 // fitFixturesDir returns ../shared/fixtures relative to the module root,
 // skipping the test when it is absent.
 func fitFixturesDir(t *testing.T) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-	fx := filepath.Join(dir, "..", "shared", "fixtures")
-	if _, err := os.Stat(fx); err != nil {
-		t.Skipf("fixtures not available at %s: %v", fx, err)
-	}
-	return fx
+	return sharedfixtures.Root(t)
 }
 
 // runSpool runs the root command with args and returns its output.

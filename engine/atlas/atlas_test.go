@@ -10,31 +10,14 @@ import (
 	"testing"
 
 	"github.com/spoolhq/spool/engine/modeldir"
+	sharedfixtures "github.com/spoolhq/spool/internal/fixtures"
 )
 
 // fixturesDir returns ../shared/fixtures relative to the module root, or
 // skips the test when it is absent.
 func fixturesDir(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-	fx := filepath.Join(dir, "..", "shared", "fixtures")
-	if _, err := os.Stat(fx); err != nil {
-		t.Skipf("fixtures directory %s is absent: %v", fx, err)
-	}
-	return fx
+	return sharedfixtures.Root(t)
 }
 
 // run builds a one-layer run with the given counts.

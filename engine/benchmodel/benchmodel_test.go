@@ -16,31 +16,14 @@ import (
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/engine/plan"
+	sharedfixtures "github.com/spoolhq/spool/internal/fixtures"
 )
 
 // fixtures returns ../shared/fixtures relative to the module root, skipping
 // the test when it is absent.
 func fixtures(t *testing.T) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-	fx := filepath.Join(dir, "..", "shared", "fixtures")
-	if _, err := os.Stat(fx); err != nil {
-		t.Skipf("fixtures not available at %s: %v", fx, err)
-	}
-	return fx
+	return sharedfixtures.Root(t)
 }
 
 func TestConfigIsGLM52(t *testing.T) {

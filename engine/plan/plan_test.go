@@ -2,13 +2,13 @@ package plan
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/container"
+	sharedfixtures "github.com/spoolhq/spool/internal/fixtures"
 )
 
 const gib = 1 << 30
@@ -17,25 +17,7 @@ const gib = 1 << 30
 // the test when it is absent.
 func fixtures(t *testing.T) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-	fx := filepath.Join(dir, "..", "shared", "fixtures")
-	if _, err := os.Stat(fx); err != nil {
-		t.Skipf("fixtures not available at %s: %v", fx, err)
-	}
-	return fx
+	return sharedfixtures.Root(t)
 }
 
 func realConfig(t *testing.T) *config.Config {
