@@ -7,7 +7,7 @@ import (
 	"fmt"
 )
 
-// DiskFree is not implemented on this system; it returns an error wrapping
+// DiskFree is unsupported on this system (no such OS service here); it returns an error wrapping
 // errors.ErrUnsupported.
 func DiskFree(path string) (DiskSpace, error) {
 	return DiskSpace{}, fmt.Errorf("native: disk space of %q: %w", path, errors.ErrUnsupported)

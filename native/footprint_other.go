@@ -7,12 +7,12 @@ import (
 	"fmt"
 )
 
-// Footprint is not implemented on this system.
+// Footprint is unsupported on this system (no such OS service here).
 func Footprint() (FootprintSample, error) {
 	return FootprintSample{}, fmt.Errorf("native: footprint: %w", errors.ErrUnsupported)
 }
 
-// MachineMemory is not implemented on this system.
+// MachineMemory is unsupported on this system (no such OS service here).
 func MachineMemory() (total, available uint64, err error) {
 	return 0, 0, fmt.Errorf("native: machine memory: %w", errors.ErrUnsupported)
 }

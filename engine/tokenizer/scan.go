@@ -12,7 +12,7 @@ import (
 // spends more than a second on them, so splitDocument decodes those two values
 // with a hand-written scanner and hands the rest of the file, with both
 // replaced by null, to encoding/json. The scanner decodes strings exactly as
-// encoding/json does (escapes, \uXXXX surrogate pairs, invalid surrogates and
+// encoding/json does (escapes, \u escapes with surrogate pairs, invalid surrogates and
 // invalid UTF-8 become U+FFFD) and accepts exactly the JSON syntax it accepts.
 
 // maxDepth is encoding/json's nesting limit.
