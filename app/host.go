@@ -6,13 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
 
-	"github.com/spoolhq/spool/engine/config"
-	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/experts"
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/modeldir"
@@ -212,41 +209,28 @@ func (h *engineHost) run(ctx context.Context, cfg hostConfig) error {
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = 4
 	}
-	p, err := hostPlan(cfg)
+	d, err := modeldir.OpenHeaders(cfg.ModelDir)
 	if err != nil {
+		return err
+	}
+	p, err := hostPlan(d, cfg)
+	if err != nil {
+		d.Close()
 		return err
 	}
 
-	if cfg.UsagePath != "" {
-		if err := os.MkdirAll(filepath.Dir(cfg.UsagePath), 0o755); err != nil {
-			cfg.UsagePath = "" // no history rather than no engine
-		}
-	}
+	// The streamed tier always serves the host: its telemetry feeds the
+	// heat map, and its usage history pins the hot experts.
 	h.set(hostStatus{State: hostLoading, Detail: "loading weights", Progress: 0.2})
-	var src *experts.Streamed
-	lm, err := loadModel(ctx, cfg.ModelDir, modeldir.Options{
-		Model: model.Options{DisableMTP: cfg.NoMTP, DisableDSA: cfg.NoDSA},
-		Experts: func(ctx context.Context, c *container.Container, mc *config.Config, layers []int) (experts.Source, error) {
-			opts := experts.StreamOptions{CacheBytes: p.ExpertCacheBytes, WorkingSlots: p.WorkingSlots, UsagePath: cfg.UsagePath}
-			if cfg.UsagePath != "" {
-				if _, err := os.Stat(cfg.UsagePath); err == nil {
-					// Pin the most used experts in half of the cache.
-					opts.PinnedBytes = p.ExpertCacheBytes / 2
-				}
-			}
-			s, err := experts.NewStreamed(ctx, c, mc, layers, opts)
-			src = s
-			return s, err
-		},
+	lm, err := loadOpened(ctx, d, modeldir.Options{
+		Model:   model.Options{DisableMTP: cfg.NoMTP, DisableDSA: cfg.NoDSA},
+		Experts: streamedExperts(p, cfg.UsagePath),
 	})
 	if err != nil {
-		if src != nil {
-			src.Close()
-		}
 		return err
 	}
 	defer lm.Close()
-	defer src.Close()
+	src := lm.dir.Experts.(*experts.Streamed)
 
 	h.set(hostStatus{State: hostLoading, Detail: "starting the server", Progress: 0.9})
 	m := lm.dir.Model
@@ -294,8 +278,9 @@ func (h *engineHost) run(ctx context.Context, cfg hostConfig) error {
 
 // hostPlan lays out the memory equation for cfg and refuses a plan that
 // does not fit.
-func hostPlan(cfg hostConfig) (*plan.Plan, error) {
-	mc, w, err := weightsFromModel(cfg.ModelDir)
+func hostPlan(d *modeldir.Dir, cfg hostConfig) (*plan.Plan, error) {
+	mc := d.Config
+	w, err := plan.FromContainer(d.Container, mc, d.Summary)
 	if err != nil {
 		return nil, err
 	}
