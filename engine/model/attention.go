@@ -55,12 +55,11 @@ func (m *Model) attention(y *layer, x []float32, rows []row, cacheOf func(*kvcac
 		rmsNorm(k[:rkv], k[:rkv], y.kvANorm, 1e-6)
 		m.rope.apply(k[rkv:], r.pos)
 	}
-	// Indexer keys and the DSA selection (full DSA layers only), before
-	// this forward's rows enter the cache.
+	// Indexer keys (full DSA layers only) enter the cache with the rows;
+	// then each row's selection scores the cached keys 0..pos.
 	var idxKeys []float32
 	if y.indexer != nil {
 		idxKeys = m.indexerKeys(y, x, rows)
-		sel = m.indexerSelect(y, x, cq, idxKeys, rows)
 	}
 	for i, r := range rows {
 		var ik []float32
@@ -68,6 +67,9 @@ func (m *Model) attention(y *layer, x []float32, rows []row, cacheOf func(*kvcac
 			ik = idxKeys[i*c.IndexHeadDim : (i+1)*c.IndexHeadDim]
 		}
 		cacheOf(r.seq).Append(kv[i*W:(i+1)*W], ik)
+	}
+	if y.indexer != nil {
+		sel = m.indexerSelect(y, x, cq, rows)
 	}
 
 	ctx := m.scratch.get(R * nh * dv) // every head of every row is written
@@ -110,6 +112,7 @@ func (m *Model) attendAbsorbed(y *layer, q []float32, rows []row, sel [][]int, c
 			m.scratch.put(scores)
 			m.scratch.put(gathered)
 		}()
+		gatheredRow := -1 // the row whose selected keys gathered holds
 		for job := lo; job < hi; job++ {
 			i, hd := start+job/nh, job%nh
 			r := rows[i]
@@ -127,9 +130,12 @@ func (m *Model) attendAbsorbed(y *layer, q []float32, rows []row, sel [][]int, c
 				}
 				scores = scores[:len(keys)]
 				softmaxInPlace(scores)
-				gathered = grow(gathered, len(keys)*W)
-				for j, s := range keys {
-					copy(gathered[j*W:(j+1)*W], cache.KV[s*W:(s+1)*W])
+				if gatheredRow != i { // the heads of a row share its keys
+					gathered = grow(gathered, len(keys)*W)
+					for j, s := range keys {
+						copy(gathered[j*W:(j+1)*W], cache.KV[s*W:(s+1)*W])
+					}
+					gatheredRow = i
 				}
 				kernels.WeightedSum(clat, scores, gathered, W)
 			} else {
@@ -289,9 +295,9 @@ func (m *Model) indexerKeys(y *layer, x []float32, rows []row) []float32 {
 // indexerSelect runs the lightning indexer of a full layer and returns, per
 // row, the selected key positions (ascending), or nil where the row has at
 // most index_topk causal keys and attends densely. It needs the rows' q
-// latent cq and the rows' own keys; earlier keys come from the cache, which
-// must not yet hold this forward's rows.
-func (m *Model) indexerSelect(y *layer, x, cq, newKeys []float32, rows []row) [][]int {
+// latent cq; the keys come from the layer cache, which already holds this
+// forward's rows.
+func (m *Model) indexerSelect(y *layer, x, cq []float32, rows []row) [][]int {
 	c := m.cfg
 	R := len(rows)
 	K := c.IndexTopK
@@ -313,22 +319,6 @@ func (m *Model) indexerSelect(y *layer, x, cq, newKeys []float32, rows []row) []
 	}
 	kScale := float32(1 / math.Sqrt(float64(dI)))
 
-	// The keys row i scores against: the cached keys of its sequence (from
-	// before this forward) followed by this forward's rows of that sequence
-	// (rows of one sequence are consecutive).
-	keysFor := map[*kvcache.Sequence][]float32{}
-	for i, r := range rows {
-		if _, ok := keysFor[r.seq]; ok {
-			continue
-		}
-		cached := r.seq.Layer(y.index)
-		all := make([]float32, 0, len(cached.Index)+(R-i)*dI)
-		all = append(all, cached.Index...)
-		for j := i; j < R && rows[j].seq == r.seq; j++ {
-			all = append(all, newKeys[j*dI:(j+1)*dI]...)
-		}
-		keysFor[r.seq] = all
-	}
 
 	sel := make([][]int, R)
 	parallelFor(R, func(lo, hi int) {
@@ -345,7 +335,7 @@ func (m *Model) indexerSelect(y *layer, x, cq, newKeys []float32, rows []row) []
 			for hd := 0; hd < nI; hd++ {
 				qh := qI[(i*nI+hd)*dI : (i*nI+hd+1)*dI]
 				m.rope.apply(qh[:dr], r.pos)
-				kernels.DotRows(dots, qh, keysFor[r.seq], dI)
+				kernels.DotRows(dots, qh, r.seq.Layer(y.index).Index, dI)
 				wh := w[i*nI+hd]
 				for s, d := range dots {
 					if d *= kScale; d > 0 {
