@@ -319,7 +319,6 @@ func (m *Model) indexerSelect(y *layer, x, cq []float32, rows []row) [][]int {
 	}
 	kScale := float32(1 / math.Sqrt(float64(dI)))
 
-
 	sel := make([][]int, R)
 	parallelFor(R, func(lo, hi int) {
 		var scores, dots []float32
