@@ -163,20 +163,11 @@ func weightsFromConfig(path string, groupSize int, indexer, noMTP bool) (*config
 	return cfg, w, err
 }
 
-// planModelDir plans running the model in dir (headers only, before any
+// planOpened plans running the model whose headers d holds open (before any
 // weight is read) with the --memory and --expert-cache flags m; it returns
 // the plan, or a *plan.FitError carrying the table and a suggestion when
-// not even one expert cache slot per layer fits. spool run and spool serve
-// call it before loading.
-func planModelDir(dir string, m *memoryFlags, context, sequences int) (*plan.Plan, error) {
-	cfg, w, err := weightsFromModel(dir)
-	if err != nil {
-		return nil, err
-	}
-	return planWeights(cfg, w, m, context, sequences)
-}
-
-// planOpened plans the model whose headers d holds open.
+// not even one expert cache slot per layer fits. spool run calls it before
+// loading.
 func planOpened(d *modeldir.Dir, m *memoryFlags, context, sequences int) (*plan.Plan, error) {
 	w, err := plan.FromContainer(d.Container, d.Config, d.Summary)
 	if err != nil {

@@ -122,7 +122,7 @@ func (m *Model) attendAbsorbed(y *layer, q []float32, rows []row, sel [][]int, c
 			n := r.kv + 1
 			scores = grow(scores, n)
 			kernels.DotRows(scores, qcat, cache.KV, W)
-			if keys := keysOf(sel, i, r.pos); keys != nil {
+			if keys := keysOf(sel, i); keys != nil {
 				// keys ascend, so keys[j] >= j: writing slot j never
 				// clobbers a score still to be read.
 				for j, s := range keys {
@@ -202,7 +202,7 @@ func (m *Model) attendExpanded(y *layer, q []float32, rows []row, sel [][]int, c
 			for s := 0; s < S; s++ {
 				i := start + s
 				row := scores[s*T : (s+1)*T]
-				maskScores(row, keysOf(sel, i, rows[i].pos), rows[i].kv, scale)
+				maskScores(row, keysOf(sel, i), rows[i].kv, scale)
 			}
 			kernels.MatMul(out, &kernels.Matrix{Format: kernels.F32, Rows: dv, Cols: T, F32: valsT}, scores, S)
 			for s := 0; s < S; s++ {
@@ -240,8 +240,8 @@ func maskScores(row []float32, keys []int, kv int, scale float32) {
 }
 
 // keysOf returns the key positions row i attends to, or nil for dense
-// causal attention over 0..pos.
-func keysOf(sel [][]int, i, pos int) []int {
+// causal attention over its cache entries.
+func keysOf(sel [][]int, i int) []int {
 	if sel == nil || sel[i] == nil {
 		return nil
 	}
