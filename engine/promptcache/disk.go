@@ -19,11 +19,11 @@ import (
 // identity, named by the first 16 hex digits of its digest, holding one file
 // per block: <chain hash in hex>.blk. Nothing else in it is touched.
 const (
-	lockName   = ".lock"
-	blockExt   = ".blk"
-	tempExt    = ".tmp"
-	idDirLen   = 16
-	allocUnit  = 4096 // file sizes count in allocation units
+	lockName  = ".lock"
+	blockExt  = ".blk"
+	tempExt   = ".tmp"
+	idDirLen  = 16
+	allocUnit = 4096 // file sizes count in allocation units
 )
 
 // diskFile is a block file the disk tier counts.

@@ -77,9 +77,9 @@ type source struct {
 	k      int
 	parent Hash
 	b      *block    // in memory
-	file *diskFile // else on disk
-	path string
-	size int64
+	file   *diskFile // else on disk
+	path   string
+	size   int64
 }
 
 // Restore imports the blocks of m into seq, which must be empty or hold a
