@@ -323,3 +323,31 @@ func TestOptionsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestFootprint: the plan's numbers bound what the cache holds.
+func TestFootprint(t *testing.T) {
+	o := diskOptions(t, "footprint")
+	o.MemoryBytes = 20 << 10
+	fp, err := Footprint(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := fileSize(testBlock, testGeo.BlockFloats(4, 8, true), testHidden)
+	if fp.TierBytes != o.MemoryBytes || fp.BacklogBytes != minBacklogBytes || fp.ReadBuffers != readAhead ||
+		fp.BlockBytes != one || fp.WriteBufferBytes != one || fp.BlockTokens != testBlock {
+		t.Fatalf("footprint %+v", fp)
+	}
+	o.Dir = ""
+	if fp, _ := Footprint(o); fp.BacklogBytes != 0 || fp.ReadBuffers != 0 {
+		t.Errorf("memory-only footprint %+v", fp)
+	}
+	o.Dir = t.TempDir()
+	c := mustNew(t, o)
+	for i := range 20 {
+		src, hidden := filled(t, promptOf(60, 200+i))
+		c.Store(context.Background(), src, hidden)
+		if s := c.Stats(); s.Memory.Bytes > fp.TierBytes+fp.BacklogBytes {
+			t.Fatalf("memory tier holds %d bytes, the plan %d", s.Memory.Bytes, fp.TierBytes+fp.BacklogBytes)
+		}
+	}
+}
