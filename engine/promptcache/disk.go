@@ -89,7 +89,7 @@ func openDisk(o Options, root Hash, sizes [3]int64, log *slog.Logger) (*diskTier
 	for _, p := range d.shrink(d.max) {
 		d.fs.Remove(p)
 	}
-	log.Info("prompt cache: disk tier", "dir", o.Dir, "blocks", len(d.files), "bytes", d.used, "cap", d.max)
+	log.Info("prompt cache: disk tier", "model", o.Identity.Name, "dir", o.Dir, "blocks", len(d.files), "bytes", d.used, "cap", d.max)
 	return d, nil
 }
 

@@ -40,8 +40,10 @@ type File interface {
 // OS is the operating system's file system.
 type OS struct{}
 
-// MkdirAll implements FS.
-func (OS) MkdirAll(dir string) error { return os.MkdirAll(dir, 0o755) }
+// MkdirAll implements FS. The directories are the user's alone (0700):
+// block files hold prompts' token ids and state (os.CreateTemp makes them
+// 0600).
+func (OS) MkdirAll(dir string) error { return os.MkdirAll(dir, 0o700) }
 
 // CreateTemp implements FS. On macOS the file's data is kept out of the
 // buffer cache (native.WriteThrough): a block is read back, if ever, with a

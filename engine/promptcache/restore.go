@@ -35,9 +35,12 @@ func (c *Cache) Lookup(prompt []int) Match {
 	hashes := chainHashes(c.root, prompt[:usable], c.bt)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	var m Match
+	if c.closing {
+		return m
+	}
 	c.st.Lookups++
 	c.touchActive()
-	var m Match
 	found := 0
 	for _, h := range hashes {
 		if c.mem.find(h) != nil {
@@ -105,6 +108,10 @@ func (c *Cache) Restore(ctx context.Context, seq *kvcache.Sequence, m Match) (Re
 	n0, mtp0 := seq.Len(), seq.MTP().Len()
 
 	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return r, nil
+	}
 	c.touchActive()
 	var srcs []source
 	for k := first; k < len(m.hashes); k++ {
@@ -386,7 +393,7 @@ func (c *Cache) invalid(s source, why error) {
 	}
 	c.st.Invalid++
 	c.mu.Unlock()
-	c.log.Warn("prompt cache: ignored and deleted an invalid block file", "path", s.path, "reason", why)
+	c.log.Warn("prompt cache: ignored and deleted an invalid block file", "model", c.opts.Identity.Name, "path", s.path, "reason", why)
 	if mine {
 		c.disk.removeFile(s.path)
 	}

@@ -107,7 +107,7 @@ func (c *Cache) Store(ctx context.Context, seq *kvcache.Sequence, hidden Hidden)
 			}
 			c.replace(b.hash)
 			c.st.Memory.WrittenBytes += 4 * int64(len(b.data)+len(b.hidden))
-			if e := c.admit(ctx, b, true, op, used, anchor, true); e != nil {
+			if e := c.admit(ctx, b, c.disk != nil, op, used, anchor, true); e != nil {
 				anchor = e
 			}
 			continue
