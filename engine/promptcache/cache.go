@@ -251,11 +251,10 @@ func (c *Cache) fileSizes() [3]int64 {
 	}
 }
 
+// maxFileSize is the largest block file: one with MTP state, which a run
+// with MTP may have written even when this one has none.
 func (c *Cache) maxFileSize() int64 {
 	s := c.fileSizes()
-	if !c.geo.MTP {
-		return s[0]
-	}
 	return max(s[0], s[1], s[2])
 }
 

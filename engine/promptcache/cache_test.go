@@ -351,3 +351,33 @@ func TestFootprint(t *testing.T) {
 		}
 	}
 }
+
+// TestMTPOffReadsMTPBlocks: a run without the MTP layer shares the blocks a
+// run with it wrote (the identity leaves MTP out), from disk too.
+func TestMTPOffReadsMTPBlocks(t *testing.T) {
+	o := diskOptions(t, "mtp off")
+	prompt := promptOf(41, 80)
+	src, hidden := filled(t, prompt)
+	c := mustNew(t, o)
+	c.Store(context.Background(), src, hidden)
+	c.Close()
+
+	plain := testGeo
+	plain.MTP = false
+	o.Identity.Geometry = plain
+	o.MemoryBytes = 0
+	c = mustNew(t, o)
+	if sizes := c.fileSizes(); c.maxFileSize() < max(sizes[1], sizes[2]) {
+		t.Fatalf("read slabs sized for %d bytes, an MTP block file has %d", c.maxFileSize(), max(sizes[1], sizes[2]))
+	}
+	seq := kvcache.New(plain, 4096)
+	r, err := c.Restore(context.Background(), seq, c.Lookup(prompt))
+	if err != nil || r.Tokens != 40 || r.FromDisk != 40 || r.MTP || c.Stats().Invalid != 0 {
+		t.Fatalf("restored %+v, %v, stats %+v", r, err, c.Stats())
+	}
+	for l := range plain.Layers {
+		if !slices.Equal(seq.Layer(l).KV, src.Layer(l).KV[:40*12]) {
+			t.Fatalf("layer %d differs", l)
+		}
+	}
+}

@@ -220,6 +220,10 @@ func (c *Cache) settle(ctx context.Context, used []source, r Restored) {
 	c.signal()
 }
 
+// errReplaced reports a block file rewritten between the lookup and the
+// read: the restore ends there, as for a file evicted meanwhile.
+var errReplaced = errors.New("promptcache: the block file was replaced")
+
 // restoreReads reads the disk blocks of a restore, up to readAhead files
 // at once through the cache's read pool.
 type restoreReads struct {
@@ -306,7 +310,7 @@ func (c *Cache) startRead(ctx context.Context, i int, s source, slab []byte) *fi
 		return fr
 	}
 	if fr.file.Size() != s.size {
-		fr.err = fmt.Errorf("%w: the file changed size from %d to %d bytes", errBadFile, s.size, fr.file.Size())
+		fr.err = errReplaced // rewritten since the lookup, with MTP state
 		return fr
 	}
 	fr.res, fr.err = c.pool.Submit(ctx, native.ReadRequest{File: fr.file, Off: 0, Len: s.size, Slab: fr.slab})
@@ -341,7 +345,7 @@ func (rd *restoreReads) failed(s source, err error) error {
 	switch {
 	case errors.Is(err, errBadFile):
 		rd.c.invalid(s, err)
-	case errors.Is(err, fs.ErrNotExist), rd.ctx.Err() != nil:
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, errReplaced), rd.ctx.Err() != nil:
 	default:
 		rd.c.log.Warn("prompt cache: cannot read a block file", "path", s.path, "err", err)
 	}
@@ -387,14 +391,13 @@ func (c *Cache) check(s source, id Hash, b *block) error {
 // owns the path).
 func (c *Cache) invalid(s source, why error) {
 	c.mu.Lock()
-	mine := c.diskFile(s.file.hash) == s.file
-	if mine {
-		c.disk.drop(s.file)
+	if c.diskFile(s.file.hash) != s.file {
+		c.mu.Unlock()
+		return
 	}
+	c.disk.drop(s.file)
 	c.st.Invalid++
 	c.mu.Unlock()
 	c.log.Warn("prompt cache: ignored and deleted an invalid block file", "model", c.opts.Identity.Name, "path", s.path, "reason", why)
-	if mine {
-		c.disk.removeFile(s.path)
-	}
+	c.disk.removeFile(s.path)
 }
