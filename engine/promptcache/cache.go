@@ -307,7 +307,7 @@ func (c *Cache) Flush(ctx context.Context) error {
 	c.mem.flushing++
 	defer func() { c.mem.flushing-- }()
 	c.signal()
-	for c.mem.dirty > 0 || len(c.mem.backlog) > 0 || c.mem.writing > 0 {
+	for c.mem.unwritten.Len() > 0 || len(c.mem.backlog) > 0 || c.mem.writing > 0 {
 		if c.closing {
 			return errors.New("promptcache: flush: the cache is closing")
 		}

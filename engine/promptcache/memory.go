@@ -12,6 +12,7 @@ type memEntry struct {
 	b       *block
 	elem    *list.Element // its LRU element while resident, else nil
 	dirty   bool          // the disk tier does not have it (with its MTP rows)
+	unwrit  *list.Element // its element in memTier.unwritten while resident and dirty
 	writing bool          // the writer is writing it
 	spilled bool          // evicted: held until the writer has written it
 	op      uint64        // the chain operation that placed it last
@@ -30,9 +31,9 @@ type memTier struct {
 	backlogBytes int64
 	backlogMax   int64
 
-	dirty    int // resident dirty entries
-	writing  int // entries the writer holds
-	flushing int // Flush calls waiting
+	unwritten list.List // resident dirty entries, oldest first (the idle writer's queue)
+	writing   int       // entries the writer holds
+	flushing  int       // Flush calls waiting
 }
 
 func newMemTier(max, backlogMax int64) memTier {
@@ -102,9 +103,17 @@ func (c *Cache) admit(ctx context.Context, b *block, dirty bool, op uint64, used
 	m.blocks[b.hash] = e
 	m.used += size
 	if dirty {
-		m.dirty++
+		e.unwrit = m.unwritten.PushBack(e)
 	}
 	return e
+}
+
+// written takes a resident entry off the idle writer's queue.
+func (m *memTier) written(e *memEntry) {
+	if e.unwrit != nil {
+		m.unwritten.Remove(e.unwrit)
+		e.unwrit = nil
+	}
 }
 
 // evict removes e from residence. A dirty block moves to the backlog for
@@ -130,9 +139,7 @@ func (c *Cache) evict(ctx context.Context, e *memEntry, wait bool) bool {
 	delete(m.blocks, e.b.hash)
 	m.used -= size
 	c.st.Memory.Evictions++
-	if e.dirty {
-		m.dirty--
-	}
+	m.written(e) // no longer resident; a dirty one spills below
 	switch {
 	case spill:
 		m.spilling[e.b.hash] = e
@@ -198,9 +205,7 @@ func (c *Cache) replace(h Hash) {
 		e.elem = nil
 		delete(m.blocks, h)
 		m.used -= e.b.memBytes()
-		if e.dirty {
-			m.dirty--
-			e.dirty = false
-		}
+		m.written(e)
+		e.dirty = false
 	}
 }

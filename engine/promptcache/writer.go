@@ -9,7 +9,7 @@ import (
 // writer is the cache's one goroutine: it writes the blocks evicted from
 // memory (first, in eviction order) and, once the cache has been idle for
 // SpillIdle (or is flushing or closing), the blocks held only in memory,
-// head of each prefix first; it also writes the recency of used files to
+// in the order they were stored; it also writes the recency of used files to
 // their modification times. It exits when the cache closes with nothing
 // left to write.
 func (c *Cache) writer() {
@@ -71,15 +71,15 @@ func (c *Cache) nextJob(now time.Time) (e *memEntry, times map[string]time.Time,
 	idleFor := now.Sub(c.active)
 	idle := c.closing || m.flushing > 0 || idleFor >= c.opts.SpillIdle
 	wait = time.Hour
-	if m.dirty > 0 {
+	if m.unwritten.Len() > 0 {
 		switch {
 		case paused && c.closing:
 			// The disk is full: what is only in memory is lost with it.
 		case paused:
 			wait = c.disk.pauseUntil.Sub(now)
 		case idle:
-			for el := m.lru.Front(); el != nil; el = el.Next() {
-				if e := el.Value.(*memEntry); e.dirty && !e.writing {
+			for el := m.unwritten.Front(); el != nil; el = el.Next() {
+				if e := el.Value.(*memEntry); !e.writing {
 					e.writing = true
 					m.writing++
 					return e, nil, 0, false
@@ -146,7 +146,7 @@ func (c *Cache) writeEntry(e *memEntry, buf []byte) []byte {
 		// Written, or given up on: a block that cannot be written is not
 		// tried again until it is stored again.
 		e.dirty = false
-		c.mem.dirty--
+		c.mem.written(e)
 	}
 	if e.spilled {
 		if !ok || err != nil {
