@@ -61,8 +61,9 @@ type Options struct {
 	// (DefaultMinFreeBytes; negative: none).
 	MinFreeBytes int64
 	// BacklogBytes bounds the blocks evicted from memory and waiting to be
-	// written (default: 64 MiB or four blocks, whichever is more). Store
-	// waits for room rather than drop them.
+	// written (default: 64 MiB or four blocks, whichever is more; an empty
+	// backlog takes one block of any size). Store waits for room rather
+	// than drop them.
 	BacklogBytes int64
 	// SpillIdle is how long the cache must be idle (no Lookup, Restore or
 	// Store) before the blocks only in memory are written to disk
@@ -206,11 +207,10 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	one := fileSize(o.BlockTokens, g.BlockFloats(o.BlockTokens, 2*o.BlockTokens, g.MTP), o.Identity.Hidden)
 	if o.BacklogBytes <= 0 {
+		one := fileSize(o.BlockTokens, g.BlockFloats(o.BlockTokens, 2*o.BlockTokens, true), o.Identity.Hidden)
 		o.BacklogBytes = max(minBacklogBytes, 4*one)
 	}
-	o.BacklogBytes = max(o.BacklogBytes, one) // one block always fits
 	return o, nil
 }
 
@@ -231,7 +231,10 @@ func Footprint(o Options) (plan.PromptCacheMemory, error) {
 		BlockBytes:  c.maxFileSize(),
 	}
 	if o.Dir != "" {
-		m.BacklogBytes = o.BacklogBytes
+		// The backlog takes a block past its bound when empty, and a block
+		// evicted while the writer writes it.
+		blk := c.maxBlockMem()
+		m.BacklogBytes = max(o.BacklogBytes, blk) + blk
 		m.ReadBuffers = readAhead
 		// A read slab, and the block decoded from it.
 		m.ReadBufferBytes = native.SlabLen(c.maxFileSize()) + c.maxFileSize()
@@ -249,6 +252,12 @@ func (c *Cache) fileSizes() [3]int64 {
 		fileSize(B, g.BlockFloats(0, B, true), H),
 		fileSize(B, g.BlockFloats(B, 2*B, true), H),
 	}
+}
+
+// maxBlockMem is the most memory one block holds (memBytes).
+func (c *Cache) maxBlockMem() int64 {
+	g, B := c.geo, c.bt
+	return (&block{tokens: make([]int, B), data: make([]float32, g.BlockFloats(B, 2*B, true)), hidden: make([]float32, c.opts.Identity.Hidden)}).memBytes()
 }
 
 // maxFileSize is the largest block file: one with MTP state, which a run

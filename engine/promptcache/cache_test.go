@@ -333,7 +333,8 @@ func TestFootprint(t *testing.T) {
 		t.Fatal(err)
 	}
 	one := fileSize(testBlock, testGeo.BlockFloats(4, 8, true), testHidden)
-	if fp.TierBytes != o.MemoryBytes || fp.BacklogBytes != minBacklogBytes || fp.ReadBuffers != readAhead ||
+	blk := (&block{data: make([]float32, testGeo.BlockFloats(4, 8, true)), hidden: make([]float32, testHidden), tokens: make([]int, 4)}).memBytes()
+	if fp.TierBytes != o.MemoryBytes || fp.BacklogBytes != minBacklogBytes+blk || fp.ReadBuffers != readAhead ||
 		fp.BlockBytes != one || fp.WriteBufferBytes != one || fp.BlockTokens != testBlock {
 		t.Fatalf("footprint %+v", fp)
 	}
@@ -379,5 +380,52 @@ func TestMTPOffReadsMTPBlocks(t *testing.T) {
 		if !slices.Equal(seq.Layer(l).KV, src.Layer(l).KV[:40*12]) {
 			t.Fatalf("layer %d differs", l)
 		}
+	}
+}
+
+// TestTinyBacklog: a backlog smaller than a block still passes blocks to
+// the writer one at a time; Store waits, drops nothing.
+func TestTinyBacklog(t *testing.T) {
+	o := diskOptions(t, "tiny backlog")
+	o.MemoryBytes = 0
+	o.BacklogBytes = 1
+	c := mustNew(t, o)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	src, hidden := filled(t, promptOf(81, 90))
+	if st := c.Store(ctx, src, hidden); st.Blocks != 20 {
+		t.Fatalf("stored %+v", st)
+	}
+	if err := c.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Stats(); s.Dropped != 0 || s.Disk.Blocks != 20 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+// TestRestoreCancelled: a restore whose context ends leaves the sequence as
+// it was and says so.
+func TestRestoreCancelled(t *testing.T) {
+	o := diskOptions(t, "cancel")
+	prompt := promptOf(41, 95)
+	src, hidden := filled(t, prompt)
+	c := mustNew(t, o)
+	c.Store(context.Background(), src, hidden)
+	c.Close()
+	o.MemoryBytes = 0
+	c = mustNew(t, o)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	seq := kvcache.New(testGeo, 4096)
+	fill(t, seq, prompt[:6])
+	if _, err := c.Restore(ctx, seq, c.Lookup(prompt)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("restore with a cancelled context: %v", err)
+	}
+	if seq.Len() != 6 || seq.MTP().Len() != 5 {
+		t.Fatalf("the sequence holds %d tokens and %d MTP rows after a cancelled restore", seq.Len(), seq.MTP().Len())
+	}
+	if r, err := c.Restore(context.Background(), seq, c.Lookup(prompt)); err != nil || r.Tokens != 40 {
+		t.Fatalf("restore afterwards: %+v, %v", r, err)
 	}
 }

@@ -124,7 +124,7 @@ func (c *Cache) evict(ctx context.Context, e *memEntry, wait bool) bool {
 	m := &c.mem
 	size := e.b.memBytes()
 	spill := e.dirty && c.disk != nil && !c.disk.paused(time.Now())
-	if spill && !e.writing && m.backlogBytes+size > m.backlogMax {
+	if spill && !e.writing && m.backlogBytes > 0 && m.backlogBytes+size > m.backlogMax {
 		if !wait {
 			return false
 		}
@@ -165,8 +165,8 @@ func (c *Cache) spill(ctx context.Context, e *memEntry, wait bool) {
 			c.st.Dropped++
 			return
 		}
-		if m.backlogBytes+size <= m.backlogMax {
-			break
+		if m.backlogBytes == 0 || m.backlogBytes+size <= m.backlogMax {
+			break // an empty backlog takes any block
 		}
 		if !wait {
 			c.st.Dropped++

@@ -130,11 +130,14 @@ func (c *Cache) Restore(ctx context.Context, seq *kvcache.Sequence, m Match) (Re
 	defer rd.close()
 	var used []source
 	var last *block
+	cancelled := func(err error) (Restored, error) {
+		seq.Trim(n0)
+		seq.TrimMTP(mtp0)
+		return Restored{}, fmt.Errorf("promptcache: restore: %w", err)
+	}
 	for i := range srcs {
 		if err := ctx.Err(); err != nil {
-			seq.Trim(n0)
-			seq.TrimMTP(mtp0)
-			return Restored{}, fmt.Errorf("promptcache: restore: %w", err)
+			return cancelled(err)
 		}
 		s := &srcs[i]
 		b := s.b
@@ -145,7 +148,7 @@ func (c *Cache) Restore(ctx context.Context, seq *kvcache.Sequence, m Match) (Re
 			r.ReadBytes += bytes
 			if err != nil {
 				if ctx.Err() != nil {
-					continue // reported at the top of the loop
+					return cancelled(ctx.Err())
 				}
 				break
 			}
