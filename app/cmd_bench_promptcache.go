@@ -163,7 +163,7 @@ func runPromptCacheBench(ctx context.Context, modelFlag string, mem *memoryFlags
 	for i := tokens; i < len(full); i++ {
 		full[i] = rng.IntN(m.Config().VocabSize)
 	}
-	r := &promptCacheBench{Model: path, PromptTokens: tokens, TurnTokens: turn, BlockTokens: fp.BlockTokens, BlockBytes: fp.BlockBytes, Streamed: streamed}
+	r := &promptCacheBench{Model: path, PromptTokens: tokens, TurnTokens: turn, BlockTokens: fp.BlockTokens, Streamed: streamed}
 
 	cache, err := promptcache.New(co)
 	if err != nil {
@@ -197,7 +197,11 @@ func runPromptCacheBench(ctx context.Context, modelFlag string, mem *memoryFlags
 		return nil, err
 	}
 	r.SpillSeconds = time.Since(t).Seconds()
-	r.DiskWrittenBytes = cache.Stats().Disk.WrittenBytes
+	st := cache.Stats()
+	r.DiskWrittenBytes = st.Disk.WrittenBytes
+	if st.Disk.Blocks > 0 {
+		r.BlockBytes = st.Disk.WrittenBytes / int64(st.Disk.Blocks) // as written (MTP is off here)
+	}
 	if err := cache.Close(); err != nil {
 		return nil, err
 	}
