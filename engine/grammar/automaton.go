@@ -110,10 +110,40 @@ func (s *state) thread(i int) []frame {
 
 // initial returns the state before any output.
 func (g *Grammar) initial() state {
+	if g.raw {
+		return g.initialRaw()
+	}
 	return state{
 		frames: []frame{{node: rootNode, aux: g.root}},
 		ends:   []int32{1},
 	}
+}
+
+// initialRaw starts a raw value: it has no opening byte, so each
+// alternative is a thread from the start, its root already past the value.
+func (g *Grammar) initialRaw() state {
+	var s state
+	var add func(n int32)
+	add = func(n int32) {
+		nd := &g.nodes[n]
+		if nd.kind == kindUnion {
+			for _, a := range nd.alts {
+				add(a)
+			}
+			return
+		}
+		f := frame{node: n}
+		if nd.kind == kindLiteral {
+			f.aux = nd.lit
+		}
+		s.frames = append(s.frames, frame{node: rootNode, phase: rootAfter}, f)
+		s.ends = append(s.ends, int32(len(s.frames)))
+	}
+	add(g.root)
+	if len(s.ends) > 1 {
+		s.dedupe()
+	}
+	return s
 }
 
 // advance feeds byte b to every thread of src and writes the survivors to
@@ -293,6 +323,10 @@ func space(f *frame, b byte) int {
 // step feeds b to frame f.
 func (g *Grammar) step(f *frame, b byte) (int, int32) {
 	if f.node == rootNode {
+		if g.raw {
+			// Nothing surrounds a raw value.
+			return resReject, 0
+		}
 		if isWS(b) {
 			return space(f, b), 0
 		}
@@ -309,6 +343,9 @@ func (g *Grammar) step(f *frame, b byte) (int, int32) {
 	case kindArray:
 		return stepArray(f, n, b)
 	case kindString:
+		if n.raw {
+			return rawByte(f, n, b), 0
+		}
 		return stepString(f, n, b), 0
 	case kindNumber, kindInteger:
 		return stepNumber(f, n, b), 0
@@ -486,22 +523,7 @@ func stepString(f *frame, n *node, b byte) int {
 // lexer in f, counting characters in f.count up to maxLen (-1: no limit).
 func stringByte(f *frame, b byte, maxLen int32) int {
 	if f.u8 != 0 {
-		lo, hi := byte(0x80), byte(0xbf)
-		switch f.u8 >> 2 {
-		case u8E0:
-			lo = 0xa0
-		case u8ED:
-			hi = 0x9f
-		case u8F0:
-			lo = 0x90
-		case u8F4:
-			hi = 0x8f
-		}
-		if b < lo || b > hi {
-			return resReject
-		}
-		f.u8 = (f.u8 & 3) - 1 // later continuation bytes are of class u8Any
-		return resStay
+		return continuation(f, b)
 	}
 	switch f.esc {
 	case escNone:
@@ -545,9 +567,38 @@ func stringByte(f *frame, b byte, maxLen int32) int {
 	if b < 0x20 || b == '"' || (maxLen >= 0 && f.count >= maxLen) {
 		return resReject
 	}
-	switch {
-	case b == '\\':
+	if b == '\\' {
 		f.esc = escSlash
+		f.count++
+		return resStay
+	}
+	return startChar(f, b)
+}
+
+// continuation feeds a UTF-8 continuation byte the lexer in f expects.
+func continuation(f *frame, b byte) int {
+	lo, hi := byte(0x80), byte(0xbf)
+	switch f.u8 >> 2 {
+	case u8E0:
+		lo = 0xa0
+	case u8ED:
+		hi = 0x9f
+	case u8F0:
+		lo = 0x90
+	case u8F4:
+		hi = 0x8f
+	}
+	if b < lo || b > hi {
+		return resReject
+	}
+	f.u8 = (f.u8 & 3) - 1 // later continuation bytes are of class u8Any
+	return resStay
+}
+
+// startChar feeds the first byte of a character (ASCII or a UTF-8 lead
+// byte) and counts the character.
+func startChar(f *frame, b byte) int {
+	switch {
 	case b < 0x80:
 	case b >= 0xc2 && b <= 0xdf:
 		f.u8 = 1
@@ -568,6 +619,31 @@ func stringByte(f *frame, b byte, maxLen int32) int {
 	}
 	f.count++
 	return resStay
+}
+
+// rawByte feeds a byte of a raw string value: UTF-8 text without '<' (it
+// would open markup around the value) and without control characters
+// other than tab, newline and carriage return.
+func rawByte(f *frame, n *node, b byte) int {
+	if f.u8 != 0 {
+		return continuation(f, b)
+	}
+	if b == '<' || b < 0x20 && b != '\t' && b != '\n' && b != '\r' || (n.maxLen >= 0 && f.count >= n.maxLen) {
+		return resReject
+	}
+	return startChar(f, b)
+}
+
+// rawFirst is the set of bytes a raw string value can start with.
+func rawFirst() byteSet {
+	var s byteSet
+	s.add('\t')
+	s.add('\n')
+	s.add('\r')
+	s.addRange(0x20, 0x7f)
+	s[0] &^= 1 << '<'
+	s.addRange(0xc2, 0xf4)
+	return s
 }
 
 func isHex(b byte) bool {
@@ -655,6 +731,10 @@ func (g *Grammar) canEnd(t []frame) bool {
 			}
 		case kindLiteral:
 			if g.lits[f.aux].term < 0 {
+				return false
+			}
+		case kindString:
+			if !n.raw || f.count < n.minLen || f.u8 != 0 {
 				return false
 			}
 		default:
