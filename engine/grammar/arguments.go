@@ -11,7 +11,8 @@ import (
 // property gets the grammar of its value alone.
 //
 // A property whose schema admits strings (its type, or one of its anyOf,
-// oneOf, enum or const alternatives, through $ref) is written as raw text,
+// oneOf, enum or const alternatives, through $ref; a schema without a type
+// does not count) is written as raw text,
 // the way chat templates render string arguments: no quotes and no
 // escapes, and only the string values of the schema (enum and const
 // strings, minLength, maxLength). Raw values never contain '<' or control
@@ -63,10 +64,7 @@ func CompileArguments(schema []byte) (*Arguments, error) {
 	props := c.b.g.nodes[top].props
 	rawOf := make([]int32, len(props))
 	for i, p := range props {
-		rawOf[i] = -1
-		if p.node != c.b.any {
-			rawOf[i] = c.b.rawVariant(p.node, raws)
-		}
+		rawOf[i] = c.b.rawVariant(p.node, raws)
 	}
 	names := make([]string, len(props))
 	for i, p := range props {
@@ -105,7 +103,12 @@ func (g *Grammar) view(root int32, raw bool) *Grammar {
 
 // rawVariant returns a node that writes, as raw text, the string values
 // node n admits; -1 if it admits none.
+// A schema of any value (no type) is written as JSON: it admits no raw
+// strings.
 func (b *builder) rawVariant(n int32, memo map[int32]int32) int32 {
+	if n == b.any {
+		return -1
+	}
 	if r, ok := memo[n]; ok {
 		return r
 	}

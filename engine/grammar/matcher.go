@@ -192,3 +192,6 @@ func (m *Matcher) AcceptBytes(b []byte) error {
 	}
 	return nil
 }
+
+// Vocab is the vocabulary the matcher masks.
+func (m *Matcher) Vocab() *Vocab { return m.v }

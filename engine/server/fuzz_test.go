@@ -116,7 +116,7 @@ func FuzzTextStreams(f *testing.F) {
 				out += c
 				calls += len(cs)
 			}
-			c, cs := ts.flush()
+			c, cs := ts.flush(false)
 			return out + c, hit, calls + len(cs)
 		}
 		o1, h1, c1 := run([]string{text})
