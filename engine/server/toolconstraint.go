@@ -111,11 +111,11 @@ func toolSpecs(tools []chat.Tool, name string) ([]toolSpec, error) {
 type toolPhase int
 
 const (
-	phaseName      toolPhase = iota // writing the function name
-	phaseArgs                       // expecting <arg_key> or </tool_call>
-	phaseKey                        // writing a parameter name
-	phaseKeyEnd                     // expecting <arg_value>
-	phaseValue                      // writing a value
+	phaseName   toolPhase = iota // writing the function name
+	phaseArgs                    // expecting <arg_key> or </tool_call>
+	phaseKey                     // writing a parameter name
+	phaseKeyEnd                  // expecting <arg_value>
+	phaseValue                   // writing a value
 	phaseDone
 )
 
