@@ -396,7 +396,7 @@ func TestAnthropicMessages(t *testing.T) {
 	}
 	// Tools: a forced tool gives a tool_use block.
 	req = map[string]any{"max_tokens": 80, "messages": []any{map[string]any{"role": "user", "content": "Weather?"}},
-		"tools":       []any{map[string]any{"name": "get_weather", "input_schema": map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []string{"city"}}}},
+		"tools":       []any{map[string]any{"name": "get_weather", "input_schema": map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string", "maxLength": 16}}, "required": []string{"city"}}}},
 		"tool_choice": map[string]any{"type": "tool", "name": "get_weather"}}
 	_, body, _ = ts.do(t, "POST", "/v1/messages", req)
 	blocks, _ := body["content"].([]any)
