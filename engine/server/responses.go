@@ -13,17 +13,17 @@ import (
 
 // responsesRequest is an OpenAI /v1/responses request.
 type responsesRequest struct {
-	Model              string          `json:"model"`
-	Input              json.RawMessage `json:"input"`
-	Instructions       string          `json:"instructions"`
+	Model              string            `json:"model"`
+	Input              json.RawMessage   `json:"input"`
+	Instructions       string            `json:"instructions"`
 	Tools              []json.RawMessage `json:"tools"`
 	ToolChoice         json.RawMessage   `json:"tool_choice"`
-	MaxOutputTokens    *int            `json:"max_output_tokens"`
-	Temperature        *float64        `json:"temperature"`
-	TopP               *float64        `json:"top_p"`
-	Stream             bool            `json:"stream"`
-	PreviousResponseID string          `json:"previous_response_id"`
-	Store              *bool           `json:"store"`
+	MaxOutputTokens    *int              `json:"max_output_tokens"`
+	Temperature        *float64          `json:"temperature"`
+	TopP               *float64          `json:"top_p"`
+	Stream             bool              `json:"stream"`
+	PreviousResponseID string            `json:"previous_response_id"`
+	Store              *bool             `json:"store"`
 	Reasoning          *struct {
 		Effort string `json:"effort"`
 	} `json:"reasoning"`
@@ -236,25 +236,25 @@ func (s *Server) responsesTurn(req *responsesRequest) (*turn, []chat.Message, er
 
 // responseObject is a Responses API response.
 type responseObject struct {
-	ID                 string           `json:"id"`
-	Object             string           `json:"object"`
-	CreatedAt          int64            `json:"created_at"`
-	Status             string           `json:"status"`
-	Error              any              `json:"error"`
-	IncompleteDetails  any              `json:"incomplete_details"`
-	Instructions       *string          `json:"instructions"`
-	Model              string           `json:"model"`
-	Output             []map[string]any `json:"output"`
-	OutputText         string           `json:"output_text"`
-	PreviousResponseID *string          `json:"previous_response_id"`
-	ParallelToolCalls  bool             `json:"parallel_tool_calls"`
+	ID                 string            `json:"id"`
+	Object             string            `json:"object"`
+	CreatedAt          int64             `json:"created_at"`
+	Status             string            `json:"status"`
+	Error              any               `json:"error"`
+	IncompleteDetails  any               `json:"incomplete_details"`
+	Instructions       *string           `json:"instructions"`
+	Model              string            `json:"model"`
+	Output             []map[string]any  `json:"output"`
+	OutputText         string            `json:"output_text"`
+	PreviousResponseID *string           `json:"previous_response_id"`
+	ParallelToolCalls  bool              `json:"parallel_tool_calls"`
 	Tools              []json.RawMessage `json:"tools"`
-	ToolChoice         any              `json:"tool_choice"`
-	Temperature        float64          `json:"temperature"`
-	TopP               float64          `json:"top_p"`
-	Store              bool             `json:"store"`
-	Metadata           map[string]any   `json:"metadata"`
-	Usage              *responsesUsage  `json:"usage"`
+	ToolChoice         any               `json:"tool_choice"`
+	Temperature        float64           `json:"temperature"`
+	TopP               float64           `json:"top_p"`
+	Store              bool              `json:"store"`
+	Metadata           map[string]any    `json:"metadata"`
+	Usage              *responsesUsage   `json:"usage"`
 }
 
 type responsesUsage struct {
