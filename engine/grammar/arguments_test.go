@@ -92,7 +92,7 @@ func TestCompileArguments(t *testing.T) {
 }
 
 func TestCompileArgumentsErrors(t *testing.T) {
-	for _, s := range []string{`{"type":"string"}`, `{"type":"object","properties":{"a":{"pattern":"x"}}}`, `{`} {
+	for _, s := range []string{`{"type":"string"}`, `{"type":"object","properties":{"a":{"pattern":"x"}}}`, `{`, `{"properties":{"a":{"type":"integer","minimum":3,"maximum":2.5}}}`} {
 		if _, err := CompileArguments([]byte(s)); err == nil {
 			t.Errorf("%s compiled", s)
 		}

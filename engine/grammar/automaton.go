@@ -11,6 +11,7 @@ type frame struct {
 	ws    uint8 // length of the current whitespace run
 	esc   uint8 // string lexer: escape state (escDead: free key impossible)
 	u8    uint8 // string lexer: UTF-8 continuation bytes still due, and their class
+	val   int64 // bounded integer: the value so far (negative after '-' and a digit)
 }
 
 const rootNode = -1
@@ -259,6 +260,11 @@ func (g *Grammar) start(dst *state, s int, n int32, b byte, snap *[]frame) {
 		default:
 			f.phase = numInt
 			f.count = 1
+			f.val = int64(b - '0')
+		}
+		if nd.bounded && !nd.reachable(&f) {
+			dst.frames = dst.frames[:s]
+			return
 		}
 	case kindLiteral:
 		f.aux = g.litChild(nd.lit, b)
@@ -651,6 +657,66 @@ func isHex(b byte) bool {
 }
 
 func stepNumber(f *frame, n *node, b byte) int {
+	if !n.bounded {
+		return stepDigits(f, n, b)
+	}
+	was := *f
+	res := stepDigits(f, n, b)
+	switch {
+	case res == resPopFeed && !n.inBounds(f.val):
+		return resReject
+	case res == resStay && b >= '0' && b <= '9':
+		// The value gained a digit (or is 0 after "-").
+		if b != '0' || was.phase != numSign {
+			mag := abs(was.val)*10 + int64(b-'0')
+			if was.phase == numSign || was.val < 0 {
+				mag = -mag
+			}
+			f.val = mag
+		}
+		if !n.reachable(f) {
+			*f = was
+			return resReject
+		}
+	}
+	return res
+}
+
+// inBounds reports whether a complete integer lies within the bounds.
+func (n *node) inBounds(v int64) bool { return v >= n.lowest && v <= n.highest }
+
+// reachable reports whether the integer in f, after its digits so far,
+// can still end within the bounds (maxIntDigits digits at most).
+func (n *node) reachable(f *frame) bool {
+	switch f.phase {
+	case numZero:
+		return n.inBounds(0)
+	case numSign:
+		return n.lowest <= 0 && n.highest >= max(n.lowest, -maxIntValue)
+	}
+	// Digits may follow: the magnitude lies in [m*10^k, (m+1)*10^k-1].
+	m := abs(f.val)
+	for k, p := int32(0), int64(1); f.count+k <= maxIntDigits; k, p = k+1, p*10 {
+		lo, hi := m*p, (m+1)*p-1
+		if f.val < 0 {
+			lo, hi = -hi, -lo
+		}
+		if lo <= n.highest && hi >= n.lowest {
+			return true
+		}
+	}
+	return false
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// stepDigits lexes a number.
+func stepDigits(f *frame, n *node, b byte) int {
 	digit := b >= '0' && b <= '9'
 	frac := n.kind == kindNumber
 	switch f.phase {
@@ -727,6 +793,9 @@ func (g *Grammar) canEnd(t []frame) bool {
 		switch n.kind {
 		case kindNumber, kindInteger:
 			if f.phase != numZero && f.phase != numInt && f.phase != numFrac && f.phase != numExp {
+				return false
+			}
+			if n.bounded && !n.inBounds(f.val) {
 				return false
 			}
 		case kindLiteral:

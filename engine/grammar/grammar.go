@@ -103,6 +103,9 @@ type node struct {
 
 	// number, integer
 	noMinus bool
+	// integer: minimum and maximum, inclusive (bounded: enforced)
+	bounded        bool
+	lowest, highest int64
 
 	// literal (enum, const, true/false/null)
 	lit int32 // trie of the values' JSON texts
