@@ -104,7 +104,7 @@ type node struct {
 	// number, integer
 	noMinus bool
 	// integer: minimum and maximum, inclusive (bounded: enforced)
-	bounded        bool
+	bounded         bool
 	lowest, highest int64
 
 	// literal (enum, const, true/false/null)
