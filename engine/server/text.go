@@ -135,7 +135,7 @@ func (t *toolStream) flush(cut bool) (string, []chat.ParsedCall) {
 			calls = t.parse(toolCallOpen + closeMarkup(rest))
 		}
 		calls = slices.DeleteFunc(calls, func(c chat.ParsedCall) bool { return len(chat.MissingArguments(c, t.tools)) > 0 })
-		if calls != nil || t.forced {
+		if len(calls) > 0 || t.forced {
 			return "", calls
 		}
 		rest = toolCallOpen + rest
