@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spoolhq/spool/engine/chat"
 )
@@ -221,5 +222,27 @@ func TestModelsContext(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Errorf("%s /: %d", method, resp.StatusCode)
 		}
+	}
+}
+
+// TestResponsesKeepAliveEvents: while a Responses stream waits (queue,
+// prefill) it repeats response.in_progress, an event, since Codex drops a
+// stream that sends no event for five minutes (comments do not count).
+func TestResponsesKeepAliveEvents(t *testing.T) {
+	ts := newTestServer(t, serverOpts{sched: schedulerConfig{MaxBatch: 1, MaxQueue: 2}, noRun: true, cfg: Config{KeepAlive: 20 * time.Millisecond}})
+	req, _ := http.NewRequest("POST", ts.URL+"/v1/responses", strings.NewReader(`{"input":"hi","stream":true}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var buf []byte
+	for strings.Count(string(buf), "event: response.in_progress") < 3 {
+		chunk := make([]byte, 256)
+		n, err := resp.Body.Read(chunk)
+		if err != nil {
+			t.Fatalf("reading: %v after %q", err, buf)
+		}
+		buf = append(buf, chunk[:n]...)
 	}
 }

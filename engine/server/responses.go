@@ -333,7 +333,10 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	}
 	var idle func() error
 	if sse != nil {
-		idle = func() error { return sse.comment("keep-alive") }
+		// An event, not a comment: clients such as Codex time out a
+		// stream that sends no event for minutes, which a long prefill on
+		// this machine can take.
+		idle = func() error { return b.send("response.in_progress", map[string]any{"response": resp}) }
 	}
 	o, err := s.generate(r.Context(), t, st, b.add, idle)
 	if err != nil {
