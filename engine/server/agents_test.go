@@ -53,6 +53,11 @@ func TestMessagesAsClaudeCode(t *testing.T) {
 	if status != 400 || jpath(e, "error", "type") != "invalid_request_error" || !strings.HasPrefix(msgText, "prompt is too long: ") || !strings.HasSuffix(msgText, " tokens > 256 maximum") {
 		t.Errorf("overflow: %d %v", status, e)
 	}
+	// count_tokens still counts such a prompt.
+	status, n, _ := ts.do(t, "POST", "/v1/messages/count_tokens", long)
+	if status != 200 || n["input_tokens"].(float64) <= 256 {
+		t.Errorf("count_tokens over the context: %d %v", status, n)
+	}
 	// OpenAI keeps its code.
 	status, e, _ = ts.do(t, "POST", "/v1/chat/completions", map[string]any{"messages": long["messages"]})
 	if status != 400 || jpath(e, "error", "code") != "context_length_exceeded" {

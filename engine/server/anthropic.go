@@ -41,6 +41,9 @@ type messagesRequest struct {
 
 	// dropped lists the tool types left out of what the model sees.
 	dropped []string
+	// count: the request is only measured (count_tokens), so a prompt
+	// over the context is no error.
+	count bool
 }
 
 // anthropicFormat is {"type": "json_schema", "schema": {...}}.
@@ -279,6 +282,9 @@ func (s *Server) messagesTurn(req *messagesRequest) (*turn, error) {
 	if err := s.renderChat(chatInput{messages: msgs, tools: tools, choice: choice, thinking: thinking, constrained: constrained}, t); err != nil {
 		return nil, err
 	}
+	if req.count {
+		return t, nil
+	}
 	if limit := s.eng.Scheduler.Config().ContextLength; len(t.prompt) > limit {
 		return nil, promptTooLong(len(t.prompt), limit)
 	}
@@ -330,6 +336,7 @@ func (s *Server) handleCountTokens(w http.ResponseWriter, r *http.Request) {
 	if req.MaxTokens == nil {
 		req.MaxTokens = new(1)
 	}
+	req.count = true
 	t, err := s.messagesTurn(&req)
 	if err != nil {
 		writeError(w, r, err)
