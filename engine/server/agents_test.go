@@ -151,6 +151,14 @@ func TestResponsesAsCodex(t *testing.T) {
 		item, _ := jpath(resp, "output", 0).(map[string]any)
 		return item
 	}
+	for _, choice := range []any{map[string]any{"type": "function", "name": "close_agent", "namespace": "multi_agent_v1"}, map[string]any{"type": "custom", "name": "apply_patch"}} {
+		b := stream(base)
+		delete(b, "stream")
+		b["tool_choice"], b["max_output_tokens"] = choice, 4
+		if status, resp, _ := ts.do(t, "POST", "/v1/responses", b); status != 200 {
+			t.Errorf("tool_choice %v: %d %v", choice, status, resp)
+		}
+	}
 	if it := forced("multi_agent_v1.close_agent"); it["type"] != "function_call" || it["name"] != "close_agent" || it["namespace"] != "multi_agent_v1" ||
 		(it["arguments"] != `{"target":"a1"}` && it["arguments"] != `{"target":"a2"}`) {
 		t.Errorf("namespaced call: %v", it)

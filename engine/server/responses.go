@@ -184,7 +184,7 @@ func (s *Server) responsesTurn(req *responsesRequest) (*turn, []chat.Message, er
 	if err := checkTools("tools", tools); err != nil {
 		return nil, nil, err
 	}
-	choice, err := parseToolChoice(req.ToolChoice, tools)
+	choice, err := parseToolChoice(flatToolChoice(req.ToolChoice), tools)
 	if err != nil {
 		return nil, nil, err
 	}

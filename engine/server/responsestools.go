@@ -125,3 +125,19 @@ func callItem(c chat.ToolCall, origins map[string]toolOrigin) map[string]any {
 	}
 	return item
 }
+
+// flatToolChoice names a namespaced or custom tool in tool_choice the way
+// the model sees it: {"type":"function","namespace":"n","name":"f"} and
+// {"type":"custom","name":"f"} become functions "n.f" and "f".
+func flatToolChoice(raw json.RawMessage) json.RawMessage {
+	var c struct {
+		Type      string `json:"type"`
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	}
+	if json.Unmarshal(raw, &c) != nil || (c.Type != "custom" && c.Namespace == "") {
+		return raw
+	}
+	out, _ := json.Marshal(map[string]string{"type": "function", "name": flatName(c.Namespace, c.Name)})
+	return out
+}
