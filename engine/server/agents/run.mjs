@@ -21,9 +21,11 @@ function canIsolate() {
 }
 
 if (canIsolate()) {
+  process.stderr.write('agents: spool serve and the agents run in a network namespace with only loopback\n');
   const r = spawnSync('unshare', ['-n', 'sh', '-c', 'ip link set lo up && exec "$0" run.mjs', process.execPath], {
     stdio: 'inherit', env: { ...process.env, SPOOL_NETNS: '1' },
   });
   process.exit(r.status ?? 1);
 }
+if (!process.env.SPOOL_NETNS) process.stderr.write('agents: no network namespace (needs root and unshare); the agents\' own switches keep them off the network\n');
 await runSuites(['agents.test.js'], ['--max-batch', '2']);
