@@ -27,9 +27,7 @@ type responsesRequest struct {
 	Reasoning          *struct {
 		Effort string `json:"effort"`
 	} `json:"reasoning"`
-	// origins maps the tool names the model sees back to the client's.
-	origins map[string]toolOrigin
-	Text    *struct {
+	Text *struct {
 		Format *struct {
 			Type   string          `json:"type"`
 			Name   string          `json:"name"`
@@ -37,6 +35,9 @@ type responsesRequest struct {
 			Strict *bool           `json:"strict"`
 		} `json:"format"`
 	} `json:"text"`
+
+	// origins maps the tool names the model sees back to the client's.
+	origins map[string]toolOrigin
 }
 
 // inputItem is one element of a Responses input array.
@@ -107,7 +108,7 @@ func inputMessages(raw json.RawMessage) ([]chat.Message, error) {
 			msgs = append(msgs, chat.Message{Role: "tool", Content: text, ToolCallID: it.CallID})
 		case "reasoning":
 		default:
-			if hostedCallItems[it.Type] {
+			if hostedCallItem(it.Type) {
 				continue
 			}
 			return nil, invalid(param+".type", "input items of type %q are not supported", it.Type)

@@ -95,11 +95,15 @@ func responsesTools(raw []json.RawMessage) (tools []chat.Tool, origins map[strin
 	return tools, origins, dropped, nil
 }
 
-// hostedCallItems are the input items of hosted tools' calls, which carry
-// nothing the model reads here.
-var hostedCallItems = map[string]bool{
-	"web_search_call": true, "file_search_call": true, "code_interpreter_call": true, "image_generation_call": true,
-	"computer_call": true, "computer_call_output": true, "mcp_list_tools": true, "item_reference": true,
+// hostedCallItem reports the input items of hosted tools' calls, which
+// carry nothing the model reads here.
+func hostedCallItem(typ string) bool {
+	switch typ {
+	case "web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call",
+		"computer_call", "computer_call_output", "mcp_list_tools", "item_reference":
+		return true
+	}
+	return false
 }
 
 // callItem turns a call the model made into the Responses output item the
