@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -30,6 +31,7 @@ type fitFlags struct {
 	context    int
 	sequences  int
 	batchRows  int
+	threads    int
 	jsonOut    bool
 	memoryArgs memoryFlags
 }
@@ -65,7 +67,8 @@ converter's group-64 int4 instead.`,
 	fl.BoolVar(&f.noMTP, "no-mtp", false, "with --config: plan without the MTP layer")
 	fl.IntVar(&f.context, "context", plan.DefaultContext, "context length in tokens")
 	fl.IntVar(&f.sequences, "sequences", 1, "sequences decoded together (KV slots)")
-	fl.IntVar(&f.batchRows, "batch-rows", plan.DefaultBatchRows, "most rows one forward carries (sizes the working bank)")
+	fl.IntVar(&f.batchRows, "batch-rows", 0, "prompt tokens one forward carries (default: the largest chunk the memory allows)")
+	fl.IntVar(&f.threads, "threads", runtime.GOMAXPROCS(0), "worker threads planned for (default: this machine's)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print one JSON object")
 	f.memoryArgs.register(fl)
 	cmd.MarkFlagsMutuallyExclusive("model", "config")
@@ -94,9 +97,9 @@ func runFit(cmd *cobra.Command, f *fitFlags) error {
 	if err != nil {
 		return err
 	}
-	opts.Context, opts.Sequences, opts.BatchRows = f.context, f.sequences, f.batchRows
-	if f.context <= 0 || f.sequences <= 0 || f.batchRows <= 0 {
-		return fmt.Errorf("--context, --sequences and --batch-rows must be positive (got %d, %d, %d)", f.context, f.sequences, f.batchRows)
+	opts.Context, opts.Sequences, opts.BatchRows, opts.Threads = f.context, f.sequences, f.batchRows, f.threads
+	if f.context <= 0 || f.sequences <= 0 || f.threads <= 0 || f.batchRows < 0 {
+		return fmt.Errorf("--context, --sequences and --threads must be positive and --batch-rows not negative (got %d, %d, %d, %d)", f.context, f.sequences, f.threads, f.batchRows)
 	}
 	p, err := plan.New(cfg, w, opts)
 	if err != nil {
@@ -218,6 +221,7 @@ func (m *memoryFlags) options() (plan.Options, error) {
 		}
 	}
 	o.MachineMemory = machineMemory
+	o.Threads = runtime.GOMAXPROCS(0)
 	return o, nil
 }
 

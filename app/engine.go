@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 
 	"github.com/spoolhq/spool/engine/chat"
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/experts"
+	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/engine/tokenizer"
@@ -51,19 +53,22 @@ func resolveModelDir(flag string) (string, error) {
 }
 
 func loadModel(ctx context.Context, dir string, opts modeldir.Options) (*loadedModel, error) {
-	d, err := modeldir.OpenHeaders(dir)
+	lm, err := openModel(dir)
 	if err != nil {
 		return nil, err
 	}
-	return loadOpened(ctx, d, opts)
+	if err := lm.load(ctx, opts); err != nil {
+		return nil, err
+	}
+	return lm, nil
 }
 
-// loadOpened loads a model whose headers are open (see modeldir.OpenHeaders)
-// with its tokenizer and chat template; it closes d on error.
-func loadOpened(ctx context.Context, d *modeldir.Dir, opts modeldir.Options) (*loadedModel, error) {
-	dir := d.Path
-	if err := d.Load(ctx, opts); err != nil {
-		d.Close()
+// openModel opens every file a run of the model in dir needs before any
+// weight is read: the config, every shard's header (validated against the
+// config), the tokenizer and the chat template. Plan from lm.dir, then load.
+func openModel(dir string) (*loadedModel, error) {
+	d, err := modeldir.OpenHeaders(dir)
+	if err != nil {
 		return nil, err
 	}
 	tok, err := tokenizer.Load(filepath.Join(dir, "tokenizer.json"))
@@ -83,7 +88,28 @@ func loadOpened(ctx context.Context, d *modeldir.Dir, opts modeldir.Options) (*l
 	return lm, nil
 }
 
+// load reads the weights; it closes the model directory on error.
+func (lm *loadedModel) load(ctx context.Context, opts modeldir.Options) error {
+	if err := lm.dir.Load(ctx, opts); err != nil {
+		lm.dir.Close()
+		return err
+	}
+	return nil
+}
+
 func (lm *loadedModel) Close() error { return lm.dir.Close() }
+
+// plannedModel is opts with the forward limits the plan sized: the rows
+// and logit rows of one forward and the expert workers.
+func plannedModel(p *plan.Plan, opts model.Options) model.Options {
+	opts.Limits = model.Limits{Rows: p.BatchRows, LogitRows: p.LogitRows, Workers: p.Threads}
+	return opts
+}
+
+// setMemoryLimit bounds the Go runtime to the plan's heap lines.
+func setMemoryLimit(p *plan.Plan) {
+	debug.SetMemoryLimit(p.GoMemoryLimitBytes)
+}
 
 // streamedExperts builds the streamed expert tier the plan sizes, keeping
 // the usage history at usage ("" for none) and pinning the most used

@@ -209,21 +209,24 @@ func (h *engineHost) run(ctx context.Context, cfg hostConfig) error {
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = 4
 	}
-	d, err := modeldir.OpenHeaders(cfg.ModelDir)
+	// Every file is checked and the memory planned before any weight is
+	// read.
+	lm, err := openModel(cfg.ModelDir)
 	if err != nil {
 		return err
 	}
-	p, err := hostPlan(d, cfg)
+	p, err := hostPlan(lm.dir, cfg)
 	if err != nil {
-		d.Close()
+		lm.Close()
 		return err
 	}
 
 	// The streamed tier always serves the host: its telemetry feeds the
 	// heat map, and its usage history pins the hot experts.
 	h.set(hostStatus{State: hostLoading, Detail: "loading weights", Progress: 0.2})
-	lm, err := loadOpened(ctx, d, modeldir.Options{
-		Model:   model.Options{DisableMTP: cfg.NoMTP, DisableDSA: cfg.NoDSA},
+	setMemoryLimit(p)
+	err = lm.load(ctx, modeldir.Options{
+		Model:   plannedModel(p, model.Options{DisableMTP: cfg.NoMTP, DisableDSA: cfg.NoDSA}),
 		Experts: streamedExperts(p, cfg.UsagePath),
 	})
 	if err != nil {
@@ -234,7 +237,7 @@ func (h *engineHost) run(ctx context.Context, cfg hostConfig) error {
 
 	h.set(hostStatus{State: hostLoading, Detail: "starting the server", Progress: 0.9})
 	m := lm.dir.Model
-	sched := scheduler.New(m, scheduler.Config{MaxBatch: cfg.MaxBatch, MaxQueue: cfg.MaxQueue, ContextLength: p.Context})
+	sched := scheduler.New(m, scheduler.Config{MaxBatch: cfg.MaxBatch, MaxQueue: cfg.MaxQueue, ContextLength: p.Context, PrefillChunk: p.PrefillChunk})
 	eng := server.Engine{
 		Scheduler: sched, Tokenizer: lm.tokenizer, Template: lm.template, Experts: src,
 		Extra: func() map[string]any { return map[string]any{"plan": p, "tiers": src.Stats()} },

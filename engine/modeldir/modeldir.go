@@ -79,13 +79,19 @@ func (d *Dir) Load(ctx context.Context, opts Options) error {
 		return fmt.Errorf("modeldir: %s is already loaded", d.Path)
 	}
 	cfg, c := d.Config, d.Container
-	w := Weights{C: c}
+	w := &Weights{C: c}
 	caps, err := model.DetectCapabilities(cfg, w)
 	if err != nil {
 		return err
 	}
 	layers := model.ExpertLayers(cfg, caps.MTP && !opts.Model.DisableMTP)
 	if opts.Experts != nil {
+		// The resident weights stay in the mapped files, off the Go heap;
+		// loading reads their pages, the routed experts stay on disk.
+		if err := c.Map(); err != nil {
+			return err
+		}
+		w.prefault = true
 		d.Experts, err = opts.Experts(ctx, c, cfg, layers)
 	} else {
 		// Everything stays in memory: map each shard once and view it.
@@ -117,17 +123,42 @@ func closeSource(src experts.Source) error {
 }
 
 // Weights adapts a container to model.Weights.
-type Weights struct{ C *container.Container }
+type Weights struct {
+	C *container.Container
+	// prefault touches every page of a mapped matrix as it is read, so
+	// loading (not the first forward) reads the resident weights.
+	prefault bool
+	sum      byte
+	sumF     float32
+}
 
 // Has implements model.Weights.
-func (w Weights) Has(name string) bool { _, ok := w.C.Tensor(name); return ok }
+func (w *Weights) Has(name string) bool { _, ok := w.C.Tensor(name); return ok }
 
 // F32 implements model.Weights.
-func (w Weights) F32(name string, n int) ([]float32, error) { return w.C.F32(name, n) }
+func (w *Weights) F32(name string, n int) ([]float32, error) { return w.C.F32(name, n) }
 
 // Matrix implements model.Weights.
-func (w Weights) Matrix(name string, rows, cols int) (*kernels.Matrix, error) {
-	return w.C.Matrix(name, rows, cols)
+func (w *Weights) Matrix(name string, rows, cols int) (*kernels.Matrix, error) {
+	m, err := w.C.Matrix(name, rows, cols)
+	if err == nil && w.prefault {
+		for i := 0; i < len(m.Data); i += pageBytes {
+			w.sum += m.Data[i]
+		}
+		touch(&w.sumF, m.Scales)
+		touch(&w.sumF, m.F32)
+	}
+	return m, err
+}
+
+// pageBytes is the smallest page of the systems Spool runs on.
+const pageBytes = 4096
+
+// touch reads one value of every page of v.
+func touch(sum *float32, v []float32) {
+	for i := 0; i < len(v); i += pageBytes / 4 {
+		*sum += v[i]
+	}
 }
 
 // ExpertLoader reads routed experts from a container into fresh memory.
