@@ -176,3 +176,19 @@ func split(headers [][]float32, flat []float32, width int) [][]float32 {
 	}
 	return out
 }
+
+// BufferBytes is the memory the runner's buffers hold (the memory plan's
+// activations, logits and expert workers lines count it).
+func (r *Runner) BufferBytes() int64 {
+	w := r.ws
+	n := 4 * int64(cap(w.h)+cap(w.x)+cap(w.hn)+cap(w.ffn)+cap(w.cat)+cap(w.emb)+cap(w.logit)+cap(w.routerLogits)+cap(w.routeWeights)+cap(w.expertOut)+cap(w.score)+cap(w.choice)+cap(w.acc))
+	n += 24 * int64(cap(w.hiddenRows)+cap(w.logitRows))
+	n += 32 * int64(cap(w.rowState))
+	n += 8 * int64(cap(w.routeIDs)+cap(w.union)+cap(w.order))
+	n += 4 * int64(cap(w.users)+cap(w.usersStart)+cap(w.usersNext))
+	n += int64(cap(w.taken))
+	for _, b := range w.workers {
+		n += 4 * int64(cap(b.xs)+cap(b.ys)+cap(b.g)+cap(b.u))
+	}
+	return n
+}

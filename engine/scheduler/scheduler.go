@@ -199,7 +199,7 @@ func (s *Scheduler) admit() {
 		e.stream.markAdmitted()
 	}
 	s.mu.Lock()
-	s.stats.Active = len(s.active)
+	s.stats.Active, s.stats.Sequences = len(s.active), s.sequences
 	s.mu.Unlock()
 }
 
@@ -224,7 +224,7 @@ func (s *Scheduler) compact() {
 	clear(s.active[len(live):])
 	s.active = live
 	s.mu.Lock()
-	s.stats.Active = len(s.active)
+	s.stats.Active, s.stats.Sequences = len(s.active), s.sequences
 	s.mu.Unlock()
 }
 

@@ -34,6 +34,9 @@ type Stats struct {
 	// PrefillExpertsTouched is the distinct (layer, expert) pairs the
 	// latest completed prefill acquired.
 	PrefillExpertsTouched int `json:"prefill_experts_touched"`
+	// Sequences counts the sequences holding state, active and idle (at
+	// most MaxBatch).
+	Sequences int `json:"sequences"`
 	// LastRequest describes the most recently finished request.
 	LastRequest *Result `json:"-"`
 }
@@ -55,6 +58,14 @@ func (s *Scheduler) Stats() Stats {
 		st.LastRequest = &r
 	}
 	return st
+}
+
+// Sequences is the number of sequences holding state (active and idle),
+// at most MaxBatch.
+func (s *Scheduler) Sequences() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats.Sequences
 }
 
 // setState records the batch size of a step (0: idle).
