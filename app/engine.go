@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 
 	"github.com/spoolhq/spool/engine/chat"
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/experts"
-	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/engine/tokenizer"
@@ -98,18 +96,6 @@ func (lm *loadedModel) load(ctx context.Context, opts modeldir.Options) error {
 }
 
 func (lm *loadedModel) Close() error { return lm.dir.Close() }
-
-// plannedModel is opts with the forward limits the plan sized: the rows
-// and logit rows of one forward and the expert workers.
-func plannedModel(p *plan.Plan, opts model.Options) model.Options {
-	opts.Limits = model.Limits{Rows: p.BatchRows, LogitRows: p.LogitRows, Workers: p.Threads}
-	return opts
-}
-
-// setMemoryLimit bounds the Go runtime to the plan's heap lines.
-func setMemoryLimit(p *plan.Plan) {
-	debug.SetMemoryLimit(p.GoMemoryLimitBytes)
-}
 
 // streamedExperts builds the streamed expert tier the plan sizes, keeping
 // the usage history at usage ("" for none) and pinning the most used

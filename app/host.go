@@ -3,17 +3,14 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"net"
-	"path/filepath"
 	"strconv"
 	"sync"
 
 	"github.com/spoolhq/spool/engine/experts"
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/modeldir"
-	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/engine/scheduler"
 	"github.com/spoolhq/spool/engine/server"
 )
@@ -277,32 +274,4 @@ func (h *engineHost) run(ctx context.Context, cfg hostConfig) error {
 		err = nil
 	}
 	return err
-}
-
-// hostPlan lays out the memory equation for cfg and refuses a plan that
-// does not fit.
-func hostPlan(d *modeldir.Dir, cfg hostConfig) (*plan.Plan, error) {
-	mc := d.Config
-	w, err := plan.FromContainer(d.Container, mc, d.Summary)
-	if err != nil {
-		return nil, err
-	}
-	opts, err := cfg.Memory.options()
-	if err != nil {
-		return nil, err
-	}
-	opts.Context = cfg.Context
-	if opts.Context <= 0 {
-		opts.Context = plan.DefaultContext
-	}
-	opts.Context = min(opts.Context, mc.MaxPositionEmbeddings)
-	opts.Sequences = max(cfg.MaxBatch, 1)
-	p, err := plan.New(mc, w, opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := p.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Base(cfg.ModelDir), err)
-	}
-	return p, nil
 }
