@@ -79,7 +79,7 @@ func openModel(dir string) (*loadedModel, error) {
 		return nil, fmt.Errorf("tokenizer has %d ids but the model's vocabulary is %d", tok.VocabSize(), d.Config.VocabSize)
 	}
 	lm := &loadedModel{dir: d, tokenizer: tok}
-	if lm.template, err = chat.LoadTemplate(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if lm.template, err = chat.LoadTemplate(dir); err != nil && !errors.Is(err, chat.ErrNoTemplate) {
 		d.Close()
 		return nil, err
 	}

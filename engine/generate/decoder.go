@@ -200,7 +200,9 @@ func (d *Decoder) Consume(ctx context.Context, out model.Output, cost Cost) erro
 
 // consumePrefill takes a prompt chunk's output: the MTP layer absorbs the
 // chunk's rows whose next token is known, and after the last chunk the
-// first token is sampled.
+// first token is sampled (before the MTP layer's forward reuses the
+// buffers the logits live in) and emitted once the MTP layer has absorbed
+// the prompt.
 func (d *Decoder) consumePrefill(ctx context.Context, out model.Output, cost Cost, n int) error {
 	from := d.prefilled
 	d.prefilled += n
@@ -208,25 +210,31 @@ func (d *Decoder) consumePrefill(ctx context.Context, out model.Output, cost Cos
 	d.res.PrefillExpertBytes += cost.ExpertBytes
 	d.touched.Union(cost.Experts)
 	last := d.prefilled == len(d.prompt)
+	var tok int
+	var tl *Token
+	stop := false
 	if last {
-		d.first = time.Now()
-		d.res.PrefillTime = d.first.Sub(d.started)
-		// Sample before the MTP layer runs: its forward reuses the
-		// buffers the logits live in.
-		if ended, err := d.take(out.Logits[len(out.Logits)-1]); ended || err != nil {
-			d.res.PrefillExpertsTouched = d.touched.Len()
-			return err
-		}
+		tok, tl, stop = d.logits.pick(d.sampler, out.Logits[len(out.Logits)-1])
 	}
-	if d.mtp != nil {
+	// After the last chunk the MTP layer only matters when decoding goes on.
+	if d.mtp != nil && (!last || (!stop && !slices.Contains(d.p.StopTokens, tok) && len(d.res.Tokens)+1 < d.p.MaxTokens)) {
 		if err := d.absorbPrompt(ctx, from, out.Hidden, last); err != nil {
 			return fmt.Errorf("generate: MTP prompt pass: %w", err)
 		}
 	}
-	if last {
-		d.res.PrefillExpertsTouched = d.touched.Len()
+	if !last {
+		return nil
 	}
-	return nil
+	d.res.PrefillExpertsTouched = d.touched.Len()
+	d.first = time.Now()
+	d.res.PrefillTime = d.first.Sub(d.started)
+	if stop {
+		d.res.FinishReason = FinishStop
+		d.done = true
+		return nil
+	}
+	_, err := d.emit(tok, tl)
+	return err
 }
 
 // take samples the next token from logits and records it; it reports

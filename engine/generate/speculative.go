@@ -2,6 +2,8 @@ package generate
 
 import (
 	"context"
+
+	"github.com/spoolhq/spool/engine/model"
 )
 
 // MaxPendingMTP bounds the hidden states a sequence keeps for its MTP layer
@@ -66,7 +68,7 @@ func (d *Decoder) draftNext(ctx context.Context) (int, error) {
 	var draft int
 	for off := 0; off < q.n; off += d.p.PrefillChunk {
 		end := min(off+d.p.PrefillChunk, q.n)
-		logits, _, err := d.r.MTPForward(ctx, d.seq, q.from+off, q.rows[off:end], q.next[off:end], true)
+		logits, _, err := d.r.MTPForward(ctx, model.MTPRequest{Seq: d.seq, Pos: q.from + off, Hidden: q.rows[off:end], Next: q.next[off:end], LastOnly: true})
 		if err != nil {
 			return 0, err
 		}
@@ -93,7 +95,7 @@ func (d *Decoder) absorbPrompt(ctx context.Context, from int, hidden [][]float32
 		return nil
 	}
 	before := d.m.ExpertBytesRead()
-	_, _, err := d.r.MTPForward(ctx, d.seq, from, hidden[:n], d.prompt[from+1:from+n+1], true)
+	_, _, err := d.r.MTPForward(ctx, model.MTPRequest{Seq: d.seq, Pos: from, Hidden: hidden[:n], Next: d.prompt[from+1 : from+n+1], LastOnly: true})
 	d.res.PrefillExpertBytes += d.m.ExpertBytesRead() - before
 	d.touched.Union(d.r.LastExperts())
 	return err

@@ -51,8 +51,8 @@ func (y *layer) forward(ctx context.Context, r *Runner, p *pass) error {
 	for i := range R {
 		rmsNorm(x[i*H:(i+1)*H], h[i*H:(i+1)*H], y.postNorm, c.RMSNormEps)
 	}
-	ffn := r.ws.ffn[:R*H]
-	if err := r.mlpForward(ctx, y, x, R, ffn, p.tr); err != nil {
+	ffn, err := r.mlpForward(ctx, y, p)
+	if err != nil {
 		return err
 	}
 	for i := range h {

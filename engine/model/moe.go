@@ -17,13 +17,15 @@ import (
 const minParallelExpertRows = 32
 
 // mlpForward applies the layer's MLP (dense, or shared + routed experts) to
-// the R rows of x, writing out.
-func (r *Runner) mlpForward(ctx context.Context, y *layer, x []float32, R int, out []float32, tr *Trace) error {
+// the normed rows p.x and returns its output (the workspace's ffn rows).
+func (r *Runner) mlpForward(ctx context.Context, y *layer, p *pass) ([]float32, error) {
+	R := len(p.rows)
+	out := r.ws.ffn[:R*r.m.cfg.HiddenSize]
 	if !y.isSparse {
-		denseMLP(y.dense, x, R, out, r.ws.workers[0])
-		return nil
+		denseMLP(y.dense, p.x, R, out, r.ws.workers[0])
+		return out, nil
 	}
-	return r.moe(ctx, y, x, R, out, tr)
+	return out, r.moe(ctx, y, p, out)
 }
 
 // denseMLP writes down(silu(gate x) * up x) of the R rows of x into out,
@@ -121,11 +123,12 @@ func (r *Runner) groupUsers(R int) []int {
 	return union
 }
 
-// moe routes every row, fetches the union of chosen experts once, applies
-// each to the rows that chose it, and sums per row in ascending expert order
-// (so the result is independent of the order experts arrive in), then adds
-// the shared expert. It writes out.
-func (r *Runner) moe(ctx context.Context, y *layer, x []float32, R int, out []float32, tr *Trace) error {
+// moe routes every row of p.x, fetches the union of chosen experts once,
+// applies each to the rows that chose it, and sums per row in ascending
+// expert order (so the result is independent of the order experts arrive
+// in), then adds the shared expert. It writes out.
+func (r *Runner) moe(ctx context.Context, y *layer, p *pass, out []float32) error {
+	x, R, tr := p.x, len(p.rows), p.tr
 	m := r.m
 	c := m.cfg
 	ws := r.ws
@@ -173,7 +176,7 @@ func (r *Runner) moe(ctx context.Context, y *layer, x []float32, R int, out []fl
 		}
 		e := union[j.idx]
 		us := ws.users[ws.usersStart[e]:ws.usersStart[e+1]]
-		p := &mlp{gate: j.ex.Gate, up: j.ex.Up, down: j.ex.Down}
+		ex := &mlp{gate: j.ex.Gate, up: j.ex.Up, down: j.ex.Down}
 		for b := 0; b < len(us); b += ExpertBlockRows {
 			block := us[b:min(b+ExpertBlockRows, len(us))]
 			n := len(block)
@@ -182,7 +185,7 @@ func (r *Runner) moe(ctx context.Context, y *layer, x []float32, R int, out []fl
 				row := int(u) / k
 				copy(xs[i*H:(i+1)*H], x[row*H:(row+1)*H])
 			}
-			denseMLP(p, xs, n, ys, buf)
+			denseMLP(ex, xs, n, ys, buf)
 			for i, u := range block {
 				copy(expertOut[int(u)*H:(int(u)+1)*H], ys[i*H:(i+1)*H])
 			}

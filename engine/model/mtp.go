@@ -8,25 +8,36 @@ import (
 	"github.com/spoolhq/spool/kernels"
 )
 
-// MTPForward is Runner.MTPForward with the model's own runner (see
-// Forward).
-func (m *Model) MTPForward(ctx context.Context, seq *kvcache.Sequence, pos0 int, hidden [][]float32, next []int, lastOnly bool) (logits, out [][]float32, err error) {
-	r := m.ownRunner()
-	defer m.mu.Unlock()
-	return r.MTPForward(ctx, seq, pos0, hidden, next, lastOnly)
+// MTPRequest is one sequence's rows for the multi-token-prediction layer.
+// Row j consumes the final-normed main-model hidden state Hidden[j] of
+// position p = Pos+j and the token Next[j] at position p+1; its logits
+// predict the token at p+2. Hidden may be a previous forward's output.
+type MTPRequest struct {
+	Seq    *kvcache.Sequence
+	Pos    int
+	Hidden [][]float32
+	Next   []int
+	// LastOnly asks for the logits of the last row only.
+	LastOnly bool
 }
 
-// MTPForward runs the multi-token-prediction layer. Row j consumes the
-// final-normed main-model hidden state hidden[j] of position p = pos0+j and
-// the token next[j] at position p+1; its logits predict the token at p+2.
-// The MTP layer attends densely over its own cache (the rows absorbed so
-// far, whatever positions they had), to which the rows are appended. It
-// returns the logits of every row (or of the last row only, with lastOnly)
-// and the layer's output hidden states (pre shared_head.norm) of every row;
-// both are views of the model's buffers, valid until the next forward.
-// hidden may be a previous forward's output.
-func (r *Runner) MTPForward(ctx context.Context, seq *kvcache.Sequence, pos0 int, hidden [][]float32, next []int, lastOnly bool) (logits, out [][]float32, err error) {
+// MTPForward is Runner.MTPForward with the model's own runner (see
+// Forward).
+func (m *Model) MTPForward(ctx context.Context, req MTPRequest) (logits, out [][]float32, err error) {
+	r := m.ownRunner()
+	defer m.mu.Unlock()
+	return r.MTPForward(ctx, req)
+}
+
+// MTPForward runs the multi-token-prediction layer over req's rows. The
+// MTP layer attends densely over its own cache (the rows absorbed so far,
+// whatever positions they had), to which the rows are appended. It returns
+// the logits of every row (or of the last row only, with LastOnly) and the
+// layer's output hidden states (pre shared_head.norm) of every row; both
+// are views of r's buffers, valid until r's next forward.
+func (r *Runner) MTPForward(ctx context.Context, req MTPRequest) (logits, out [][]float32, err error) {
 	m := r.m
+	seq, pos0, hidden, next, lastOnly := req.Seq, req.Pos, req.Hidden, req.Next, req.LastOnly
 	if m.mtp == nil {
 		return nil, nil, errNoMTP
 	}

@@ -188,7 +188,7 @@ func TestParityMTP(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					logits, _, err := m.MTPForward(context.Background(), seq, 0, out[0].Hidden[:cs.N-1], cs.PromptIDs[1:], false)
+					logits, _, err := m.MTPForward(context.Background(), model.MTPRequest{Seq: seq, Hidden: out[0].Hidden[:cs.N-1], Next: cs.PromptIDs[1:]})
 					if err != nil {
 						t.Fatal(err)
 					}
