@@ -184,8 +184,8 @@ type Request struct {
 	OnLayer func(done, layers int)
 }
 
-// Output is one request's result. Its slices are views of the model's
-// buffers, valid until the next Forward or MTPForward.
+// Output is one request's result. Its slices are views of the runner's
+// buffers, valid until the runner's next forward.
 type Output struct {
 	// Logits per returned row: every token with AllLogits, else the last.
 	Logits [][]float32

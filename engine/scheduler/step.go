@@ -55,6 +55,7 @@ func (s *Scheduler) step(ctx context.Context) {
 	var pre *active
 	for _, a := range s.active {
 		switch {
+		case a.done:
 		case !a.dec.Prefilling():
 			members = append(members, a)
 		case pre == nil:
