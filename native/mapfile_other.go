@@ -24,6 +24,3 @@ func MapFile(f *os.File) ([]byte, error) {
 
 // Unmap releases a mapping made by MapFile.
 func Unmap(b []byte) error { return nil }
-
-// MapFileLazy is MapFile.
-func MapFileLazy(f *os.File) ([]byte, error) { return MapFile(f) }

@@ -12,16 +12,8 @@ import (
 // MapFile maps the whole of f read-only and shared: reads of the slice
 // fault pages in from the page cache, with no copy and no zeroing. The
 // mapping outlives f's descriptor; release it with Unmap. Writing to the
-// slice faults. Where the system can, the whole file is read in at once.
-func MapFile(f *os.File) ([]byte, error) { return mapFile(f, mapPopulate) }
-
-// MapFileLazy is MapFile without reading anything up front: each page is
-// read from the file when first touched, so the parts of a file that are
-// never touched cost no memory. Touched pages are clean file pages, which
-// the system may drop under pressure and read again.
-func MapFileLazy(f *os.File) ([]byte, error) { return mapFile(f, 0) }
-
-func mapFile(f *os.File, flags int) ([]byte, error) {
+// slice faults.
+func MapFile(f *os.File) ([]byte, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("native: map %s: %w", f.Name(), err)
@@ -32,7 +24,7 @@ func mapFile(f *os.File, flags int) ([]byte, error) {
 	if st.Size() != int64(int(st.Size())) {
 		return nil, fmt.Errorf("native: map %s: %d bytes do not fit the address space", f.Name(), st.Size())
 	}
-	b, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED|flags)
+	b, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED|mapPopulate)
 	if err != nil {
 		return nil, fmt.Errorf("native: map %s: mmap: %w", f.Name(), err)
 	}

@@ -223,23 +223,14 @@ func (c *Container) Names() []string {
 // Preload maps every shard into memory, for models that are kept in memory
 // whole: matrices and experts then are views of the mapped files
 // (ReadMatrix, ViewExpert) instead of copies, valid until Close. The
-// streamed expert tier must not preload (it would read every expert): it
-// uses Map.
-func (c *Container) Preload() error { return c.mapShards(native.MapFile) }
-
-// Map maps every shard without reading it: matrices become views of the
-// files (ReadMatrix) whose pages are read on first use, so the resident
-// weights live in clean file pages outside the Go heap and the routed
-// experts, read by the streamed tier, cost nothing here. Valid until Close.
-func (c *Container) Map() error { return c.mapShards(native.MapFileLazy) }
-
-func (c *Container) mapShards(mapFile func(*os.File) ([]byte, error)) error {
+// streamed expert tier must not preload: it reads experts on demand.
+func (c *Container) Preload() error {
 	for i := range c.shards {
 		s := &c.shards[i]
 		if s.data != nil {
 			continue
 		}
-		data, err := mapFile(s.f)
+		data, err := native.MapFile(s.f)
 		if err != nil {
 			return fmt.Errorf("container: %w", err)
 		}
@@ -252,7 +243,7 @@ func (c *Container) mapShards(mapFile func(*os.File) ([]byte, error)) error {
 	return nil
 }
 
-// Preloaded reports whether Preload or Map has run.
+// Preloaded reports whether Preload has run.
 func (c *Container) Preloaded() bool {
 	return len(c.shards) > 0 && c.shards[0].data != nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spoolhq/spool/engine/experts"
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/kernels"
+	"github.com/spoolhq/spool/native"
 )
 
 // Options configure Open.
@@ -30,6 +31,9 @@ type Dir struct {
 	Model     *model.Model
 	// Experts is the routed-expert source the model reads from.
 	Experts experts.Source
+
+	arena     []byte // the resident weights, when the experts stream
+	arenaUsed int
 }
 
 // Open loads the model in dir: OpenHeaders, then Load.
@@ -79,12 +83,14 @@ func (d *Dir) Load(ctx context.Context, opts Options) error {
 	}
 	layers := model.ExpertLayers(cfg, caps.MTP && !opts.Model.DisableMTP)
 	if opts.Experts != nil {
-		// The resident weights stay in the mapped files, off the Go heap;
-		// loading reads their pages, the routed experts stay on disk.
-		if err := c.Map(); err != nil {
-			return err
+		// The resident weights are copied into one arena outside the Go
+		// heap (the plan's resident weights line); the routed experts stay
+		// on disk. A shard truncated under a running model then fails the
+		// expert reads with an error instead of faulting a mapping.
+		if d.arena, err = native.AllocAligned(int(d.Summary.ResidentBytes)+arenaAlign*2*len(c.Names()), arenaAlign); err != nil {
+			return fmt.Errorf("modeldir: resident weights arena: %w", err)
 		}
-		w.prefault = true
+		w.arena = d.arena
 		d.Experts, err = opts.Experts(ctx, c, cfg, layers)
 	} else {
 		// Everything stays in memory: map each shard once and view it.
@@ -99,13 +105,20 @@ func (d *Dir) Load(ctx context.Context, opts Options) error {
 	if d.Model, err = model.Load(cfg, w, d.Experts, opts.Model); err != nil {
 		return err
 	}
+	d.arenaUsed = w.used
 	return nil
 }
 
-// Close releases the expert source (when it holds resources) and the
-// container's files.
+// Close releases the expert source (when it holds resources), the
+// container's files and the resident weights' arena; the model must not be
+// used afterwards.
 func (d *Dir) Close() error {
-	return errors.Join(closeSource(d.Experts), d.Container.Close())
+	err := errors.Join(closeSource(d.Experts), d.Container.Close())
+	if d.arena != nil {
+		err = errors.Join(err, native.Free(d.arena))
+		d.arena = nil
+	}
+	return err
 }
 
 func closeSource(src experts.Source) error {
@@ -118,12 +131,14 @@ func closeSource(src experts.Source) error {
 // Weights adapts a container to model.Weights.
 type Weights struct {
 	C *container.Container
-	// prefault touches every page of a mapped matrix as it is read, so
-	// loading (not the first forward) reads the resident weights.
-	prefault bool
-	sum      byte
-	sumF     float32
+	// arena, when set, receives every matrix read (see Dir.Load).
+	arena []byte
+	used  int
 }
+
+// arenaAlign aligns each matrix's bytes in the arena (the kernels' widest
+// vector loads).
+const arenaAlign = 64
 
 // Has implements model.Weights.
 func (w *Weights) Has(name string) bool { _, ok := w.C.Tensor(name); return ok }
@@ -133,25 +148,27 @@ func (w *Weights) F32(name string, n int) ([]float32, error) { return w.C.F32(na
 
 // Matrix implements model.Weights.
 func (w *Weights) Matrix(name string, rows, cols int) (*kernels.Matrix, error) {
-	m, err := w.C.Matrix(name, rows, cols)
-	if err == nil && w.prefault {
-		for i := 0; i < len(m.Data); i += pageBytes {
-			w.sum += m.Data[i]
+	if w.arena == nil {
+		return w.C.Matrix(name, rows, cols)
+	}
+	info, err := w.C.MatrixInfo(name, rows, cols)
+	if err != nil {
+		return nil, err
+	}
+	var short bool
+	m, err := w.C.ReadMatrixInto(info, func(n int) []byte {
+		start := (w.used + arenaAlign - 1) / arenaAlign * arenaAlign
+		if start+n > len(w.arena) {
+			short = true
+			return make([]byte, n)
 		}
-		touch(&w.sumF, m.Scales)
-		touch(&w.sumF, m.F32)
+		w.used = start + n
+		return w.arena[start:w.used:w.used]
+	})
+	if err == nil && short {
+		err = fmt.Errorf("modeldir: the resident weights arena of %d bytes is full at %s (the headers count fewer resident bytes)", len(w.arena), name)
 	}
 	return m, err
-}
-
-// pageBytes is the smallest page of the systems Spool runs on.
-const pageBytes = 4096
-
-// touch reads one value of every page of v.
-func touch(sum *float32, v []float32) {
-	for i := 0; i < len(v); i += pageBytes / 4 {
-		*sum += v[i]
-	}
 }
 
 // ExpertLoader reads routed experts from a container into fresh memory.

@@ -140,8 +140,8 @@ type Plan struct {
 	ActivationBudgetBytes int64 `json:"activation_budget_bytes"`
 	// GoMemoryLimitBytes is the Go runtime's memory limit: every line the
 	// Go heap holds (KV cache, buffer lines, runtime reserve). Resident
-	// weights are mapped from the container and expert slabs are mapped
-	// memory, outside the heap.
+	// weights (an arena or the mapped shards) and expert slabs live
+	// outside the heap.
 	GoMemoryLimitBytes int64 `json:"go_memory_limit_bytes"`
 	WorkingSlots       int   `json:"working_slots"`
 	MTPSlots           int   `json:"mtp_slots"`
@@ -273,7 +273,7 @@ func build(cfg *config.Config, w Weights, opts Options) (*Plan, error) {
 	runtime := orDefault(opts.RuntimeReserve, DefaultRuntimeReserve)
 
 	p.Items = []Item{
-		{ItemResident, w.ResidentBytes, "every non-routed tensor, mapped read-only from the container: embedding, lm_head, attention, norms, dense MLPs, routers and shared experts" + mtpNote(w)},
+		{ItemResident, w.ResidentBytes, "every non-routed tensor, read once into memory outside the Go heap: embedding, lm_head, attention, norms, dense MLPs, routers and shared experts" + mtpNote(w)},
 		{ItemWorking, int64(p.WorkingSlots) * p.ExpertSlotBytes, fmt.Sprintf("%d slots x %s: misses of one layer stream through them, each slot recycled once its expert is applied (2 x experts_per_tok %d)", p.WorkingSlots, sizeText(p.ExpertSlotBytes), k)},
 	}
 	if p.MTPSlots > 0 {
