@@ -11,6 +11,7 @@ import (
 	"github.com/spoolhq/spool/engine/generate"
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/modeldir"
+	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/engine/scheduler"
 	"github.com/spoolhq/spool/internal/fixtures"
 )
@@ -195,4 +196,46 @@ func TestSequencesBounded(t *testing.T) {
 	if n := s.Sequences(); n != 1 {
 		t.Errorf("%d sequences hold state, MaxBatch is 1", n)
 	}
+}
+
+// TestPrefillReadsEachExpertOnce: with experts streamed through a cache of
+// two slots per layer, a prompt prefilled in one chunk reads each expert
+// it routes to once (a read fills at most one slab slot), while three
+// chunks read them again.
+func TestPrefillReadsEachExpertOnce(t *testing.T) {
+	refs, _ := fixtures.LoadRefs(t, "glm52-mini")
+	long := refs.Cases[len(refs.Cases)-1].PromptIDs
+	m := openStreamed(t, "glm52-mini", len(long)+8)
+	d, err := modeldir.OpenHeaders(fixtures.Path(t, "glm52-mini"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var widest int64
+	for _, l := range model.ExpertLayers(d.Config, false) {
+		loc, err := d.Container.Expert(l, 0, d.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		widest = max(widest, loc.Bytes())
+	}
+	perExpert := plan.SlotBytes(widest)
+	read := func(chunk int) *generate.Result {
+		res, err := generate.Generate(context.Background(), m, m.NewSequence(0), long, generate.Params{MaxTokens: 1, PrefillChunk: chunk}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	one, three := read(len(long)), read(len(long)/3+1)
+	if one.PrefillChunks != 1 || three.PrefillChunks != 3 {
+		t.Fatalf("%d and %d chunks", one.PrefillChunks, three.PrefillChunks)
+	}
+	if one.PrefillExpertBytes > int64(one.PrefillExpertsTouched)*perExpert {
+		t.Errorf("one chunk read %d bytes for %d experts (at most %d each)", one.PrefillExpertBytes, one.PrefillExpertsTouched, perExpert)
+	}
+	if three.PrefillExpertBytes <= one.PrefillExpertBytes {
+		t.Errorf("three chunks read %d bytes, one chunk %d", three.PrefillExpertBytes, one.PrefillExpertBytes)
+	}
+	t.Logf("one chunk: %d experts, %d bytes; three chunks: %d bytes", one.PrefillExpertsTouched, one.PrefillExpertBytes, three.PrefillExpertBytes)
 }
