@@ -188,7 +188,7 @@ func TestParityMTP(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					logits, _, err := m.MTPForward(context.Background(), seq, 0, out[0].Hidden[:cs.N-1], cs.PromptIDs[1:], false)
+					logits, _, err := m.MTPForward(context.Background(), model.MTPRequest{Seq: seq, Hidden: out[0].Hidden[:cs.N-1], Next: cs.PromptIDs[1:]})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -296,7 +296,7 @@ func TestBatchedRowsEqualSingle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return out[0].Logits[0]
+		return slices.Clone(out[0].Logits[0]) // outputs are valid until the next forward
 	}
 	sa, sb := m.NewSequence(0), m.NewSequence(0)
 	if _, err := m.Forward(ctx, []model.Request{{Seq: sa, Tokens: a}, {Seq: sb, Tokens: b}}, nil); err != nil {
@@ -306,7 +306,8 @@ func TestBatchedRowsEqualSingle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(out[0].Logits[0], single(a, 17)) || !slices.Equal(out[1].Logits[0], single(b, 42)) {
+	ba, bb := slices.Clone(out[0].Logits[0]), slices.Clone(out[1].Logits[0])
+	if !slices.Equal(ba, single(a, 17)) || !slices.Equal(bb, single(b, 42)) {
 		t.Error("batched decode rows differ from single-sequence decode")
 	}
 }
