@@ -23,6 +23,8 @@ type appFlags struct {
 	apiKey   string
 	memory   string
 	context  int
+	// promptCache is --prompt-cache and --prompt-cache-max.
+	promptCache promptCacheFlags
 }
 
 func newAppCmd() *cobra.Command {
@@ -53,6 +55,7 @@ memory budget, context) apply at the next start; flags override them.`,
 	fl.StringVar(&f.apiKey, "api-key", "", "require this API key (default: the saved setting or $SPOOL_API_KEY)")
 	fl.StringVar(&f.memory, "memory", "", "memory budget, e.g. 24GiB (default: the saved setting or the machine's memory)")
 	fl.IntVar(&f.context, "context", 0, "context length per sequence in tokens (default: the saved setting or 4096)")
+	f.promptCache.register(fl)
 	return cmd
 }
 
@@ -113,12 +116,17 @@ func (rt *appRuntime) config() (hostConfig, error) {
 	if f.context != 0 {
 		s.Context = f.context
 	}
+	pc, err := f.promptCache.resolve()
+	if err != nil {
+		return hostConfig{}, err
+	}
 	return hostConfig{
-		ModelDir:  dir,
-		Server:    server.Config{Host: s.Host, Port: s.Port, APIKey: s.APIKey},
-		Memory:    memoryFlags{memory: s.Memory},
-		Context:   s.Context,
-		UsagePath: usagePath(dir),
+		ModelDir:    dir,
+		Server:      server.Config{Host: s.Host, Port: s.Port, APIKey: s.APIKey},
+		Memory:      memoryFlags{memory: s.Memory},
+		Context:     s.Context,
+		UsagePath:   usagePath(dir),
+		PromptCache: pc,
 	}, nil
 }
 

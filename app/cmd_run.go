@@ -11,9 +11,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spoolhq/spool/engine/chat"
+	"github.com/spoolhq/spool/engine/experts"
 	"github.com/spoolhq/spool/engine/generate"
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/modeldir"
+	"github.com/spoolhq/spool/native"
 )
 
 type runFlags struct {
@@ -34,6 +36,7 @@ type runFlags struct {
 	stream      bool
 	speculative bool
 	mem         memoryFlags
+	promptCache promptCacheFlags
 }
 
 func newRunCmd() *cobra.Command {
@@ -66,6 +69,7 @@ func newRunCmd() *cobra.Command {
 	fl.BoolVar(&f.stream, "stream", false, "stream routed experts from disk even when they all fit in memory")
 	fl.BoolVar(&f.speculative, "speculative", false, "draft tokens with the MTP layer and verify them in one forward (default: on when experts stream from disk, where a forward costs reads; off when the whole model is in memory, where it costs compute)")
 	f.mem.register(fl)
+	f.promptCache.register(fl)
 	cmd.MarkFlagsMutuallyExclusive("prompt", "chat", "prompt-ids")
 	cmd.MarkFlagsOneRequired("prompt", "chat", "prompt-ids")
 	return cmd
@@ -73,8 +77,13 @@ func newRunCmd() *cobra.Command {
 
 // runResult is the --json output of spool run.
 type runResult struct {
-	Model                  string  `json:"model"`
-	PromptTokens           int     `json:"prompt_tokens"`
+	Model        string `json:"model"`
+	PromptTokens int    `json:"prompt_tokens"`
+	// Prompt cache: the prompt tokens not forwarded (restored from the
+	// prompt cache), and those whose blocks this run added to it.
+	CachedTokens           int     `json:"cached_tokens"`
+	CacheCreationTokens    int     `json:"cache_creation_tokens"`
+	PromptCache            string  `json:"prompt_cache,omitempty"`
 	CompletionTokens       int     `json:"completion_tokens"`
 	TokenIDs               []int   `json:"token_ids"`
 	Text                   string  `json:"text"`
@@ -115,6 +124,10 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	if f.maxTokens <= 0 {
 		return fmt.Errorf("--max-tokens must be positive, got %d", f.maxTokens)
 	}
+	pc, err := f.promptCache.resolve()
+	if err != nil {
+		return err
+	}
 	loadStart := time.Now()
 	// Every file is checked, the memory planned and the prompt measured
 	// before any weight is read.
@@ -122,7 +135,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	if err != nil {
 		return err
 	}
-	p, err := planOpened(lm.dir, &f.mem, f.context, 1)
+	p, err := planOpened(lm.dir, &f.mem, pc, f.context, 1)
 	if err != nil {
 		lm.Close()
 		return err
@@ -150,10 +163,22 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		return err
 	}
 	defer lm.Close()
+	var pool *native.ReadPool
+	if s, ok := lm.dir.Experts.(*experts.Streamed); ok {
+		pool = s.ReadPool()
+	}
+	cache, err := pc.open(lm.dir, p, pool)
+	if err != nil {
+		return err
+	}
+	if cache != nil {
+		// Closing writes the blocks to disk, for the next run.
+		defer cache.Close()
+	}
 	loadTime := time.Since(loadStart)
 	m := lm.dir.Model
 
-	params := generate.Params{MaxTokens: f.maxTokens, StopTokens: cfg.EOSTokenIDs, Speculative: speculate && m.HasMTP(), PrefillChunk: p.PrefillChunk}
+	params := generate.Params{MaxTokens: f.maxTokens, StopTokens: cfg.EOSTokenIDs, Speculative: speculate && m.HasMTP(), PrefillChunk: p.PrefillChunk, PromptCache: cache}
 	params.Sampling = samplingFor(cfg.Generation.DoSample, cfg.Generation.Temperature, cfg.Generation.TopP, cfg.Generation.TopK)
 	if f.temperature >= 0 {
 		params.Temperature = f.temperature
@@ -184,13 +209,19 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	}
 	if !f.jsonOut {
 		fmt.Fprintln(out, dec.Flush())
-		fmt.Fprintf(cmd.ErrOrStderr(), "\n%d prompt tokens, %d generated (%s); prefill %.0f tok/s, decode %.1f tok/s\n",
-			len(prompt), len(res.Tokens), res.FinishReason, tokensPerSecond(len(prompt)-res.CachedTokens, res.PrefillTime), res.DecodeTokensPerSecond())
+		cached := ""
+		if res.CachedTokens > 0 {
+			cached = fmt.Sprintf(" (%d from the prompt cache)", res.CachedTokens)
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "\n%d prompt tokens%s, %d generated (%s); prefill %.0f tok/s, decode %.1f tok/s\n",
+			len(prompt), cached, len(res.Tokens), res.FinishReason, tokensPerSecond(len(prompt)-res.CachedTokens, res.PrefillTime), res.DecodeTokensPerSecond())
 		return nil
 	}
 	r := runResult{
 		Model:                  dir,
 		PromptTokens:           len(prompt),
+		CachedTokens:           res.CachedTokens,
+		CacheCreationTokens:    res.CacheCreationTokens,
 		CompletionTokens:       len(res.Tokens),
 		TokenIDs:               res.Tokens,
 		Text:                   lm.tokenizer.Decode(res.Tokens, true),
@@ -216,6 +247,9 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	}
 	if peak, err := peakRSS(); err == nil {
 		r.PeakRSSBytes = peak
+	}
+	if cache != nil {
+		r.PromptCache = pc.Dir
 	}
 	if r.TokenIDs == nil {
 		r.TokenIDs = []int{}

@@ -8,9 +8,6 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/spoolhq/spool/engine/experts"
-	"github.com/spoolhq/spool/engine/model"
-	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/engine/scheduler"
 	"github.com/spoolhq/spool/engine/server"
 )
@@ -35,10 +32,16 @@ type hostConfig struct {
 	MaxBatch int
 	// MaxQueue bounds requests waiting for a slot (0: the scheduler's default).
 	MaxQueue int
-	NoMTP    bool
-	NoDSA    bool
+	// IdleSequences is the finished sequences kept for prefix reuse (0:
+	// the scheduler's default; negative: none).
+	IdleSequences int
+	NoMTP         bool
+	NoDSA         bool
 	// UsagePath is the routed-expert usage history ("" keeps none).
 	UsagePath string
+	// PromptCache is the prompt cache's disk tier (or off); the plan sizes
+	// its memory tier.
+	PromptCache promptCacheSetup
 }
 
 // hostStatus is where the engine stands.
@@ -203,41 +206,26 @@ func (h *engineHost) run(ctx context.Context, cfg hostConfig) error {
 	if err := server.CheckBind(cfg.Server.Host, cfg.Server.APIKey); err != nil {
 		return err
 	}
-	if cfg.MaxBatch <= 0 {
-		cfg.MaxBatch = 4
-	}
-	// Every file is checked and the memory planned before any weight is
-	// read.
-	lm, err := openModel(cfg.ModelDir)
-	if err != nil {
-		return err
-	}
-	p, err := hostPlan(lm.dir, cfg)
-	if err != nil {
-		lm.Close()
-		return err
-	}
-
-	// The streamed tier always serves the host: its telemetry feeds the
-	// heat map, and its usage history pins the hot experts.
-	h.set(hostStatus{State: hostLoading, Detail: "loading weights", Progress: 0.2})
-	setMemoryLimit(p)
-	err = lm.load(ctx, modeldir.Options{
-		Model:   plannedModel(p, model.Options{DisableMTP: cfg.NoMTP, DisableDSA: cfg.NoDSA}),
-		Experts: streamedExperts(p, cfg.UsagePath),
+	e, err := openEngine(ctx, cfg, func(detail string, progress float64) {
+		h.set(hostStatus{State: hostLoading, Detail: detail, Progress: progress})
 	})
 	if err != nil {
 		return err
 	}
-	defer lm.Close()
-	src := lm.dir.Experts.(*experts.Streamed)
+	defer e.Close()
+	lm, p, src, cache, sched := e.lm, e.plan, e.src, e.cache, e.sched
 
 	h.set(hostStatus{State: hostLoading, Detail: "starting the server", Progress: 0.9})
 	m := lm.dir.Model
-	sched := scheduler.New(m, scheduler.Config{MaxBatch: cfg.MaxBatch, MaxQueue: cfg.MaxQueue, ContextLength: p.Context, PrefillChunk: p.PrefillChunk})
 	eng := server.Engine{
 		Scheduler: sched, Tokenizer: lm.tokenizer, Template: lm.template, Experts: src,
-		Extra: func() map[string]any { return map[string]any{"plan": p, "tiers": src.Stats()} },
+		Extra: func() map[string]any {
+			extra := map[string]any{"plan": p, "tiers": src.Stats()}
+			if cache != nil {
+				extra["prompt_cache"] = cache.Stats()
+			}
+			return extra
+		},
 	}
 	if eng.Constraints, err = server.GrammarConstraints(lm.tokenizer, m.Config().EOSTokenIDs); err != nil {
 		return err

@@ -17,28 +17,32 @@ import (
 )
 
 // Memory planning for the commands that load a model (run, serve, app):
-// the --memory and --expert-cache flags, the plan of an opened model, and
-// what the plan sizes at load (the forwards' limits, the Go memory limit).
+// the --memory and --expert-cache flags, the plan of an opened model (with
+// its prompt cache), and what the plan sizes at load (the forwards' limits,
+// the Go memory limit).
 
 // planOpened plans running the model whose headers d holds open (before any
 // weight is read) with the --memory and --expert-cache flags m; it returns
 // the plan, or a *plan.FitError carrying the table and a suggestion when
 // not even one expert cache slot per layer fits. spool run calls it before
 // loading.
-func planOpened(d *modeldir.Dir, m *memoryFlags, context, sequences int) (*plan.Plan, error) {
+func planOpened(d *modeldir.Dir, m *memoryFlags, pc promptCacheSetup, context, sequences int) (*plan.Plan, error) {
 	w, err := plan.FromContainer(d.Container, d.Config, d.Summary)
 	if err != nil {
 		return nil, err
 	}
-	return planWeights(d.Config, w, m, context, sequences)
+	return planWeights(d.Config, w, m, pc, context, sequences)
 }
 
-func planWeights(cfg *config.Config, w plan.Weights, m *memoryFlags, context, sequences int) (*plan.Plan, error) {
+func planWeights(cfg *config.Config, w plan.Weights, m *memoryFlags, pc promptCacheSetup, context, sequences int) (*plan.Plan, error) {
 	opts, err := m.options()
 	if err != nil {
 		return nil, err
 	}
 	opts.Context, opts.Sequences = context, sequences
+	if opts.PromptCache, err = pc.planMemory(cfg, w); err != nil {
+		return nil, err
+	}
 	p, err := plan.New(cfg, w, opts)
 	if err != nil {
 		return nil, err
@@ -109,6 +113,9 @@ func hostPlan(d *modeldir.Dir, cfg hostConfig) (*plan.Plan, error) {
 	}
 	opts.Context = min(opts.Context, mc.MaxPositionEmbeddings)
 	opts.Sequences = max(cfg.MaxBatch, 1)
+	if opts.PromptCache, err = cfg.PromptCache.planMemory(mc, w); err != nil {
+		return nil, err
+	}
 	p, err := plan.New(mc, w, opts)
 	if err != nil {
 		return nil, err
