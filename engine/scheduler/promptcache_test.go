@@ -2,8 +2,12 @@ package scheduler_test
 
 import (
 	"context"
+	"io/fs"
 	"log/slog"
+	"path/filepath"
 	"slices"
+	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/spoolhq/spool/engine/generate"
@@ -132,4 +136,97 @@ func startStoppable(m *model.Model, cfg scheduler.Config) (*scheduler.Scheduler,
 		s.Run(ctx)
 	}()
 	return s, func() { cancel(); <-done }
+}
+
+// fullDisk is a file system whose writes fail with ENOSPC once budget
+// bytes have been written.
+type fullDisk struct {
+	promptcache.OS
+	mu     sync.Mutex
+	budget int64
+}
+
+type fullDiskFile struct {
+	promptcache.File
+	fs *fullDisk
+}
+
+func (f *fullDisk) CreateTemp(dir, pattern string) (promptcache.File, error) {
+	file, err := f.OS.CreateTemp(dir, pattern)
+	return &fullDiskFile{File: file, fs: f}, err
+}
+
+func (f *fullDiskFile) Write(p []byte) (int, error) {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if int64(len(p)) > f.fs.budget {
+		return 0, syscall.ENOSPC
+	}
+	f.fs.budget -= int64(len(p))
+	return f.File.Write(p)
+}
+
+// TestPromptCacheFullDisk: with a memory tier of a few blocks (so blocks
+// spill while requests run), a disk tier capped at a dozen blocks, and a
+// disk that fills up, every request still gives the tokens of a run
+// without a cache, and the disk tier stays within its cap.
+func TestPromptCacheFullDisk(t *testing.T) {
+	ctx := context.Background()
+	m := openMini(t)
+	prompt := prompts(t)[2]
+	id, err := promptcache.IdentityOf(mini, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := promptcache.Options{Identity: id, Dir: t.TempDir(), DiskBytes: 1 << 30, MinFreeBytes: -1, Logger: slog.New(slog.DiscardHandler)}
+	fp, err := promptcache.Footprint(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.MemoryBytes, o.DiskBytes = 3*fp.BlockBytes, 6*(fp.BlockBytes+4096)
+	disk := &fullDisk{budget: 9 * fp.BlockBytes}
+	o.FS = disk
+	cache, err := promptcache.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cache.Close()
+	s := start(t, m, scheduler.Config{PromptCache: cache, IdleSequences: -1, PrefillChunk: 24})
+	var streams []*scheduler.Stream
+	var want [][]int
+	for i := range 6 {
+		turn := slices.Concat(prompt[:len(prompt)-i*7], []int{39 + i, 40})
+		p := generate.Params{MaxTokens: 8, Speculative: i%2 == 0, Sampling: generate.Sampling{Temperature: 0.8, Seed: uint64(i)}}
+		ref, err := generate.Generate(ctx, m, m.NewSequence(0), turn, p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, ref.Tokens)
+		st, err := s.Submit(ctx, scheduler.Request{Prompt: turn, Params: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams = append(streams, st)
+	}
+	for i, st := range streams {
+		toks, res := collect(t, st)
+		if res.Err != nil || !slices.Equal(ids(toks), want[i]) {
+			t.Errorf("request %d: %v (%v), want %v", i, ids(toks), res.Err, want[i])
+		}
+	}
+	cache.Flush(ctx) // fails while the disk is full: only cache is lost
+	st := cache.Stats()
+	if st.DiskFull == 0 || st.Disk.Evictions == 0 || st.Hits == 0 || st.Disk.Bytes > o.DiskBytes {
+		t.Errorf("stats %+v", st)
+	}
+	var used int64
+	filepath.Walk(o.Dir, func(_ string, info fs.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			used += info.Size()
+		}
+		return nil
+	})
+	if used > o.DiskBytes {
+		t.Errorf("the disk tier holds %d bytes, over its cap %d", used, o.DiskBytes)
+	}
 }
