@@ -39,6 +39,9 @@ type promptCacheSetup struct {
 	Off       bool
 	Dir       string
 	DiskBytes int64
+	// Logger hears about damaged files and disk trouble (nil:
+	// slog.Default()).
+	Logger *slog.Logger
 }
 
 // resolve checks the flags and fills in the defaults.
@@ -96,7 +99,7 @@ func (s promptCacheSetup) open(d *modeldir.Dir, p *plan.Plan, pool *native.ReadP
 }
 
 func (s promptCacheSetup) options(id promptcache.Identity, memory int64, pool *native.ReadPool) promptcache.Options {
-	return promptcache.Options{Identity: id, MemoryBytes: memory, Dir: s.Dir, DiskBytes: s.DiskBytes, Pool: pool, Logger: slog.Default()}
+	return promptcache.Options{Identity: id, MemoryBytes: memory, Dir: s.Dir, DiskBytes: s.DiskBytes, Pool: pool, Logger: s.Logger}
 }
 
 // engineBuild names this build's numerics for the prompt cache's identity:
