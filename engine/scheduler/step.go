@@ -113,23 +113,24 @@ func (s *Scheduler) step(ctx context.Context) {
 	}
 	// Requests that ended are finished once every member has consumed
 	// its output: finishing runs the MTP layer in the same runner.
-	var failed []error
-	var ended []*active
+	type ending struct {
+		a   *active
+		err error
+	}
+	var ended []ending
 	for i, a := range members {
-		if err := a.dec.Consume(fctx, outs[i], cost); err != nil {
-			ended, failed = append(ended, a), append(failed, err)
-		} else if a.dec.Done() {
-			ended, failed = append(ended, a), append(failed, nil)
+		if err := a.dec.Consume(fctx, outs[i], cost); err != nil || a.dec.Done() {
+			ended = append(ended, ending{a, err})
 		}
 	}
-	for i, a := range ended {
-		switch err := failed[i]; {
-		case err == nil:
-			s.finish(a)
-		case a.stream.ctx.Err() != nil || ctx.Err() != nil:
-			s.fail(ctx, a, err)
+	for _, e := range ended {
+		switch {
+		case e.err == nil:
+			s.finish(e.a)
+		case e.a.stream.ctx.Err() != nil || ctx.Err() != nil:
+			s.fail(ctx, e.a, e.err)
 		default:
-			s.end(a, FinishError, fmt.Errorf("scheduler: %w", err))
+			s.end(e.a, FinishError, fmt.Errorf("scheduler: %w", e.err))
 		}
 	}
 	for _, a := range members {
