@@ -123,21 +123,6 @@ func (p *serveProcess) chat(t *testing.T, messages []map[string]string) (string,
 	return out.Choices[0].Message.Content, out.Usage
 }
 
-// stats reads /stats.
-func (p *serveProcess) stats(t *testing.T) map[string]any {
-	t.Helper()
-	resp, err := http.Get(p.url + "/stats")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out map[string]any
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 func usageInt(u map[string]any, keys ...string) int {
 	var v any = u
 	for _, k := range keys {
@@ -178,7 +163,7 @@ func TestServeRestartKeepsPromptCache(t *testing.T) {
 
 	p = startServe(t, env, args...)
 	want, u := p.chat(t, history)
-	stats := p.stats(t)
+	stats := stats(t, p.url)
 	p.stop(t)
 	if usageInt(stats, "prompt_cache", "hits") != 1 || usageInt(stats, "prompt_cache", "disk", "hit_tokens") < 3000 || usageInt(stats, "prompt_cache", "disk", "blocks") == 0 {
 		t.Errorf("/stats after the restart: %v", stats["prompt_cache"])
