@@ -18,6 +18,7 @@ import (
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/experts"
 	"github.com/spoolhq/spool/engine/kvcache"
+	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/kernels"
 )
 
@@ -33,6 +34,8 @@ type Model struct {
 	experts   experts.Source
 	rope      *rope // MLA rope (qk_rope_head_dim)
 	scratch   scratch
+	attn      *attnWorkspace
+	allKeys   bool // Options.ComputeAllKeys
 }
 
 // Options select optional parts of the model at load time.
@@ -42,6 +45,18 @@ type Options struct {
 	DisableDSA bool
 	// DisableMTP skips loading the MTP layer.
 	DisableMTP bool
+	// ComputeAllKeys makes DSA layers score every causal key and mask the
+	// unselected ones, as dense attention would, instead of computing only
+	// the selected keys. The output is the same; it is the baseline that
+	// spool bench prefill measures sparse attention against.
+	ComputeAllKeys bool
+
+	// Rows, Context and Threads size the attention workspace (the plan's
+	// plan.ItemAttention line): the most rows one forward carries
+	// (plan.DefaultBatchRows when 0), the longest sequence
+	// (max_position_embeddings when 0) and the attention workers
+	// (GOMAXPROCS when 0).
+	Rows, Context, Threads int
 }
 
 // Capabilities reports which optional parts a container provides.
@@ -79,7 +94,8 @@ func Load(c *config.Config, w Weights, src experts.Source, opts Options) (*Model
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{cfg: c, experts: src, hasDSA: caps.DSA && !opts.DisableDSA, rope: newRope(c.QKRopeHeadDim, c.RopeTheta)}
+	m := &Model{cfg: c, experts: src, hasDSA: caps.DSA && !opts.DisableDSA, rope: newRope(c.QKRopeHeadDim, c.RopeTheta), allKeys: opts.ComputeAllKeys}
+	m.attn = newAttnWorkspace(plan.NewAttentionLayout(c, opts.attentionSizing(c, m.hasDSA)))
 	ld := &loader{w: w}
 	m.embed = ld.mat("model.embed_tokens.weight", c.VocabSize, c.HiddenSize)
 	m.lmHead = ld.mat("lm_head.weight", c.VocabSize, c.HiddenSize)
@@ -174,6 +190,9 @@ type Trace struct {
 	RouteWeights map[int][][]float32
 	// DSA[layer][row]: selected key positions ascending (nil = dense).
 	DSA map[int][][]int
+	// DSAScores[layer][row]: the indexer's raw scores of keys 0..pos of
+	// every row of a full layer (rows that attend densely included).
+	DSAScores map[int][][]float32
 }
 
 // row is one token in flight.
@@ -232,7 +251,7 @@ func (m *Model) forwardRows(ctx context.Context, reqs []Request, rows []row, tr 
 		tr.Hidden = [][][]float32{splitRows(slices.Clone(h), H)}
 	}
 	x := make([]float32, R*H)
-	var sel [][]int // DSA selection per row of the most recent full layer
+	sel := m.dsaSelection() // of the most recent full layer
 	for _, y := range m.layers {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -240,15 +259,7 @@ func (m *Model) forwardRows(ctx context.Context, reqs []Request, rows []row, tr 
 		for i := 0; i < R; i++ {
 			rmsNorm(x[i*H:(i+1)*H], h[i*H:(i+1)*H], y.inputNorm, c.RMSNormEps)
 		}
-		idx := y.index
-		var attn []float32
-		attn, sel = m.attention(y, x, rows, func(s *kvcache.Sequence) *kvcache.Layer { return s.Layer(idx) }, sel)
-		if tr != nil && y.fullDSA {
-			if tr.DSA == nil {
-				tr.DSA = map[int][][]int{}
-			}
-			tr.DSA[y.index] = sel
-		}
+		attn := m.attention(y, x, rows, sel, tr)
 		for i := range h {
 			h[i] += attn[i]
 		}

@@ -48,7 +48,7 @@ func (m *Model) MTPForward(ctx context.Context, seq *kvcache.Sequence, pos0 int,
 	for i := 0; i < R; i++ {
 		rmsNorm(x[i*H:(i+1)*H], h[i*H:(i+1)*H], y.inputNorm, c.RMSNormEps)
 	}
-	attn, _ := m.attention(y, x, rows, func(s *kvcache.Sequence) *kvcache.Layer { return s.MTP() }, nil)
+	attn := m.attention(y, x, rows, nil, nil)
 	for i := range h {
 		h[i] += attn[i]
 	}
