@@ -20,11 +20,11 @@ import (
 // one after another on one worker (many rows: DSA prefill).
 
 // segments splits a row's L keys into n segments of size keys (whole
-// tiles, at least plan.AttentionMinSegment keys, at most
-// plan.AttentionMaxSegments segments).
-func segments(L int) (n, size int) {
-	size = max(plan.AttentionMinSegment, (L+plan.AttentionMaxSegments-1)/plan.AttentionMaxSegments)
-	size = (size + plan.AttentionLatentTile - 1) / plan.AttentionLatentTile * plan.AttentionLatentTile
+// tiles, at least MinSegment keys, at most MaxSegments segments).
+func (ws *attnWorkspace) segments(L int) (n, size int) {
+	l := &ws.layout
+	size = max(l.MinSegment, (L+l.MaxSegments-1)/l.MaxSegments)
+	size = (size + l.LatentTile - 1) / l.LatentTile * l.LatentTile
 	return (L + size - 1) / size, size
 }
 
@@ -58,7 +58,7 @@ func (m *Model) latentRow(y *layer, q []float32, rows []row, sel *selection, i i
 	nh, dv := c.NumHeads, c.VHeadDim
 	m.absorbQuery(y, q, i, wk.qabs, 0, nh)
 	ks := m.keysOf(rows, sel, i)
-	n, size := segments(ks.visits())
+	n, size := m.attn.segments(ks.visits())
 	for s := range n {
 		p := wk.run
 		if s > 0 {
@@ -82,7 +82,7 @@ func (m *Model) latentBatch(y *layer, q []float32, rows []row, sel *selection, l
 	workers := len(ws.workers)
 	nb := len(list)
 	qOf := func(b int) []float32 { return ws.batchQ[b*nh*W : (b+1)*nh*W] }
-	part := func(b, s int) partial { return ws.batchParts[b*plan.AttentionMaxSegments+s] }
+	part := func(b, s int) partial { return ws.batchParts[b*ws.layout.MaxSegments+s] }
 	parallelFor(workers, nb*nh, nb*nh*c.QKNopeHeadDim*c.KVLoraRank, func(_, lo, hi int) {
 		for j := lo; j < hi; j++ {
 			m.absorbQuery(y, q, int(list[j/nh]), qOf(j/nh), j%nh, j%nh+1)
@@ -97,7 +97,7 @@ func (m *Model) latentBatch(y *layer, q []float32, rows []row, sel *selection, l
 	for b, i := range list {
 		ks := m.keysOf(rows, sel, int(i))
 		keys[b] = ks
-		n, size := segments(ks.visits())
+		n, size := m.attn.segments(ks.visits())
 		for s := range n {
 			jobs[nj] = job{b, s, s * size, min((s+1)*size, ks.visits())}
 			nj++
@@ -144,8 +144,8 @@ func (m *Model) latentSegment(y *layer, r row, ks keySet, lo, hi int, qabs []flo
 	scale := float32(c.AttentionScale())
 	cache := m.layerCache(y, r.seq).KV
 	p.reset()
-	for t0 := lo; t0 < hi; t0 += plan.AttentionLatentTile {
-		t1 := min(t0+plan.AttentionLatentTile, hi)
+	for t0 := lo; t0 < hi; t0 += m.attn.layout.LatentTile {
+		t1 := min(t0+m.attn.layout.LatentTile, hi)
 		nt := t1 - t0
 		var keys []float32
 		if ks.sparse() {

@@ -3,7 +3,6 @@ package model
 import (
 	"math"
 
-	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/kernels"
 )
 
@@ -56,8 +55,9 @@ func (m *Model) tiledBlock(y *layer, q []float32, rows []row, sel *selection, b0
 	}
 	kvB := y.kvB.RowRange(h*hw, (h+1)*hw)
 	first := 0 // rows [first, S) have keys in the tile
-	for t0 := 0; t0 < T; t0 += plan.AttentionExpandedTile {
-		t1 := min(t0+plan.AttentionExpandedTile, T)
+	tile := m.attn.layout.ExpandedTile
+	for t0 := 0; t0 < T; t0 += tile {
+		t1 := min(t0+tile, T)
 		nt := t1 - t0
 		for first < S && rows[b0+first].kv < t0 {
 			first++

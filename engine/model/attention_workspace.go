@@ -79,14 +79,17 @@ func (p partial) bytes() int64 {
 }
 
 func newAttnWorkspace(l plan.AttentionLayout) *attnWorkspace {
+	if l.MaxSegments > plan.AttentionMaxSegments {
+		panic("model: attention layout splits a row into more segments than plan.AttentionMaxSegments")
+	}
 	nh, W, rkv := l.Heads, l.Latent+l.Rope, l.Latent
 	dq, hw, dv := l.Nope+l.Rope, l.Nope+l.V, l.V
-	tl, te, ti, S := plan.AttentionLatentTile, plan.AttentionExpandedTile, plan.AttentionIndexerTile, l.BlockRows
+	tl, te, ti, S := l.LatentTile, l.ExpandedTile, l.IndexerTile, l.BlockRows
 	ws := &attnWorkspace{
 		layout:     l,
 		workers:    make([]attnWorker, l.Threads),
 		batchQ:     make([]float32, plan.AttentionLatentBatch*nh*W),
-		batchParts: make([]partial, plan.AttentionLatentBatch*l.Segments),
+		batchParts: make([]partial, plan.AttentionLatentBatch*l.MaxSegments),
 		latentRows: make([]int32, 0, l.Rows),
 	}
 	for i := range ws.batchParts {

@@ -3,7 +3,6 @@ package model
 import (
 	"math"
 
-	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/kernels"
 )
 
@@ -82,6 +81,7 @@ func (m *Model) indexerScore(y *layer, x, cq []float32, rows []row, sel *selecti
 	}
 	kScale := float32(1 / math.Sqrt(float64(dI)))
 
+	tile := m.attn.layout.IndexerTile
 	work := 0
 	for _, r := range rows {
 		work += (r.pos + 1) * nI * dI
@@ -101,8 +101,8 @@ func (m *Model) indexerScore(y *layer, x, cq []float32, rows []row, sel *selecti
 			}
 			index := r.seq.Layer(y.index).Index
 			wk.top.reset(K)
-			for t0 := 0; t0 < n; t0 += plan.AttentionIndexerTile {
-				nt := min(plan.AttentionIndexerTile, n-t0)
+			for t0 := 0; t0 < n; t0 += tile {
+				nt := min(tile, n-t0)
 				dots := wk.dots[:nI*nt]
 				kernels.DotRowsMultiThreads(dots, qi, nI, index[t0*dI:(t0+nt)*dI], dI, 1)
 				s := wk.idxScore[:nt]

@@ -51,8 +51,11 @@ type AttentionLayout struct {
 	// hold; BlockRows the rows of one expanded-form block (a run of one
 	// sequence, so at most the context).
 	Rows, BlockRows int
-	// Segments is the most segments one latent row is split into.
-	Segments int
+	// Tiles: keys per tile of the latent, expanded and indexer kernels,
+	// and the split of a latent row's keys into segments (at least
+	// MinSegment keys each, at most MaxSegments of them). NewAttentionLayout
+	// sets the Attention* defaults.
+	LatentTile, ExpandedTile, IndexerTile, MinSegment, MaxSegments int
 	// Indexer says the workers carry the indexer's tiles; TopK is
 	// index_topk, and Selects says a row can have more keys than that, so
 	// each worker carries a top-k heap and the rows a selection.
@@ -67,11 +70,12 @@ type AttentionLayout struct {
 func NewAttentionLayout(cfg *config.Config, s AttentionSizing) AttentionLayout {
 	rows, ctx, threads := max(s.Rows, 1), max(s.Context, 1), max(s.Threads, 1)
 	l := AttentionLayout{
-		Threads:   threads,
-		Rows:      rows,
-		BlockRows: min(rows, ctx),
-		Segments:  AttentionMaxSegments,
-		Heads:     cfg.NumHeads, Latent: cfg.KVLoraRank, Rope: cfg.QKRopeHeadDim,
+		Threads:    threads,
+		Rows:       rows,
+		BlockRows:  min(rows, ctx),
+		LatentTile: AttentionLatentTile, ExpandedTile: AttentionExpandedTile, IndexerTile: AttentionIndexerTile,
+		MinSegment: AttentionMinSegment, MaxSegments: AttentionMaxSegments,
+		Heads: cfg.NumHeads, Latent: cfg.KVLoraRank, Rope: cfg.QKRopeHeadDim,
 		Nope: cfg.QKNopeHeadDim, V: cfg.VHeadDim,
 	}
 	if s.DSA {
@@ -93,7 +97,7 @@ func (l AttentionLayout) partialBytes() int64 {
 // weighted latents, and two partial states (a segment and the running
 // merge).
 func (l AttentionLayout) LatentWorkerBytes() int64 {
-	w, nh, t := int64(l.Latent+l.Rope), int64(l.Heads), int64(AttentionLatentTile)
+	w, nh, t := int64(l.Latent+l.Rope), int64(l.Heads), int64(l.LatentTile)
 	return 4*(nh*w+t*w+nh*t+nh*int64(l.Latent)) + 2*l.partialBytes()
 }
 
@@ -102,7 +106,7 @@ func (l AttentionLayout) LatentWorkerBytes() int64 {
 // and per block row the query, the tile's probabilities, their product
 // with the values, the running max (float32) and sum (float64).
 func (l AttentionLayout) ExpandedWorkerBytes() int64 {
-	t, dq, hw := int64(AttentionExpandedTile), int64(l.Nope+l.Rope), int64(l.Nope+l.V)
+	t, dq, hw := int64(l.ExpandedTile), int64(l.Nope+l.Rope), int64(l.Nope+l.V)
 	perRow := 4*(dq+t+int64(l.V)+1) + 8
 	return 4*t*(int64(l.Latent)+hw+dq+int64(l.V)) + int64(l.BlockRows)*perRow
 }
@@ -114,7 +118,7 @@ func (l AttentionLayout) IndexerWorkerBytes() int64 {
 	if !l.Indexer {
 		return 0
 	}
-	t := int64(AttentionIndexerTile)
+	t := int64(l.IndexerTile)
 	n := 4 * (int64(l.IndexHeads)*t + t)
 	if l.Selects {
 		n += 8 * int64(l.TopK)
@@ -129,7 +133,7 @@ func (l AttentionLayout) IndexerWorkerBytes() int64 {
 // row).
 func (l AttentionLayout) SharedBytes() int64 {
 	b := int64(AttentionLatentBatch)
-	n := 4*b*int64(l.Heads)*int64(l.Latent+l.Rope) + b*int64(l.Segments)*l.partialBytes() + 4*int64(l.Rows)
+	n := 4*b*int64(l.Heads)*int64(l.Latent+l.Rope) + b*int64(l.MaxSegments)*l.partialBytes() + 4*int64(l.Rows)
 	if l.Selects {
 		n += int64(l.Rows) * (4*int64(l.TopK) + 24)
 	}
@@ -152,7 +156,7 @@ func AttentionWorkspace(cfg *config.Config, s AttentionSizing) Item {
 		d += fmt.Sprintf(" + indexer %s", sizeText(l.IndexerWorkerBytes()))
 	}
 	d += fmt.Sprintf(") + shared %s: key tiles of %d/%d keys, %d-row expanded blocks, up to %d segments per decode row",
-		sizeText(l.SharedBytes()), AttentionLatentTile, AttentionExpandedTile, l.BlockRows, l.Segments)
+		sizeText(l.SharedBytes()), l.LatentTile, l.ExpandedTile, l.BlockRows, l.MaxSegments)
 	if l.Selects {
 		d += fmt.Sprintf(", top-%d heaps and the selection of %d rows", l.TopK, l.Rows)
 	}
