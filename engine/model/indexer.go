@@ -108,11 +108,10 @@ func (m *Model) indexerScore(y *layer, x, cq []float32, rows []row, sel *selecti
 				s := wk.idxScore[:nt]
 				clear(s)
 				for hd := range nI {
+					// ReLU without a branch: a clipped head adds an exact 0.
 					wh := w[i*nI+hd]
 					for j, d := range dots[hd*nt : (hd+1)*nt] {
-						if d *= kScale; d > 0 {
-							s[j] += wh * d
-						}
+						s[j] += wh * max(d*kScale, 0)
 					}
 				}
 				if scores != nil {
@@ -120,7 +119,9 @@ func (m *Model) indexerScore(y *layer, x, cq []float32, rows []row, sel *selecti
 				}
 				if selects {
 					for j, v := range s {
-						wk.top.push(v, int32(t0+j))
+						if !wk.top.rejects(v) {
+							wk.top.push(v, int32(t0+j))
+						}
 					}
 				}
 			}

@@ -28,6 +28,11 @@ func (h *topK) reset(k int) {
 	h.score, h.pos = h.score[:0], h.pos[:0]
 }
 
+// rejects reports whether a candidate of score s, offered now, would not be
+// kept: the heap is full and s does not beat its worst. Callers test it
+// before push, which it keeps out of the scan over the context.
+func (h *topK) rejects(s float32) bool { return len(h.score) == h.k && !(s > h.score[0]) }
+
 // push offers the candidate at position p, which must be above every
 // position offered since reset. NaN scores rank below every number.
 func (h *topK) push(s float32, p int32) {
