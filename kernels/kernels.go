@@ -234,3 +234,8 @@ func split(total, parts, align int, fn func(lo, hi int)) {
 	fn(lo, total)
 	wg.Wait()
 }
+
+// ReadSum reads p with the widest loads this machine has and returns a
+// checksum of it: the memory-read probe that weight streaming is measured
+// against (a matrix-vector product cannot read its weights faster).
+func ReadSum(p []byte) uint64 { return readSum(p) }
