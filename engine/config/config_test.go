@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -181,4 +182,37 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("schedules of %d/%d entries for %d layers", len(c.SparseLayer), len(c.IndexerTypes), c.NumLayers)
 		}
 	})
+}
+
+// TestEncodeRoundTrip requires Encode to write a config.json that Parse
+// reads back to the same Config, for both schedule shapes.
+func TestEncodeRoundTrip(t *testing.T) {
+	for _, model := range []string{"glm52-tiny", "glm52-mini", "glm52-real"} {
+		t.Run(model, func(t *testing.T) {
+			raw, err := os.ReadFile(filepath.Join(fixtures.Path(t, model), "config.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := Parse(raw, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, schedule := range []string{"as loaded", "interleaved MLP"} {
+				if schedule == "interleaved MLP" && want.NumLayers > 2 {
+					want.SparseLayer[2] = false // no longer first-k-dense
+				}
+				enc, err := want.Encode()
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := Parse(enc, nil)
+				if err != nil {
+					t.Fatalf("%s: parsing the encoded config: %v\n%s", schedule, err, enc)
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("%s: round trip differs:\n got %+v\nwant %+v", schedule, got, want)
+				}
+			}
+		})
+	}
 }
