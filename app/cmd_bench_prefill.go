@@ -69,11 +69,14 @@ type prefillLeg struct {
 	RunSeconds      []float64 `json:"run_seconds"`
 	FirstToken      int       `json:"first_token"`
 
-	// With streamed experts, of the first run: bytes read from storage,
-	// per prompt token and per byte of the model's routed experts; the
+	// With streamed experts, of the first run: bytes read from storage
+	// (aligned spans under direct I/O), per prompt token and per byte of
+	// the model's routed experts; the experts read (cache misses); the
 	// distinct layer/expert pairs routed and their bytes; and the bytes
-	// read as a multiple of those (1 = every routed expert read once).
+	// read as a multiple of those (1 = every routed expert read once; small
+	// experts add the alignment of direct reads).
 	ExpertBytesRead         int64   `json:"expert_bytes_read,omitempty"`
+	ExpertsRead             int64   `json:"experts_read,omitempty"`
 	ExpertBytesPerToken     float64 `json:"expert_bytes_per_token,omitempty"`
 	ExpertBytesPerModelByte float64 `json:"expert_bytes_per_model_byte,omitempty"`
 	ExpertsTouched          int     `json:"experts_touched,omitempty"`
@@ -173,6 +176,9 @@ func runPrefillBench(ctx context.Context, dir string, f *prefillFlags) (*prefill
 	if err != nil {
 		return nil, err
 	}
+	if f.allKeys && !w.DSA {
+		return nil, fmt.Errorf("%s has no DSA indexer weights: --compare-all-keys has nothing to compare", dir)
+	}
 	p, err := planPrefill(cfg, w, f)
 	if err != nil {
 		return nil, err
@@ -207,9 +213,6 @@ func runPrefillBench(ctx context.Context, dir string, f *prefillFlags) (*prefill
 		}
 	}
 	if f.allKeys {
-		if !res.DSA {
-			return nil, fmt.Errorf("%s has no DSA indexer: --compare-all-keys has nothing to compare", dir)
-		}
 		res.DSASpeedup = res.AllKeys.Seconds / res.Prefill.Seconds
 		same := res.AllKeys.FirstToken == res.Prefill.FirstToken
 		res.SameFirstToken = &same
@@ -301,7 +304,7 @@ func recordExpertIO(src *experts.Streamed, p *plan.Plan, w plan.Weights, tokens 
 	st := src.Stats()
 	hits := src.HitBitmap()
 	E := p.ExpertsPerLayer
-	leg.ExpertBytesRead = st.Turn.BytesRead
+	leg.ExpertBytesRead, leg.ExpertsRead = st.Turn.BytesRead, st.Turn.Misses
 	leg.ExpertBytesPerToken = float64(st.Turn.BytesRead) / float64(tokens)
 	if p.RoutedBytes > 0 {
 		leg.ExpertBytesPerModelByte = float64(st.Turn.BytesRead) / float64(p.RoutedBytes)
@@ -387,8 +390,8 @@ func printPrefillBench(cmd *cobra.Command, r *prefillBench, asJSON bool) error {
 	leg := func(name string, l *prefillLeg) {
 		fmt.Fprintf(tw, "%s\t%.2fs: %.1f tok/s (runs %v)\n", name, l.Seconds, l.TokensPerSecond, l.RunSeconds)
 		if r.Streamed && l.ExpertBytesRead > 0 {
-			fmt.Fprintf(tw, "  expert bytes read\t%s: %s per token, %.3f per model byte, %.3fx the %d experts routed (%s)\n",
-				plan.SizeText(l.ExpertBytesRead), plan.SizeText(int64(l.ExpertBytesPerToken)), l.ExpertBytesPerModelByte,
+			fmt.Fprintf(tw, "  expert bytes read\t%s in %d reads: %s per token, %.3f per model byte, %.3fx the %d experts routed (%s)\n",
+				plan.SizeText(l.ExpertBytesRead), l.ExpertsRead, plan.SizeText(int64(l.ExpertBytesPerToken)), l.ExpertBytesPerModelByte,
 				l.ReadOverTouched, l.ExpertsTouched, plan.SizeText(l.TouchedExpertBytes))
 			fmt.Fprintf(tw, "  experts routed\tat least %.1f%% of each layer's\n", 100*l.MinLayerTouchedShare)
 		}

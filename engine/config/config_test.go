@@ -216,3 +216,29 @@ func TestEncodeRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// TestEncodeWritesEveryField keeps the writer's schema the reader's: every
+// config.json field Parse reads is one Encode writes, but for the
+// alternatives Encode expresses another way (explicit indexer_types
+// instead of a pattern or its derivation, no rope_scaling).
+func TestEncodeWritesEveryField(t *testing.T) {
+	tags := func(v any) map[string]bool {
+		out := map[string]bool{}
+		rt := reflect.TypeOf(v)
+		for i := range rt.NumField() {
+			name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+			out[name] = true
+		}
+		return out
+	}
+	written := tags(encodedConfig{})
+	for name := range tags(rawConfig{}) {
+		switch name {
+		case "rope_scaling", "index_topk_pattern", "index_topk_freq", "index_skip_topk_offset":
+			continue
+		}
+		if !written[name] {
+			t.Errorf("Parse reads %q but Encode does not write it", name)
+		}
+	}
+}

@@ -19,7 +19,7 @@ type attnWorkspace struct {
 
 	// The latent batch: absorbed queries of up to plan.AttentionLatentBatch
 	// rows, and the partial state of each of their segments
-	// ([row*Segments+segment]).
+	// ([row*MaxSegments+segment]).
 	batchQ     []float32
 	batchParts []partial
 
