@@ -89,7 +89,8 @@ func (m *Model) attention(y *layer, x []float32, rows []row, sel *selection, tr 
 
 	heads := m.scratch.get(R * nh * dv) // [row][head][v]: every value is written
 	defer m.scratch.put(heads)
-	m.attendRows(y, q, rows, sel, heads)
+	a := attnCall{m: m, y: y, q: q, rows: rows, sel: sel, heads: heads}
+	a.attendRows()
 	out := m.scratch.get(R * H) // the caller puts it back
 	kernels.MatMul(out, y.o, heads, R)
 	return out
@@ -104,6 +105,33 @@ func (m *Model) layerCache(y *layer, seq *kvcache.Sequence) *kvcache.Layer {
 	return seq.Layer(y.index)
 }
 
+// attnCall is one layer's attention over a forward's rows after the cache
+// holds them: the layer, the rows' queries ([row][head][q_nope | q_rope])
+// and DSA selection, and the heads' outputs ([row][head][v]) it writes.
+type attnCall struct {
+	m     *Model
+	y     *layer
+	q     []float32
+	rows  []row
+	sel   *selection
+	heads []float32
+}
+
+// query is head h of row i's query.
+func (a *attnCall) query(i, h int) []float32 {
+	dq, nh := a.m.cfg.QKHeadDim(), a.m.cfg.NumHeads
+	return a.q[(i*nh+h)*dq : (i*nh+h+1)*dq]
+}
+
+// out is head h of row i's output.
+func (a *attnCall) out(i, h int) []float32 {
+	dv, nh := a.m.cfg.VHeadDim, a.m.cfg.NumHeads
+	return a.heads[(i*nh+h)*dv : (i*nh+h+1)*dv]
+}
+
+// cache is the cache layer row i attends over.
+func (a *attnCall) cache(i int) []float32 { return a.m.layerCache(a.y, a.rows[i].seq).KV }
+
 // keySet is the keys one row attends to: its causal keys 0..n-1, or the
 // listed positions (ascending). With mask the row visits every causal key
 // and only the listed ones count: the all-keys-computed way of applying a
@@ -115,9 +143,9 @@ type keySet struct {
 }
 
 // keysOf returns the keys row i attends to.
-func (m *Model) keysOf(rows []row, sel *selection, i int) keySet {
-	ks := keySet{n: rows[i].kv + 1, list: sel.row(i)}
-	ks.mask = ks.list != nil && m.allKeys
+func (a *attnCall) keysOf(i int) keySet {
+	ks := keySet{n: a.rows[i].kv + 1, list: a.sel.row(i)}
+	ks.mask = ks.list != nil && a.m.allKeys
 	return ks
 }
 
@@ -137,8 +165,9 @@ func (k keySet) sparse() bool { return k.list != nil && !k.mask }
 // that attend densely go to the expanded form when there are more than
 // absorbedMaxRows of them; every other row, DSA rows with their selected
 // keys included, goes to the latent form, all of them in one batch.
-func (m *Model) attendRows(y *layer, q []float32, rows []row, sel *selection, heads []float32) {
-	latent := m.attn.latentRows[:0]
+func (a *attnCall) attendRows() {
+	ws, rows := a.m.attn, a.rows
+	latent := ws.latentRows[:0]
 	for start := 0; start < len(rows); {
 		end := start + 1
 		for end < len(rows) && rows[end].seq == rows[start].seq {
@@ -148,11 +177,11 @@ func (m *Model) attendRows(y *layer, q []float32, rows []row, sel *selection, he
 		// rows of their run: a row selects once it has more than
 		// index_topk keys.
 		dense := end
-		for dense > start && m.keysOf(rows, sel, dense-1).sparse() {
+		for dense > start && a.keysOf(dense-1).sparse() {
 			dense--
 		}
 		if dense-start > absorbedMaxRows {
-			m.attendTiled(y, q, rows, sel, start, dense, heads)
+			a.tiled(start, dense)
 		} else {
 			dense = start
 		}
@@ -161,8 +190,8 @@ func (m *Model) attendRows(y *layer, q []float32, rows []row, sel *selection, he
 		}
 		start = end
 	}
-	m.attendLatent(y, q, rows, sel, latent, heads)
-	m.attn.latentRows = latent[:0]
+	a.latent(latent)
+	ws.latentRows = latent[:0]
 }
 
 // onlineStep folds a tile's scaled scores s (-Inf for keys that do not

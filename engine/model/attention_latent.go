@@ -28,124 +28,127 @@ func (ws *attnWorkspace) segments(L int) (n, size int) {
 	return (L + size - 1) / size, size
 }
 
-// attendLatent computes the listed rows in the latent form.
-func (m *Model) attendLatent(y *layer, q []float32, rows []row, sel *selection, list []int32, heads []float32) {
+// latent computes the listed rows in the latent form.
+func (a *attnCall) latent(list []int32) {
 	if len(list) == 0 {
 		return
 	}
-	c := m.cfg
-	perKey := c.NumHeads * (2*c.KVLoraRank + c.QKRopeHeadDim)
-	if len(list) > plan.AttentionLatentBatch {
-		work := 0
-		for _, i := range list {
-			work += m.keysOf(rows, sel, int(i)).visits() * perKey
-		}
-		parallelFor(len(m.attn.workers), len(list), work, func(w, lo, hi int) {
-			wk := &m.attn.workers[w]
-			for _, i := range list[lo:hi] {
-				m.latentRow(y, q, rows, sel, int(i), wk, heads)
-			}
-		})
+	if len(list) <= plan.AttentionLatentBatch {
+		a.latentBatch(list)
 		return
 	}
-	m.latentBatch(y, q, rows, sel, list, heads)
+	c, ws := a.m.cfg, a.m.attn
+	work := 0
+	for _, i := range list {
+		work += a.keysOf(int(i)).visits() * c.NumHeads * (2*c.KVLoraRank + c.QKRopeHeadDim)
+	}
+	parallelFor(len(ws.workers), len(list), work, func(w, lo, hi int) {
+		for _, i := range list[lo:hi] {
+			a.latentRow(int(i), &ws.workers[w])
+		}
+	})
+}
+
+// segment is a range [lo, hi) of one row's keys (indices into its key
+// set's visits).
+type segment struct {
+	i      int
+	keys   keySet
+	lo, hi int
 }
 
 // latentRow computes row i on one worker: its segments one after another,
 // each merged into the running state as it completes.
-func (m *Model) latentRow(y *layer, q []float32, rows []row, sel *selection, i int, wk *attnWorker, heads []float32) {
-	c := m.cfg
-	nh, dv := c.NumHeads, c.VHeadDim
-	m.absorbQuery(y, q, i, wk.qabs, 0, nh)
-	ks := m.keysOf(rows, sel, i)
-	n, size := m.attn.segments(ks.visits())
+func (a *attnCall) latentRow(i int, wk *attnWorker) {
+	nh := a.m.cfg.NumHeads
+	a.absorbQuery(i, wk.qabs, 0, nh)
+	ks := a.keysOf(i)
+	n, size := a.m.attn.segments(ks.visits())
 	for s := range n {
-		p := wk.run
-		if s > 0 {
-			p = wk.seg
+		seg := segment{i, ks, s * size, min((s+1)*size, ks.visits())}
+		if s == 0 {
+			a.latentSegment(seg, wk.qabs, wk, wk.run)
+			continue
 		}
-		m.latentSegment(y, rows[i], ks, s*size, min((s+1)*size, ks.visits()), wk.qabs, wk, p)
-		if s > 0 {
-			wk.run.merge(wk.seg, c.KVLoraRank)
-		}
+		a.latentSegment(seg, wk.qabs, wk, wk.seg)
+		wk.run.merge(wk.seg, a.m.cfg.KVLoraRank)
 	}
-	m.latentOutput(y, wk.run, heads[i*nh*dv:(i+1)*nh*dv], 0, nh)
+	a.latentOutput(i, wk.run, 0, nh)
 }
 
 // latentBatch computes up to plan.AttentionLatentBatch rows with their
 // segments spread over the workers, then merges each row's segments in
 // order.
-func (m *Model) latentBatch(y *layer, q []float32, rows []row, sel *selection, list []int32, heads []float32) {
-	c := m.cfg
-	nh, dv, W := c.NumHeads, c.VHeadDim, c.KVLoraRank+c.QKRopeHeadDim
-	ws := m.attn
+func (a *attnCall) latentBatch(list []int32) {
+	c, ws := a.m.cfg, a.m.attn
+	nh, W := c.NumHeads, c.KVLoraRank+c.QKRopeHeadDim
 	workers := len(ws.workers)
 	nb := len(list)
 	qOf := func(b int) []float32 { return ws.batchQ[b*nh*W : (b+1)*nh*W] }
 	part := func(b, s int) partial { return ws.batchParts[b*ws.layout.MaxSegments+s] }
 	parallelFor(workers, nb*nh, nb*nh*c.QKNopeHeadDim*c.KVLoraRank, func(_, lo, hi int) {
 		for j := lo; j < hi; j++ {
-			m.absorbQuery(y, q, int(list[j/nh]), qOf(j/nh), j%nh, j%nh+1)
+			a.absorbQuery(int(list[j/nh]), qOf(j/nh), j%nh, j%nh+1)
 		}
 	})
 
 	// One job per segment of every row.
-	type job struct{ b, seg, lo, hi int }
+	type job struct {
+		b, s int
+		seg  segment
+	}
 	var jobs [plan.AttentionLatentBatch * plan.AttentionMaxSegments]job
-	var keys [plan.AttentionLatentBatch]keySet
 	nj, work := 0, 0
 	for b, i := range list {
-		ks := m.keysOf(rows, sel, int(i))
-		keys[b] = ks
-		n, size := m.attn.segments(ks.visits())
+		ks := a.keysOf(int(i))
+		n, size := ws.segments(ks.visits())
 		for s := range n {
-			jobs[nj] = job{b, s, s * size, min((s+1)*size, ks.visits())}
+			jobs[nj] = job{b, s, segment{int(i), ks, s * size, min((s+1)*size, ks.visits())}}
 			nj++
 		}
 		work += ks.visits() * nh * (2*c.KVLoraRank + c.QKRopeHeadDim)
 	}
 	parallelFor(workers, nj, work, func(w, lo, hi int) {
 		for _, j := range jobs[lo:hi] {
-			m.latentSegment(y, rows[list[j.b]], keys[j.b], j.lo, j.hi, qOf(j.b), &ws.workers[w], part(j.b, j.seg))
+			a.latentSegment(j.seg, qOf(j.b), &ws.workers[w], part(j.b, j.s))
 		}
 	})
 	for _, j := range jobs[:nj] {
-		if j.seg > 0 {
-			part(j.b, 0).merge(part(j.b, j.seg), c.KVLoraRank)
+		if j.s > 0 {
+			part(j.b, 0).merge(part(j.b, j.s), c.KVLoraRank)
 		}
 	}
 
-	parallelFor(workers, nb*nh, nb*nh*dv*c.KVLoraRank, func(_, lo, hi int) {
+	parallelFor(workers, nb*nh, nb*nh*c.VHeadDim*c.KVLoraRank, func(_, lo, hi int) {
 		for j := lo; j < hi; j++ {
-			i := int(list[j/nh])
-			m.latentOutput(y, part(j/nh, 0), heads[i*nh*dv:(i+1)*nh*dv], j%nh, j%nh+1)
+			a.latentOutput(int(list[j/nh]), part(j/nh, 0), j%nh, j%nh+1)
 		}
 	})
 }
 
 // absorbQuery writes the absorbed queries of heads [h0, h1) of row i into
 // qabs ([head][latent | rope]).
-func (m *Model) absorbQuery(y *layer, q []float32, i int, qabs []float32, h0, h1 int) {
-	c := m.cfg
-	nh, dn, dr, dv, rkv := c.NumHeads, c.QKNopeHeadDim, c.QKRopeHeadDim, c.VHeadDim, c.KVLoraRank
-	dq, W, hw := dn+dr, rkv+dr, dn+dv
+func (a *attnCall) absorbQuery(i int, qabs []float32, h0, h1 int) {
+	c := a.m.cfg
+	dn, rkv := c.QKNopeHeadDim, c.KVLoraRank
+	W, hw := rkv+c.QKRopeHeadDim, dn+c.VHeadDim
 	for h := h0; h < h1; h++ {
-		qh := q[i*nh*dq+h*dq : i*nh*dq+(h+1)*dq]
-		kernels.VecMatThreads(qabs[h*W:h*W+rkv], y.kvB.RowRange(h*hw, h*hw+dn), qh[:dn], 1)
+		qh := a.query(i, h)
+		kernels.VecMatThreads(qabs[h*W:h*W+rkv], a.y.kvB.RowRange(h*hw, h*hw+dn), qh[:dn], 1)
 		copy(qabs[h*W+rkv:(h+1)*W], qh[dn:])
 	}
 }
 
-// latentSegment runs the online softmax of every head of row r over its
-// keys [lo, hi) (indices into ks's visits) into p, tile by tile.
-func (m *Model) latentSegment(y *layer, r row, ks keySet, lo, hi int, qabs []float32, wk *attnWorker, p partial) {
-	c := m.cfg
+// latentSegment runs the online softmax of every head of one row over the
+// segment's keys into p, tile by tile.
+func (a *attnCall) latentSegment(seg segment, qabs []float32, wk *attnWorker, p partial) {
+	c := a.m.cfg
 	nh, rkv, W := c.NumHeads, c.KVLoraRank, c.KVLoraRank+c.QKRopeHeadDim
 	scale := float32(c.AttentionScale())
-	cache := m.layerCache(y, r.seq).KV
+	cache, ks, tile := a.cache(seg.i), seg.keys, a.m.attn.layout.LatentTile
 	p.reset()
-	for t0 := lo; t0 < hi; t0 += m.attn.layout.LatentTile {
-		t1 := min(t0+m.attn.layout.LatentTile, hi)
+	for t0 := seg.lo; t0 < seg.hi; t0 += tile {
+		t1 := min(t0+tile, seg.hi)
 		nt := t1 - t0
 		var keys []float32
 		if ks.sparse() {
@@ -166,8 +169,7 @@ func (m *Model) latentSegment(y *layer, r row, ks keySet, lo, hi int, qabs []flo
 			if ks.mask {
 				maskTile(s, ks.list, t0)
 			}
-			alpha := onlineStep(s, &p.max[h], &p.sum[h])
-			if alpha != 1 {
+			if alpha := onlineStep(s, &p.max[h], &p.sum[h]); alpha != 1 {
 				kernels.Scale(p.acc[h*rkv:(h+1)*rkv], alpha)
 			}
 		}
@@ -194,15 +196,15 @@ func (a partial) merge(b partial, latent int) {
 	}
 }
 
-// latentOutput normalizes heads [h0, h1) of p and maps them through W_V
-// into out ([head][v] of one row).
-func (m *Model) latentOutput(y *layer, p partial, out []float32, h0, h1 int) {
-	c := m.cfg
-	dn, dv, rkv := c.QKNopeHeadDim, c.VHeadDim, c.KVLoraRank
-	hw := dn + dv
+// latentOutput normalizes heads [h0, h1) of p, row i's state, and maps
+// them through W_V into the row's outputs.
+func (a *attnCall) latentOutput(i int, p partial, h0, h1 int) {
+	c := a.m.cfg
+	dn, rkv := c.QKNopeHeadDim, c.KVLoraRank
+	hw := dn + c.VHeadDim
 	for h := h0; h < h1; h++ {
 		lat := p.acc[h*rkv : (h+1)*rkv]
 		kernels.Scale(lat, float32(1/p.sum[h]))
-		kernels.MatMulThreads(out[h*dv:(h+1)*dv], y.kvB.RowRange(h*hw+dn, (h+1)*hw), lat, 1, 1)
+		kernels.MatMulThreads(a.out(i, h), a.y.kvB.RowRange(h*hw+dn, (h+1)*hw), lat, 1, 1)
 	}
 }

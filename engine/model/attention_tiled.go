@@ -16,46 +16,46 @@ import (
 // not depend on the block it is in beyond which keys the block's tiles
 // end at.
 
-// attendTiled computes rows [start, end) of one sequence, whose positions
+// tiled computes rows [start, end) of one sequence, whose positions
 // ascend, in the expanded form.
-func (m *Model) attendTiled(y *layer, q []float32, rows []row, sel *selection, start, end int, heads []float32) {
-	c := m.cfg
-	nh := c.NumHeads
-	T := rows[end-1].kv + 1
-	work := (end - start) * T * nh * (c.QKHeadDim() + c.VHeadDim)
-	block := m.attn.layout.BlockRows
-	parallelFor(len(m.attn.workers), nh, work, func(w, h0, h1 int) {
-		wk := &m.attn.workers[w]
+func (a *attnCall) tiled(start, end int) {
+	c, ws := a.m.cfg, a.m.attn
+	T := a.rows[end-1].kv + 1
+	work := (end - start) * T * c.NumHeads * (c.QKHeadDim() + c.VHeadDim)
+	block := ws.layout.BlockRows
+	parallelFor(len(ws.workers), c.NumHeads, work, func(w, h0, h1 int) {
 		for h := h0; h < h1; h++ {
 			for b0 := start; b0 < end; b0 += block {
-				m.tiledBlock(y, q, rows, sel, b0, min(b0+block, end), h, wk, heads)
+				a.tiledBlock(rowBlock{b0, min(b0+block, end), h}, &ws.workers[w])
 			}
 		}
 	})
 }
 
-// tiledBlock computes head h of rows [b0, b1) over their keys.
-func (m *Model) tiledBlock(y *layer, q []float32, rows []row, sel *selection, b0, b1, h int, wk *attnWorker, heads []float32) {
-	c := m.cfg
-	nh, dn, dr, dv, rkv := c.NumHeads, c.QKNopeHeadDim, c.QKRopeHeadDim, c.VHeadDim, c.KVLoraRank
-	dq, W, hw := dn+dr, rkv+dr, dn+dv
+// rowBlock is head h of rows [b0, b1) of one sequence.
+type rowBlock struct{ b0, b1, h int }
+
+// tiledBlock computes one head of a block of rows over their keys.
+func (a *attnCall) tiledBlock(blk rowBlock, wk *attnWorker) {
+	c := a.m.cfg
+	dn, dv, rkv := c.QKNopeHeadDim, c.VHeadDim, c.KVLoraRank
+	dq, W, hw := c.QKHeadDim(), rkv+c.QKRopeHeadDim, dn+dv
 	scale := float32(c.AttentionScale())
-	cache := m.layerCache(y, rows[b0].seq).KV
-	S := b1 - b0
-	T := rows[b1-1].kv + 1
-	outOf := func(s int) []float32 { i := b0 + s; return heads[(i*nh+h)*dv : (i*nh+h+1)*dv] }
+	rows, b0, h := a.rows, blk.b0, blk.h
+	cache := a.cache(b0)
+	S := blk.b1 - b0
+	T := rows[blk.b1-1].kv + 1
 
 	queries := wk.queries[:S*dq]
 	for s := range S {
-		i := b0 + s
-		copy(queries[s*dq:(s+1)*dq], q[i*nh*dq+h*dq:i*nh*dq+(h+1)*dq])
-		clear(outOf(s))
+		copy(queries[s*dq:(s+1)*dq], a.query(b0+s, h))
+		clear(a.out(b0+s, h))
 		wk.rowMax[s] = float32(math.Inf(-1))
 		wk.rowSum[s] = 0
 	}
-	kvB := y.kvB.RowRange(h*hw, (h+1)*hw)
+	kvB := a.y.kvB.RowRange(h*hw, (h+1)*hw)
+	tile := a.m.attn.layout.ExpandedTile
 	first := 0 // rows [first, S) have keys in the tile
-	tile := m.attn.layout.ExpandedTile
 	for t0 := 0; t0 < T; t0 += tile {
 		t1 := min(t0+tile, T)
 		nt := t1 - t0
@@ -91,20 +91,20 @@ func (m *Model) tiledBlock(y *layer, q []float32, rows []row, sel *selection, b0
 					p[j] *= scale
 				}
 			}
-			if ks := m.keysOf(rows, sel, i); ks.mask {
+			if ks := a.keysOf(i); ks.mask {
 				maskTile(p, ks.list, t0)
 			}
 			if alpha := onlineStep(p, &wk.rowMax[s], &wk.rowSum[s]); alpha != 1 {
-				kernels.Scale(outOf(s), alpha)
+				kernels.Scale(a.out(i, h), alpha)
 			}
 		}
 		out := wk.out[:n*dv]
 		kernels.MatMulThreads(out, &kernels.Matrix{Format: kernels.F32, Rows: dv, Cols: nt, F32: valsT}, probs, n, 1)
 		for s := first; s < S; s++ {
-			kernels.Add(outOf(s), out[(s-first)*dv:(s-first+1)*dv])
+			kernels.Add(a.out(b0+s, h), out[(s-first)*dv:(s-first+1)*dv])
 		}
 	}
 	for s := range S {
-		kernels.Scale(outOf(s), float32(1/wk.rowSum[s]))
+		kernels.Scale(a.out(b0+s, h), float32(1/wk.rowSum[s]))
 	}
 }
