@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/spoolhq/spool/engine/generate"
 	"github.com/spoolhq/spool/engine/kvcache"
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/modeldir"
@@ -172,29 +171,7 @@ func TestMTPThroughSmallTiles(t *testing.T) {
 			refs, _ := fixtures.LoadRefs(t, name)
 			cs := longCase(t, refs)
 			t.Cleanup(model.SetAttentionLayout(m, smallTiles))
-			seq := m.NewSequence(0)
-			out, err := m.Forward(context.Background(), []model.Request{{Seq: seq, Tokens: cs.PromptIDs}}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			logits, _, err := m.MTPForward(context.Background(), seq, 0, out[0].Hidden[:cs.N-1], cs.PromptIDs[1:], false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checked := 0
-			for i, lg := range logits {
-				top := int(cs.MTPTop5[i][0][0])
-				if d := math.Abs(float64(lg[top]) - cs.MTPTop5[i][0][1]); d > logitTolerance[name] {
-					t.Errorf("MTP row %d: top logit differs by %.3g", i, d)
-				}
-				if fixtures.Margin(cs.MTPTop5[i]) > marginFloor {
-					checked++
-					if got := generate.Argmax(lg); got != cs.MTPArgmax[i] {
-						t.Errorf("MTP row %d: argmax %d, want %d", i, got, cs.MTPArgmax[i])
-					}
-				}
-			}
-			t.Logf("MTP argmax checked on %d of %d rows", checked, len(logits))
+			checkMTP(t, m, cs, logitTolerance[name])
 		})
 	}
 }
