@@ -21,8 +21,10 @@ import (
 //     with matrix products (attention_tiled.go): dense rows of long runs.
 //
 // Both walk the keys tile by tile with an online softmax, so no score
-// matrix spans the context and nothing but the cache grows with it.
-//
+// matrix spans the context and nothing but the cache grows with it. Their
+// buffers are the attention workspace (attention_workspace.go), sized at
+// load as the memory plan lays it out.
+
 // absorbedMaxRows is the longest run of one sequence's dense rows that the
 // latent form computes. The choice depends only on the rows of that
 // sequence, never on other sequences in the batch, so a sequence's rows
