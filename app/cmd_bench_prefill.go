@@ -201,13 +201,14 @@ func runPrefillBench(ctx context.Context, dir string, f *prefillFlags) (*prefill
 	}
 	// Each run loads the model afresh (the attention mode is a load
 	// option), so every run meets the same cold expert cache.
+	b := &prefillRun{dir: dir, plan: p, weights: w, flags: f, prompt: prompt, res: res}
 	for run := 0; run < f.repeat; run++ {
 		for _, allKeys := range legs {
 			leg := &res.Prefill
 			if allKeys {
 				leg = res.AllKeys
 			}
-			if err := runPrefillLeg(ctx, dir, p, w, f, prompt, allKeys, run == 0, res, leg); err != nil {
+			if err := b.run(ctx, allKeys, run == 0, leg); err != nil {
 				return nil, err
 			}
 		}
@@ -248,9 +249,20 @@ func planPrefill(cfg *config.Config, w plan.Weights, f *prefillFlags) (*plan.Pla
 	return p, p.Err()
 }
 
-// runPrefillLeg loads the model in one attention mode, prefills the prompt
-// once and records the run in leg (and, on the first run, the expert I/O).
-func runPrefillLeg(ctx context.Context, dir string, p *plan.Plan, w plan.Weights, f *prefillFlags, prompt []int, allKeys, first bool, res *prefillBench, leg *prefillLeg) error {
+// prefillRun is what every run of the benchmark shares.
+type prefillRun struct {
+	dir     string
+	plan    *plan.Plan
+	weights plan.Weights
+	flags   *prefillFlags
+	prompt  []int
+	res     *prefillBench
+}
+
+// run loads the model in one attention mode, prefills the prompt once and
+// records the run in leg (and, on the first run, the expert I/O).
+func (b *prefillRun) run(ctx context.Context, allKeys, first bool, leg *prefillLeg) error {
+	p, f, res, prompt := b.plan, b.flags, b.res, b.prompt
 	var src *experts.Streamed
 	opts := modeldir.Options{Model: model.Options{
 		DisableMTP: true, ComputeAllKeys: allKeys, Rows: p.BatchRows, Context: f.context,
@@ -264,7 +276,7 @@ func runPrefillLeg(ctx context.Context, dir string, p *plan.Plan, w plan.Weights
 			return src, err
 		}
 	}
-	d, err := modeldir.Open(ctx, dir, opts) // on error it closes src
+	d, err := modeldir.Open(ctx, b.dir, opts) // on error it closes src
 	if err != nil {
 		return err
 	}
@@ -289,7 +301,7 @@ func runPrefillLeg(ctx context.Context, dir string, p *plan.Plan, w plan.Weights
 	}
 	leg.FirstToken = out.Tokens[0]
 	if src != nil && first {
-		recordExpertIO(src, p, w, len(prompt), leg)
+		recordExpertIO(src, p, b.weights, len(prompt), leg)
 	}
 	return nil
 }
