@@ -4,7 +4,6 @@ go 1.26.0
 
 require (
 	fyne.io/systray v1.12.2
-	github.com/ardanlabs/jinja v1.8.0
 	github.com/dustin/go-humanize v1.0.1
 	github.com/gorilla/websocket v1.5.3
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
