@@ -2,7 +2,9 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -20,6 +22,8 @@ type chatInput struct {
 	// constrained says a response format constrains the whole output, so
 	// the reply must not start with reasoning.
 	constrained bool
+	// ctx, when set, cancels the template's render (the request's).
+	ctx context.Context
 }
 
 // toolChoice is auto, none, required, or function (a named function).
@@ -132,7 +136,18 @@ func (s *Server) renderChat(in chatInput, t *turn) error {
 	if s.eng.Template == nil {
 		return invalid("messages", "the model %q has no chat template; use /v1/completions", s.cfg.ModelID)
 	}
-	opts := chat.Options{AddGenerationPrompt: true, EnableThinking: in.thinking, Extra: in.extra}
+	// Every message renders to at least one token: more messages than the
+	// context holds are refused before any work is done on them.
+	ctxLen := s.eng.Scheduler.Config().ContextLength
+	if len(in.messages) > ctxLen {
+		return tooManyMessages(len(in.messages), ctxLen)
+	}
+	ctx := in.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	opts := chat.Options{AddGenerationPrompt: true, EnableThinking: in.thinking, Extra: in.extra,
+		Limits: s.templateLimits(ctxLen, len(in.messages))}
 	if in.choice.mode != "none" {
 		opts.Tools = in.tools
 	}
@@ -144,8 +159,16 @@ func (s *Server) renderChat(in chatInput, t *turn) error {
 		}
 		msgs[i] = m
 	}
-	text, err := s.eng.Template.Render(msgs, opts)
+	text, err := s.eng.Template.RenderContext(ctx, msgs, opts)
 	if err != nil {
+		var le *chat.LimitError
+		if errors.As(err, &le) && le.What == "the output" {
+			// The text cannot fit the context whatever it tokenizes to.
+			return promptTooLong(le.Max, ctxLen)
+		}
+		if errors.Is(err, chat.ErrTemplateLimit) {
+			return templateLimit(err)
+		}
 		return invalid("messages", "the chat template refused the messages: %v", err)
 	}
 	t.chat = true
@@ -172,7 +195,11 @@ func (s *Server) renderChat(in chatInput, t *turn) error {
 		t.req.Constraint = newToolConstraint(s.toolVocab, opts.Tools, in.choice.name, s.eng.Constraints)
 	}
 	text += t.prefix
-	t.prompt = s.eng.Tokenizer.Encode(text)
+	prompt, ok := s.eng.Tokenizer.EncodeLimit(text, ctxLen)
+	if !ok {
+		return contextExceededAtLeast(len(prompt), ctxLen)
+	}
+	t.prompt = prompt
 	return nil
 }
 

@@ -134,6 +134,11 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 		}
+		r, done, ok := s.withParseSlot(w, r)
+		if !ok {
+			return
+		}
+		defer done()
 		next.ServeHTTP(w, r)
 	})
 }

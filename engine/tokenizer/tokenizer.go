@@ -137,16 +137,41 @@ func (t *Tokenizer) IsSpecial(id int) bool {
 // encoded byte for byte, each invalid byte counting as a punctuation-like
 // character; Decode renders such bytes as U+FFFD.
 func (t *Tokenizer) Encode(text string) []int {
+	ids, _ := t.encode(text, -1)
+	return ids
+}
+
+// EncodeLimit is Encode that stops as soon as the text has produced more
+// than limit tokens; ok reports whether it fit. A caller that refuses long
+// prompts does no more work than the limit needs.
+func (t *Tokenizer) EncodeLimit(text string, limit int) (ids []int, ok bool) {
+	return t.encode(text, max(limit, 0))
+}
+
+// encode encodes text, stopping once it produced more than limit tokens
+// (limit < 0: no limit).
+func (t *Tokenizer) encode(text string, limit int) ([]int, bool) {
 	var e encoder
 	e.t = t
-	e.ids = make([]int, 0, len(text)/3+1)
+	e.limit = limit
+	guess := len(text)/3 + 1
+	if limit >= 0 {
+		guess = min(guess, limit+1)
+	}
+	e.ids = make([]int, 0, guess)
 	for _, seg := range t.splitAdded(text, t.rawTrie) {
+		if e.full() {
+			return e.ids, false
+		}
 		if seg.id >= 0 {
 			e.ids = append(e.ids, seg.id)
 			continue
 		}
 		// No normalizer is supported, so the normalized text is the text itself.
 		for _, seg2 := range t.splitAdded(seg.text, t.normTrie) {
+			if e.full() {
+				return e.ids, false
+			}
 			if seg2.id >= 0 {
 				e.ids = append(e.ids, seg2.id)
 				continue
@@ -154,16 +179,20 @@ func (t *Tokenizer) Encode(text string) []int {
 			e.pretokenize(seg2.text)
 		}
 	}
-	return e.ids
+	return e.ids, !e.full()
 }
 
 // encoder holds the scratch state of one Encode call.
 type encoder struct {
-	t   *Tokenizer
-	ids []int
-	bpe bpeScratch
-	buf []byte
+	t     *Tokenizer
+	ids   []int
+	bpe   bpeScratch
+	buf   []byte
+	limit int // stop past this many tokens; < 0: no limit
 }
+
+// full reports whether the encoder has produced more than its limit.
+func (e *encoder) full() bool { return e.limit >= 0 && len(e.ids) > e.limit }
 
 func (e *encoder) pretokenize(s string) {
 	if s == "" {
@@ -173,7 +202,7 @@ func (e *encoder) pretokenize(s string) {
 		e.word(s)
 		return
 	}
-	for i := 0; i < len(s); {
+	for i := 0; i < len(s) && !e.full(); {
 		j := glmMatchEnd(s, i)
 		e.word(s[i:j])
 		i = j
