@@ -70,7 +70,7 @@ type Options struct {
 	// of the two per connection.
 	CheckpointBytes    int64
 	CheckpointInterval time.Duration
-	StallTimeout    time.Duration // abort a request that moves no byte for this long (default 30 s)
+	StallTimeout       time.Duration // abort a request that moves no byte for this long (default 30 s)
 	// MaxRetries is how many failed requests in a row, without a byte of
 	// progress, one range may have before the job fails (default 12).
 	MaxRetries int

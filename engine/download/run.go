@@ -53,8 +53,8 @@ type blobTask struct {
 	// one stream (streamer) from streamFrom to its end.
 	rangesKnown bool
 	sequential  bool
-	streamer   *piece
-	streamFrom int64
+	streamer    *piece
+	streamFrom  int64
 
 	// Used by one worker at a time (the one holding hashing).
 	hasher blobHasher
