@@ -41,7 +41,7 @@ const (
 	DefaultConnections         = 8
 	DefaultChunkSize           = 64 << 20
 	DefaultCheckpointBytes     = 16 << 20
-	DefaultCheckpointInterval  = time.Second
+	DefaultCheckpointInterval  = 500 * time.Millisecond
 	DefaultStallTimeout        = 30 * time.Second
 	DefaultMaxRetries          = 12
 	DefaultRetryBase           = time.Second
@@ -65,7 +65,7 @@ type Options struct {
 	ChunkSize   int64 // bytes per range request (default 64 MiB)
 	// CheckpointBytes is how many bytes of a range a worker writes between
 	// two checkpoints (default 16 MiB, at most ChunkSize), and
-	// CheckpointInterval the longest time between two (default 1 s), so
+	// CheckpointInterval the longest time between two (default 500 ms), so
 	// that a slow link checkpoints too. A crash loses at most the smaller
 	// of the two per connection.
 	CheckpointBytes    int64
