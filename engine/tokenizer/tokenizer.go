@@ -79,6 +79,10 @@ type addedToken struct {
 
 // Load reads and parses a tokenizer.json file.
 func Load(path string) (*Tokenizer, error) {
+	// A FIFO or device would block or never end the read.
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("tokenizer: %s is not a regular file (%s)", path, fi.Mode().Type())
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
