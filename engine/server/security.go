@@ -139,6 +139,9 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			return
 		}
 		defer done()
+		if r, ok = s.prescan(w, r); !ok {
+			return
+		}
 		next.ServeHTTP(w, r)
 	})
 }
