@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -187,7 +188,7 @@ func (req *messagesRequest) toChat() ([]chat.Message, []chat.Tool, error) {
 	return msgs, tools, nil
 }
 
-func (s *Server) messagesTurn(req *messagesRequest) (*turn, error) {
+func (s *Server) messagesTurn(ctx context.Context, req *messagesRequest) (*turn, error) {
 	if err := s.checkModel(req.Model, true); err != nil {
 		return nil, err
 	}
@@ -240,7 +241,7 @@ func (s *Server) messagesTurn(req *messagesRequest) (*turn, error) {
 	if err := s.applySampling(sp, 1, &t.req); err != nil {
 		return nil, err
 	}
-	if err := s.renderChat(chatInput{messages: msgs, tools: tools, choice: choice, thinking: thinking}, t); err != nil {
+	if err := s.renderChat(chatInput{messages: msgs, tools: tools, choice: choice, thinking: thinking, ctx: ctx}, t); err != nil {
 		return nil, err
 	}
 	if t.req.MaxTokens, err = s.maxTokens("max_tokens", req.MaxTokens, len(t.prompt)); err != nil {
@@ -259,7 +260,7 @@ func (s *Server) handleCountTokens(w http.ResponseWriter, r *http.Request) {
 	if req.MaxTokens == nil {
 		req.MaxTokens = new(1)
 	}
-	t, err := s.messagesTurn(&req)
+	t, err := s.messagesTurn(r.Context(), &req)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -315,7 +316,7 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	t, err := s.messagesTurn(&req)
+	t, err := s.messagesTurn(r.Context(), &req)
 	if err != nil {
 		writeError(w, r, err)
 		return

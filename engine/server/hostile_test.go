@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -71,5 +72,34 @@ func TestLongPromptIsRefusedForItsContext(t *testing.T) {
 			t.Fatalf("a %d-byte prompt: status %d %q", len(long), status, msg)
 		}
 		t.Log(msg)
+	}
+}
+
+func TestClientLeavingStopsTheRender(t *testing.T) {
+	// One parse slot: a render that went on after its client left would
+	// hold it for the template's time limit.
+	ts := newTestServer(t, serverOpts{noRun: true, cfg: Config{MaxParsing: 1}, sched: schedulerConfig{ContextLength: 256}})
+	tmpl, err := chat.ParseTemplate(`{% if messages[0].content == 'spin' %}{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}{% endif %}<|user|>{{ messages[0].content }}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.srv.eng.Template = tmpl
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	body := `{"messages":[{"role":"user","content":"spin"}],"max_tokens":1}`
+	req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+"/v1/chat/completions", strings.NewReader(body))
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("the spinning render answered %d", resp.StatusCode)
+	}
+	start := time.Now()
+	// A request that needs the slot and is answered at once (too long).
+	long := map[string]any{"messages": []any{map[string]any{"role": "user", "content": strings.Repeat("a b ", 300)}}}
+	status, _, _ := ts.do(t, "POST", "/v1/chat/completions", long)
+	if status != http.StatusBadRequest {
+		t.Fatalf("the long request: status %d", status)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("the next request waited %s for the parse slot (status %d): the render went on after its client left", d, status)
 	}
 }
