@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -135,21 +136,8 @@ func (g *connGuard) open() int {
 var bareBusy = func() []byte {
 	body := `{"error":{"message":"the server has too many open connections; retry shortly","type":"server_error","param":null,"code":"too_many_connections"}}` + "\n"
 	return []byte("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: " +
-		itoa(len(body)) + "\r\n\r\n" + body)
+		strconv.Itoa(len(body)) + "\r\n\r\n" + body)
 }()
-
-func itoa(n int) string {
-	var b [20]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-		if n == 0 {
-			return string(b[i:])
-		}
-	}
-}
 
 // reject answers a bare 503 and closes the connection. It reads what the
 // client sent first (briefly), so that closing does not reset the

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -101,5 +103,25 @@ func TestClientLeavingStopsTheRender(t *testing.T) {
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("the next request waited %s for the parse slot (status %d): the render went on after its client left", d, status)
+	}
+}
+
+func TestSlowUploadHoldsNoParseSlot(t *testing.T) {
+	ts := newTestServer(t, serverOpts{noRun: true, cfg: Config{MaxParsing: 1}, sched: schedulerConfig{ContextLength: 256}})
+	// A client that announces a body and sends a tenth of it.
+	c, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{\"messages\"")
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	long := map[string]any{"messages": []any{map[string]any{"role": "user", "content": strings.Repeat("a b ", 300)}}}
+	if status, _, _ := ts.do(t, "POST", "/v1/chat/completions", long); status != http.StatusBadRequest {
+		t.Fatalf("status %d", status)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("a request waited %s behind a slow upload", d)
 	}
 }

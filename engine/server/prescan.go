@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"errors"
-	"io"
 	"net/http"
 )
 
@@ -21,15 +20,25 @@ var conversationKeys = map[string]string{
 	"/v1/responses":             "input",
 }
 
-// prescan reads the body of a conversation request and refuses it when its
-// conversation has more entries than the context has tokens. It returns
-// the request with its body restored, or false when it answered.
-func (s *Server) prescan(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
-	key, ok := conversationKeys[r.URL.Path]
-	if !ok || r.Method != http.MethodPost || r.Body == nil || r.Body == http.NoBody || s.eng.Scheduler == nil {
+// bufferedBody is a request body read by readBody.
+type bufferedBody struct {
+	*bytes.Reader
+	data []byte
+}
+
+func (bufferedBody) Close() error { return nil }
+
+// readBody reads the whole body of a POST (within MaxBodyBytes, which the
+// guard applied) into memory, answering 413 or 400 itself when it cannot.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
+	if r.Method != http.MethodPost || r.Body == nil || r.Body == http.NoBody {
 		return r, true
 	}
-	body, err := io.ReadAll(r.Body)
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(min(r.ContentLength, s.cfg.MaxBodyBytes)))
+	}
+	_, err := buf.ReadFrom(r.Body)
 	r.Body.Close()
 	if err != nil {
 		var mb *http.MaxBytesError
@@ -40,12 +49,23 @@ func (s *Server) prescan(w http.ResponseWriter, r *http.Request) (*http.Request,
 		}
 		return nil, false
 	}
+	r.Body = bufferedBody{Reader: bytes.NewReader(buf.Bytes()), data: buf.Bytes()}
+	return r, true
+}
+
+// prescan refuses a conversation request whose conversation has more
+// entries than the context has tokens, from the body readBody read.
+func (s *Server) prescan(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
+	key, ok := conversationKeys[r.URL.Path]
+	body, buffered := r.Body.(bufferedBody)
+	if !ok || !buffered || s.eng.Scheduler == nil {
+		return r, true
+	}
 	limit := s.eng.Scheduler.Config().ContextLength
-	if n, ok := arrayLength(body, key, limit+1); ok && n > limit {
+	if n, ok := arrayLength(body.data, key, limit+1); ok && n > limit {
 		writeError(w, r, tooManyMessages(n, limit))
 		return nil, false
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
 	return r, true
 }
 
