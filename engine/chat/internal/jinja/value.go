@@ -1,8 +1,6 @@
 // Modified by Spool from github.com/ardanlabs/jinja v1.8.0 (Apache-2.0):
 // resource limits per render; see README.spool.md.
 
-// Package jinja implements a Jinja template engine purpose-built for LLM
-// chat templates.
 package jinja
 
 import (
