@@ -5,12 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 
 	"github.com/spoolhq/spool/engine/chat/internal/jinja"
+	"github.com/spoolhq/spool/internal/regularfile"
 )
 
 // The engine is github.com/ardanlabs/jinja, written for chat templates
@@ -105,7 +104,7 @@ func (t *Template) Source() string { return t.source }
 func LoadTemplate(modelDir string) (*Template, error) {
 	cfgPath := filepath.Join(modelDir, "tokenizer_config.json")
 	var cfg map[string]json.RawMessage
-	cfgData, err := readBounded(cfgPath, maxConfigBytes)
+	cfgData, err := regularfile.Read(cfgPath, maxConfigBytes)
 	switch {
 	case err == nil:
 		if err := json.Unmarshal(cfgData, &cfg); err != nil {
@@ -141,7 +140,7 @@ func LoadTemplate(modelDir string) (*Template, error) {
 
 func findTemplateSource(modelDir string, cfg map[string]json.RawMessage) (source, from string, err error) {
 	jinjaPath := filepath.Join(modelDir, "chat_template.jinja")
-	data, err := readBounded(jinjaPath, MaxTemplateBytes)
+	data, err := regularfile.Read(jinjaPath, MaxTemplateBytes)
 	if err == nil {
 		return string(data), jinjaPath, nil
 	}
@@ -150,7 +149,7 @@ func findTemplateSource(modelDir string, cfg map[string]json.RawMessage) (source
 	}
 
 	jsonPath := filepath.Join(modelDir, "chat_template.json")
-	data, err = readBounded(jsonPath, maxConfigBytes)
+	data, err = regularfile.Read(jsonPath, maxConfigBytes)
 	if err == nil {
 		var f map[string]json.RawMessage
 		if err := json.Unmarshal(data, &f); err != nil {
@@ -176,34 +175,6 @@ func findTemplateSource(modelDir string, cfg map[string]json.RawMessage) (source
 		return "", "", fmt.Errorf("chat: %s field chat_template: %w", cfgPath, err)
 	}
 	return src, cfgPath, nil
-}
-
-// readBounded reads a file of at most limit bytes; a larger one, or one
-// that is not a regular file (a FIFO would block), is refused unread.
-func readBounded(path string, limit int64) ([]byte, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type())
-	}
-	if fi.Size() > limit {
-		return nil, fmt.Errorf("%s is %d bytes, more than the %d it may have", path, fi.Size(), limit)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s grew past %d bytes while read", path, limit)
-	}
-	return data, nil
 }
 
 // templateField decodes a chat_template field: a string, or a list of

@@ -15,6 +15,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/spoolhq/spool/internal/regularfile"
 )
 
 // IndexerType says whether a layer runs its own DSA indexer or reuses the
@@ -129,11 +131,11 @@ const maxConfigBytes = 16 << 20
 
 // Load reads dir/config.json and, when present, dir/generation_config.json.
 func Load(dir string) (*Config, error) {
-	raw, err := readRegular(filepath.Join(dir, "config.json"))
+	raw, err := regularfile.Read(filepath.Join(dir, "config.json"), maxConfigBytes)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	gen, err := readRegular(filepath.Join(dir, "generation_config.json"))
+	gen, err := regularfile.Read(filepath.Join(dir, "generation_config.json"), maxConfigBytes)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("config: %w", err)
 	}
@@ -142,23 +144,6 @@ func Load(dir string) (*Config, error) {
 		return nil, fmt.Errorf("config: %s: %w", dir, err)
 	}
 	return c, nil
-}
-
-// readRegular reads a regular file of at most maxConfigBytes; anything else
-// (a FIFO would block the read forever, a device never ends) is refused
-// before it is opened.
-func readRegular(path string) ([]byte, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type())
-	}
-	if fi.Size() > maxConfigBytes {
-		return nil, fmt.Errorf("%s is %d bytes, more than the %d a config may have", path, fi.Size(), maxConfigBytes)
-	}
-	return os.ReadFile(path)
 }
 
 // rawConfig mirrors the JSON fields Spool reads. Pointers mark optional

@@ -30,7 +30,8 @@ package tokenizer
 
 import (
 	"fmt"
-	"os"
+
+	"github.com/spoolhq/spool/internal/regularfile"
 )
 
 // Tokenizer encodes text to token ids and decodes ids to text. Its tables are
@@ -77,13 +78,12 @@ type addedToken struct {
 	special    bool
 }
 
+// maxTokenizerBytes bounds tokenizer.json (GLM's is about 20 MB).
+const maxTokenizerBytes = 512 << 20
+
 // Load reads and parses a tokenizer.json file.
 func Load(path string) (*Tokenizer, error) {
-	// A FIFO or device would block or never end the read.
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("tokenizer: %s is not a regular file (%s)", path, fi.Mode().Type())
-	}
-	data, err := os.ReadFile(path)
+	data, err := regularfile.Read(path, maxTokenizerBytes)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
