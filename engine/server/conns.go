@@ -54,7 +54,7 @@ type guardedConn struct {
 	since time.Time
 
 	// framing watches request headers for Content-Length together with
-	// Transfer-Encoding (read by the connection's serving goroutine only).
+	// Transfer-Encoding.
 	framing framingScan
 }
 
@@ -217,6 +217,9 @@ func connAware(next http.Handler) http.Handler {
 // safe for Spool itself). A body that looks like such headers only costs
 // its connection: closing is always safe.
 type framingScan struct {
+	// mu: the server reads the connection from its serving goroutine and,
+	// while a handler runs, from a background reader.
+	mu       sync.Mutex
 	cl, te   bool // seen in the current header block
 	conflict bool // a header block with both ended
 }
@@ -227,6 +230,8 @@ var (
 )
 
 func (f *framingScan) scan(p []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	for i := bytes.IndexByte(p, '\n'); i >= 0; {
 		line := p[i:]
 		f.cl = f.cl || hasPrefixFold(line, clHeader)
@@ -246,6 +251,8 @@ func (f *framingScan) scan(p []byte) {
 
 // conflicted reports, once, that a header block had both headers.
 func (f *framingScan) conflicted() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	c := f.conflict
 	f.conflict = false
 	return c
