@@ -41,6 +41,7 @@ type blobTask struct {
 	pending  []*piece // ranges to fetch, in order
 	inflight map[*piece]bool
 	done     Ranges // ranges written completely (checkpointed or about to be)
+	recorded Ranges // ranges of the last resume record written
 	active   bool   // a piece was handed out and the blob is not finished
 	finished bool
 	hashing  bool  // a worker is hashing or finalizing
@@ -192,7 +193,7 @@ func (j *Job) newRunState(plan *Plan) *runState {
 		partial := j.cache.IncompletePath(b.file.Etag())
 		t := &blobTask{
 			file: b.file, paths: b.paths, partialPath: partial, recordPath: recordPath(partial),
-			inflight: map[*piece]bool{}, done: b.done, hasher: newBlobHasher(b.file),
+			inflight: map[*piece]bool{}, done: b.done, recorded: b.done, hasher: newBlobHasher(b.file),
 		}
 		t.pending = splitPieces(b.done.Missing(b.file.Size), b.file.Size, j.opts.ChunkSize)
 		t.progress.Store(b.done.Len())
@@ -301,7 +302,7 @@ func (j *Job) decorate(rs *runState, err error) error {
 		if t.finished {
 			kept += t.file.Size
 		} else {
-			kept += t.done.Len()
+			kept += t.recorded.Len()
 		}
 	}
 	rs.mu.Unlock()
@@ -431,6 +432,9 @@ func (j *Job) writeRecordLocked(rs *runState, t *blobTask) error {
 	if err := hfcache.WriteFileAtomic(t.recordPath, b); err != nil {
 		return j.diskErr(t, err)
 	}
+	rs.mu.Lock()
+	t.recorded = done
+	rs.mu.Unlock()
 	return nil
 }
 
