@@ -137,6 +137,8 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		// The body is read before a parse slot is taken (a slow upload
 		// must not hold one; bodies in memory are bounded by the
 		// connection cap times MaxBodyBytes), then pre-scanned.
+		held := s.holdBody(r)
+		defer held()
 		r, ok := s.readBody(w, r)
 		if !ok {
 			return
@@ -144,7 +146,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		if r, ok = s.prescan(w, r); !ok {
 			return
 		}
-		r, done, ok := s.withParseSlot(w, r)
+		r, done, ok := s.withParseSlot(w, r, held)
 		if !ok {
 			return
 		}
