@@ -264,7 +264,6 @@ func TestDiskFillingUpStopsAndResumes(t *testing.T) {
 	checkSnapshot(t, cache, repo)
 }
 
-var _ = fmt.Sprint
 
 // TestProbeSlowLinkKills kills a download process (SIGKILL) every 2 s on a
 // 4 MB/s-per-connection link, ten times, lets the eleventh run finish, and
