@@ -264,7 +264,6 @@ func TestDiskFillingUpStopsAndResumes(t *testing.T) {
 	checkSnapshot(t, cache, repo)
 }
 
-
 // TestProbeSlowLinkKills kills a download process (SIGKILL) every 2 s on a
 // 4 MB/s-per-connection link, ten times, lets the eleventh run finish, and
 // reports the bytes the hub served per byte of the file (goal: at most
