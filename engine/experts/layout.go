@@ -179,3 +179,43 @@ func (lo *layout) chunks(size int64) []chunk {
 
 // slabSize rounds a layout's need up to slabAlign.
 func slabSize(need int64) int64 { return (need + slabAlign - 1) / slabAlign * slabAlign }
+
+// locate lays out every expert of every layer and sizes the classes.
+func (s *Streamed) locate(c *container.Container, layers []int) error {
+	fileIndex := map[string]int{}
+	for i, sh := range c.Shards() {
+		fileIndex[sh.Name] = i
+	}
+	main := &slotClass{name: "decoder"}
+	mtp := &slotClass{name: "MTP"}
+	for row, l := range layers {
+		if _, dup := s.byLayer[l]; dup {
+			return fmt.Errorf("experts: layer %d listed twice", l)
+		}
+		lc := &layerCache{layer: l, row: row, pinned: map[int]*slot{}, lru: map[int]*slot{}, class: main}
+		if l == s.cfg.NumLayers {
+			lc.class = mtp
+		}
+		lc.layouts = make([]*layout, s.cfg.NumRoutedExperts)
+		for e := range lc.layouts {
+			loc, err := c.Expert(l, e, s.cfg)
+			if err != nil {
+				return fmt.Errorf("experts: %w", err)
+			}
+			lo, err := newLayout(loc, fileIndex)
+			if err != nil {
+				return err
+			}
+			lc.layouts[e] = lo
+			lc.class.size = max(lc.class.size, slabSize(lo.need))
+		}
+		s.layers = append(s.layers, lc)
+		s.byLayer[l] = lc
+	}
+	for _, cl := range []*slotClass{main, mtp} {
+		if cl.size > 0 {
+			s.classes = append(s.classes, cl)
+		}
+	}
+	return nil
+}
