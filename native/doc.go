@@ -8,7 +8,6 @@
 //     discarded and freed explicitly;
 //   - the process memory footprint and the machine's total and available
 //     memory;
-//   - a sequential direct-read bandwidth probe;
 //   - disk capacity and power (sleep) assertions.
 //
 // Every service has a real Linux implementation; macOS implementations sit in

@@ -186,8 +186,8 @@ func (s *Streamed) locate(c *container.Container, layers []int) error {
 	for i, sh := range c.Shards() {
 		fileIndex[sh.Name] = i
 	}
-	main := &slotClass{name: "decoder"}
-	mtp := &slotClass{name: "MTP"}
+	main := &slotClass{name: mainClass}
+	mtp := &slotClass{name: mtpClass}
 	for row, l := range layers {
 		if _, dup := s.byLayer[l]; dup {
 			return fmt.Errorf("experts: layer %d listed twice", l)

@@ -31,6 +31,9 @@ func (s *Streamed) Acquire(ctx context.Context, layer int, ids []int) (Lease, er
 		}
 		seen[id] = true
 	}
+	if s.opts.Trace != nil {
+		s.opts.Trace.record(layer, ids)
+	}
 	if layer == s.layers[0].layer {
 		s.forwards++
 		if s.opts.FootprintLimit > 0 && s.forwards%s.opts.GuardEvery == 0 {

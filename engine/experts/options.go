@@ -40,6 +40,8 @@ type StreamOptions struct {
 	// direct-I/O alignment): an expert's bytes go out as several requests
 	// so that a layer's few misses keep every worker busy.
 	ReadChunk int64
+	// Trace, when set, records every Acquire (see RouteTrace).
+	Trace *RouteTrace
 	// Buffered reads through the page cache instead of direct I/O (for file
 	// systems that refuse direct I/O; OpenDirect falls back by itself).
 	Buffered bool

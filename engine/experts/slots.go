@@ -6,6 +6,13 @@ import (
 	"github.com/spoolhq/spool/native"
 )
 
+// Slot class names: decoder-layer experts, and the MTP layer's (int8,
+// twice as wide).
+const (
+	mainClass = "decoder"
+	mtpClass  = "MTP"
+)
+
 // slotClass is one slab size and its working bank.
 type slotClass struct {
 	name string
@@ -51,7 +58,7 @@ type slot struct {
 func (s *Streamed) allocate(working, k int) error {
 	for _, cl := range s.classes {
 		n := working
-		if cl.name == "MTP" {
+		if cl.name == mtpClass {
 			n = max(1, min(working, k))
 		}
 		for range n {
