@@ -198,10 +198,18 @@ type Decoder struct {
 
 // NewDecoder builds the decode table of t.
 func NewDecoder(t *Table) (*Decoder, error) {
-	if err := t.Validate(); err != nil {
+	d := &Decoder{}
+	if err := d.Reset(t); err != nil {
 		return nil, err
 	}
-	d := &Decoder{}
+	return d, nil
+}
+
+// Reset rebuilds d for table t, so that decoders can be reused.
+func (d *Decoder) Reset(t *Table) error {
+	if err := t.Validate(); err != nil {
+		return err
+	}
 	slot := 0
 	for s, f := range t.Freq {
 		for j := 0; j < int(f); j++ {
@@ -209,7 +217,7 @@ func NewDecoder(t *Table) (*Decoder, error) {
 			slot++
 		}
 	}
-	return d, nil
+	return nil
 }
 
 // Decode decodes the coded block src into exactly len(out) bytes. It
