@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/spoolhq/spool/engine/container"
+	"github.com/spoolhq/spool/engine/expertpack"
 	"github.com/spoolhq/spool/kernels"
 	"github.com/spoolhq/spool/native"
 )
@@ -16,15 +17,19 @@ import (
 const slabAlign = 16 << 10
 
 // layout says where one routed expert's bytes are on disk and where a slab
-// holds them: each extent (the coalesced weights or the separate blobs,
-// then the scales) is read with one direct read into its own region of the
-// slab, which starts at an aligned offset and is native.SlabLen(Length)
-// long, so the aligned superset read fits.
+// holds them. Read raw, each extent (the coalesced weights or the separate
+// blobs, then the scales) is read with one direct read into its own region
+// of the slab, which starts at an aligned offset and is
+// native.SlabLen(Length) long, so the aligned superset read fits. Read
+// packed, its one record is read at the slab offset the pack gives and
+// decoded in place: the weight extents, concatenated, rebuilt at slab
+// offset 0; the scales stay at the record's end.
 type layout struct {
-	reads []extentRead
-	mats  [3]matrixLayout // gate, up, down
-	bytes int64           // weights plus scales on disk
-	need  int64           // slab bytes the regions take
+	reads  []extentRead
+	mats   [3]matrixLayout // gate, up, down
+	packed *packedLayout   // nil when read raw
+	bytes  int64           // bytes read from disk
+	need   int64           // slab bytes the regions take
 }
 
 type extentRead struct {
@@ -32,27 +37,31 @@ type extentRead struct {
 	off  int64 // first byte of the extent in the file
 	n    int64 // extent length
 	at   int64 // region start in the slab (aligned)
+	room int64 // region length: the aligned read of [off, off+n) fits
 }
 
-// matrixLayout places one matrix in the extents: its weight bytes and its
+// packedLayout is what decoding a packed expert needs to know.
+type packedLayout struct {
+	path                 string // the pack file, for errors
+	regionLen, scalesLen int64
+}
+
+// matrixLayout places one matrix in the slab: its weight bytes and its
 // scales (format F32 has none).
 type matrixLayout struct {
 	name                     string
 	format                   kernels.Format
 	rows, cols, groupSize    int
-	weight, scales           piece
+	weight, scales           span
 	hasScales                bool
 	weightDType, scalesDType string
 }
 
-// piece is a byte range inside the data of read number read.
-type piece struct {
-	read   int
-	off, n int64
-}
+// span is a byte range of a slab.
+type span struct{ at, n int64 }
 
-// newLayout lays out the expert at loc; fileIndex maps a shard name to its
-// index in the source's open files.
+// newLayout lays out the expert at loc read raw; fileIndex maps a shard
+// name to its index in the source's open files.
 func newLayout(loc container.ExpertLocation, fileIndex map[string]int) (*layout, error) {
 	lo := &layout{bytes: loc.Bytes()}
 	add := func(es []container.Extent) error {
@@ -61,7 +70,7 @@ func newLayout(loc container.ExpertLocation, fileIndex map[string]int) (*layout,
 			if !ok {
 				return fmt.Errorf("experts: layer %d expert %d: shard %q is not open", loc.Layer, loc.Expert, e.File)
 			}
-			lo.reads = append(lo.reads, extentRead{file: fi, off: e.Offset, n: e.Length, at: lo.need})
+			lo.reads = append(lo.reads, extentRead{file: fi, off: e.Offset, n: e.Length, at: lo.need, room: native.SlabLen(e.Length)})
 			lo.need += native.SlabLen(e.Length)
 		}
 		return nil
@@ -69,66 +78,95 @@ func newLayout(loc container.ExpertLocation, fileIndex map[string]int) (*layout,
 	if err := add(loc.Weights); err != nil {
 		return nil, err
 	}
-	nw := len(lo.reads)
 	if err := add(loc.Scales); err != nil {
 		return nil, err
 	}
-	find := func(t container.TensorInfo, from, to int) (piece, error) {
-		fi, ok := fileIndex[t.File]
-		for i := from; ok && i < to; i++ {
-			r := lo.reads[i]
-			if r.file == fi && t.Offset >= r.off && t.Offset+t.Size <= r.off+r.n {
-				return piece{read: i, off: t.Offset - r.off, n: t.Size}, nil
+	// A tensor's bytes sit in the slab where the aligned read of its
+	// extent puts them: off mod DirectAlign bytes into the extent's region.
+	find := func(t container.TensorInfo, es []container.Extent, first int) (span, error) {
+		for i, e := range es {
+			if t.File == e.File && t.Offset >= e.Offset && t.Offset+t.Size <= e.Offset+e.Length {
+				r := lo.reads[first+i]
+				start, _ := native.AlignedSpan(r.off, r.n)
+				return span{at: r.at + r.off - start + t.Offset - e.Offset, n: t.Size}, nil
 			}
 		}
-		return piece{}, fmt.Errorf("experts: tensor %q is not inside the expert's extents", t.Name)
+		return span{}, fmt.Errorf("experts: tensor %q is not inside the expert's extents", t.Name)
 	}
+	return lo, lo.placeMatrices(loc, func(t container.TensorInfo) (span, error) { return find(t, loc.Weights, 0) },
+		func(t container.TensorInfo) (span, error) { return find(t, loc.Scales, len(loc.Weights)) })
+}
+
+// newPackedLayout lays out the expert at loc read from its pack record:
+// ent in the pack open as file number file.
+func newPackedLayout(loc container.ExpertLocation, ent expertpack.Entry, file int, path string) (*layout, error) {
+	scalesAt := ent.SlabAt + ent.Length - loc.ScaleBytes
+	if ent.Length < loc.ScaleBytes {
+		return nil, fmt.Errorf("experts: %s: layer %d expert %d: a record of %d bytes cannot hold %d bytes of scales: %w",
+			path, loc.Layer, loc.Expert, ent.Length, loc.ScaleBytes, expertpack.ErrCorrupt)
+	}
+	lo := &layout{
+		bytes:  ent.Length,
+		need:   max(ent.PackedSlabNeed(), loc.WeightBytes),
+		reads:  []extentRead{{file: file, off: ent.Offset, n: ent.Length, at: ent.SlabAt, room: ent.PackedSlabNeed() - ent.SlabAt}},
+		packed: &packedLayout{path: path, regionLen: loc.WeightBytes, scalesLen: loc.ScaleBytes},
+	}
+	// The region is the weight extents concatenated; the scales, the
+	// scale extents concatenated.
+	find := func(es []container.Extent, base int64) func(t container.TensorInfo) (span, error) {
+		return func(t container.TensorInfo) (span, error) {
+			at := base
+			for _, e := range es {
+				if t.File == e.File && t.Offset >= e.Offset && t.Offset+t.Size <= e.Offset+e.Length {
+					return span{at: at + t.Offset - e.Offset, n: t.Size}, nil
+				}
+				at += e.Length
+			}
+			return span{}, fmt.Errorf("experts: tensor %q is not inside the expert's extents", t.Name)
+		}
+	}
+	return lo, lo.placeMatrices(loc, find(loc.Weights, 0), find(loc.Scales, scalesAt))
+}
+
+// placeMatrices fills lo.mats, finding each matrix's weight and scale
+// bytes in the slab with weight and scales.
+func (lo *layout) placeMatrices(loc container.ExpertLocation, weight, scales func(container.TensorInfo) (span, error)) error {
 	for i, info := range []container.MatrixInfo{loc.Gate, loc.Up, loc.Down} {
 		m := matrixLayout{
 			name: info.Name, format: info.Format, rows: info.Rows, cols: info.Cols, groupSize: info.GroupSize,
 			weightDType: info.Weight.DType,
 		}
 		if info.Format == kernels.F32 && info.Weight.DType != "F32" {
-			return nil, fmt.Errorf("experts: tensor %q is %s: the streamed tier takes quantized or F32 routed experts", info.Name, info.Weight.DType)
+			return fmt.Errorf("experts: tensor %q is %s: the streamed tier takes quantized or F32 routed experts", info.Name, info.Weight.DType)
 		}
 		var err error
-		if m.weight, err = find(info.Weight, 0, nw); err != nil {
-			return nil, err
+		if m.weight, err = weight(info.Weight); err != nil {
+			return err
 		}
 		if info.Quantized() {
 			m.hasScales, m.scalesDType = true, info.Scales.DType
-			if m.scales, err = find(info.Scales, nw, len(lo.reads)); err != nil {
-				return nil, err
+			if m.scales, err = scales(info.Scales); err != nil {
+				return err
 			}
 		}
 		lo.mats[i] = m
 	}
-	return lo, nil
+	return nil
 }
 
-// data returns the bytes of read i inside slab, as the aligned read put
-// them: the region starts at r.at and the extent's first byte sits
-// off mod DirectAlign bytes into it.
-func (lo *layout) data(slab []byte, i int) []byte {
-	r := lo.reads[i]
-	start, _ := native.AlignedSpan(r.off, r.n)
-	p := r.at + r.off - start
-	return slab[p : p+r.n : p+r.n]
-}
-
-// matrices builds the expert's three matrices over a slab whose reads have
-// all completed. The matrices point into the slab.
+// matrices builds the expert's three matrices over a slab whose reads
+// have all completed (and, packed, whose record is decoded). The matrices
+// point into the slab.
 func (lo *layout) matrices(slab []byte) (*Expert, error) {
 	var out [3]*kernels.Matrix
 	for i, ml := range lo.mats {
 		m := &kernels.Matrix{Format: ml.format, Rows: ml.rows, Cols: ml.cols, GroupSize: ml.groupSize}
-		w := lo.data(slab, ml.weight.read)[ml.weight.off : ml.weight.off+ml.weight.n]
+		w := slab[ml.weight.at : ml.weight.at+ml.weight.n : ml.weight.at+ml.weight.n]
 		if ml.format == kernels.F32 {
 			m.F32 = f32View(w)
 		} else {
 			m.Data = w
-			s := lo.data(slab, ml.scales.read)[ml.scales.off : ml.scales.off+ml.scales.n]
-			m.Scales = f32View(s)
+			m.Scales = f32View(slab[ml.scales.at : ml.scales.at+ml.scales.n : ml.scales.at+ml.scales.n])
 		}
 		if err := m.Validate(); err != nil {
 			return nil, fmt.Errorf("experts: tensor %q: %w", ml.name, err)
@@ -177,6 +215,17 @@ func (lo *layout) chunks(size int64) []chunk {
 	return out
 }
 
+// events is the number of completions reading the expert in requests of
+// at most size bytes reports: one per request, and one more for the
+// decode of a packed expert.
+func (lo *layout) events(size int64) int {
+	n := len(lo.chunks(size))
+	if lo.packed != nil {
+		n++
+	}
+	return n
+}
+
 // slabSize rounds a layout's need up to slabAlign.
 func slabSize(need int64) int64 { return (need + slabAlign - 1) / slabAlign * slabAlign }
 
@@ -185,6 +234,10 @@ func (s *Streamed) locate(c *container.Container, layers []int) error {
 	fileIndex := map[string]int{}
 	for i, sh := range c.Shards() {
 		fileIndex[sh.Name] = i
+	}
+	packs, err := s.openPacks(c)
+	if err != nil {
+		return err
 	}
 	main := &slotClass{name: mainClass}
 	mtp := &slotClass{name: mtpClass}
@@ -205,6 +258,13 @@ func (s *Streamed) locate(c *container.Container, layers []int) error {
 			lo, err := newLayout(loc, fileIndex)
 			if err != nil {
 				return err
+			}
+			if p := packs[loc.Weights[0].File]; p != nil {
+				if ent, ok := p.index.Lookup(l, e); ok {
+					if lo, err = newPackedLayout(loc, ent, p.file, p.path); err != nil {
+						return err
+					}
+				}
 			}
 			lc.layouts[e] = lo
 			lc.class.size = max(lc.class.size, slabSize(lo.need))

@@ -85,7 +85,7 @@ func (s *Streamed) leaseLocked(ctx context.Context, lc *layerCache, ids []int) *
 		}
 		s.tel.miss(lc.row)
 		misses = append(misses, i)
-		nreads += len(lc.layouts[id].chunks(s.opts.ReadChunk))
+		nreads += lc.layouts[id].events(s.opts.ReadChunk)
 	}
 	l.events = make(chan readEvent, nreads)
 	// Admit the last misses into LRU slots nobody holds.

@@ -40,6 +40,9 @@ type StreamOptions struct {
 	// direct-I/O alignment): an expert's bytes go out as several requests
 	// so that a layer's few misses keep every worker busy.
 	ReadChunk int64
+	// IgnorePacks reads every expert from its shard even where a pack
+	// (engine/expertpack) beside the shard holds it in fewer bytes.
+	IgnorePacks bool
 	// Trace, when set, records every Acquire (see RouteTrace).
 	Trace *RouteTrace
 	// Buffered reads through the page cache instead of direct I/O (for file

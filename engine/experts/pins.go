@@ -63,7 +63,7 @@ func (s *Streamed) loadPins(ctx context.Context) error {
 	}
 	n := 0
 	for _, r := range pins {
-		n += len(s.byLayer[r.Layer].layouts[r.Expert].chunks(s.opts.ReadChunk))
+		n += s.byLayer[r.Layer].layouts[r.Expert].events(s.opts.ReadChunk)
 	}
 	l := &streamLease{s: s, events: make(chan readEvent, n)}
 	l.ctx, l.cancel = context.WithCancel(ctx)

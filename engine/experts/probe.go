@@ -91,7 +91,7 @@ func (s *Streamed) ProbeReads(ctx context.Context, maxBytes int64, seed uint64) 
 			r := lo.reads[c.read]
 			req := native.ReadRequest{
 				File: s.files[r.file], Off: c.off, Len: c.n,
-				Slab: slots[i].slab[c.at : r.at+native.SlabLen(r.n)],
+				Slab: slots[i].slab[c.at : r.at+r.room],
 			}
 			submitted += c.n
 			inflight++

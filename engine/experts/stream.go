@@ -45,6 +45,7 @@ type Streamed struct {
 	usage     *Usage
 	slabBytes int64 // every slab allocated
 	closed    bool
+	packNotes []string
 
 	// Test hooks (see export_test.go).
 	poison     bool

@@ -145,33 +145,44 @@ func TestStreamedMatchesResident(t *testing.T) {
 	}
 	for _, model := range fixtureModels {
 		ref := residentRef(t, model)
-		for _, b := range budgets {
-			t.Run(model+"/"+b.name, func(t *testing.T) {
-				d, s := openStreamed(t, fixtures.Path(t, model), func(row int64) experts.StreamOptions {
-					return experts.StreamOptions{CacheBytes: b.slots * row, WorkingSlots: b.working, Workers: b.workers, ReadChunk: b.chunk}
-				}, func(s *experts.Streamed) { experts.SetPoison(s, true) })
-				for i, p := range ref.prompts {
-					if got := generateTokens(t, d, p, false); !slices.Equal(got, ref.plain[i]) {
-						t.Errorf("prompt %d: streamed %v, resident %v", i, got, ref.plain[i])
+		for _, packed := range []bool{false, true} {
+			for _, b := range budgets {
+				name := model + "/" + b.name
+				dir := fixtures.Path(t, model)
+				if packed {
+					name += "/packed"
+					dir = packedModel(t, model)
+				}
+				t.Run(name, func(t *testing.T) {
+					d, s := openStreamed(t, dir, func(row int64) experts.StreamOptions {
+						return experts.StreamOptions{CacheBytes: b.slots * row, WorkingSlots: b.working, Workers: b.workers, ReadChunk: b.chunk}
+					}, func(s *experts.Streamed) { experts.SetPoison(s, true) })
+					for i, p := range ref.prompts {
+						if got := generateTokens(t, d, p, false); !slices.Equal(got, ref.plain[i]) {
+							t.Errorf("prompt %d: streamed %v, resident %v", i, got, ref.plain[i])
+						}
+						if got := generateTokens(t, d, p, true); !slices.Equal(got, ref.spec[i]) {
+							t.Errorf("prompt %d speculative: streamed %v, resident %v", i, got, ref.spec[i])
+						}
 					}
-					if got := generateTokens(t, d, p, true); !slices.Equal(got, ref.spec[i]) {
-						t.Errorf("prompt %d speculative: streamed %v, resident %v", i, got, ref.spec[i])
+					st := s.Stats()
+					if st.Total.Misses == 0 || st.Total.BytesRead == 0 {
+						t.Errorf("no misses: %+v", st.Total)
 					}
-				}
-				st := s.Stats()
-				if st.Total.Misses == 0 || st.Total.BytesRead == 0 {
-					t.Errorf("no misses: %+v", st.Total)
-				}
-				// Every forward misses: the cache is far smaller than a
-				// token's experts.
-				if st.Total.Misses < int64(st.Forwards) {
-					t.Errorf("%d misses over %d forwards: the budget does not force eviction", st.Total.Misses, st.Forwards)
-				}
-				if err := experts.CheckInvariants(s, true); err != nil {
-					t.Error(err)
-				}
-				t.Logf("%d forwards, hit rate %.2f, %d misses, %d bytes read", st.Forwards, st.Total.HitRate(), st.Total.Misses, st.Total.BytesRead)
-			})
+					// Every forward misses: the cache is far smaller than a
+					// token's experts.
+					if st.Total.Misses < int64(st.Forwards) {
+						t.Errorf("%d misses over %d forwards: the budget does not force eviction", st.Total.Misses, st.Forwards)
+					}
+					if packed && (st.Total.Unpacked != st.Total.Misses || st.Total.Decoded == 0) {
+						t.Errorf("packed model: %d of %d misses decoded (%d bytes)", st.Total.Unpacked, st.Total.Misses, st.Total.Decoded)
+					}
+					if err := experts.CheckInvariants(s, true); err != nil {
+						t.Error(err)
+					}
+					t.Logf("%d forwards, hit rate %.2f, %d misses, %d bytes read", st.Forwards, st.Total.HitRate(), st.Total.Misses, st.Total.BytesRead)
+				})
+			}
 		}
 	}
 }

@@ -19,6 +19,12 @@ type Counters struct {
 	// Wait is foreground wait: time the consumer spent blocked in Next
 	// for a read to land.
 	Wait time.Duration
+	// Unpacked counts packed experts decoded, Decoded the bytes they
+	// rebuilt and DecodeTime the time spent decoding (on read workers,
+	// overlapping reads).
+	Unpacked   int64
+	Decoded    int64
+	DecodeTime time.Duration
 }
 
 // HitRate is Hits / (Hits + Misses), 0 without lookups.
@@ -37,6 +43,9 @@ func (c *Counters) add(o Counters) {
 	c.BytesRead += o.BytesRead
 	c.DiskTime += o.DiskTime
 	c.Wait += o.Wait
+	c.Unpacked += o.Unpacked
+	c.Decoded += o.Decoded
+	c.DecodeTime += o.DecodeTime
 }
 
 // LayerStats are one expert layer's counters.
@@ -103,6 +112,14 @@ func (t *telemetry) read(row int, n int64, service time.Duration) {
 		c.Reads++
 		c.BytesRead += n
 		c.DiskTime += service
+	}
+}
+
+func (t *telemetry) unpacked(row int, n int64, spent time.Duration) {
+	for _, c := range []*Counters{&t.turn[row], &t.total[row]} {
+		c.Unpacked++
+		c.Decoded += n
+		c.DecodeTime += spent
 	}
 }
 
