@@ -44,6 +44,19 @@ type streamBench struct {
 	StreamBytesPerSecond float64 `json:"stream_bytes_per_second"`
 	// WaitShare is the share of decode wall time spent waiting for reads.
 	WaitShare float64 `json:"wait_share"`
+	// PackedExperts is the experts read from packs (spool pack);
+	// DecodeBytesPerSecond their rebuilt bytes over the time spent
+	// decoding them (one core's rate: each record decodes on one read
+	// worker); DecodeShare that time over the decode's wall time.
+	PackedExperts        int64    `json:"packed_experts"`
+	DecodeBytesPerSecond float64  `json:"decode_bytes_per_second"`
+	DecodeShare          float64  `json:"decode_share"`
+	PackNotes            []string `json:"pack_notes,omitempty"`
+	// Prefetched counts experts read ahead, PrefetchHits those then
+	// asked for; PrefetchRecall is PrefetchHits over the misses.
+	Prefetched     int64   `json:"prefetched"`
+	PrefetchHits   int64   `json:"prefetch_hits"`
+	PrefetchRecall float64 `json:"prefetch_recall"`
 
 	// DiskBytesPerSecond is the read probe's rate: decoding's access
 	// pattern (whole experts at random, chunked direct reads at the read
@@ -73,6 +86,8 @@ func newBenchStreamCmd() *cobra.Command {
 		seed       uint64
 		readChunk  string
 		traceOut   string
+		noPacks    bool
+		prefetch   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "stream --model DIR",
@@ -107,7 +122,7 @@ The prompt is a few seeded random token ids; MTP speculation is off unless
 			if err != nil {
 				return fmt.Errorf("--read-chunk: %w", err)
 			}
-			so := experts.StreamOptions{WorkingSlots: working, Workers: workers, ReadChunk: chunk}
+			so := experts.StreamOptions{WorkingSlots: working, Workers: workers, ReadChunk: chunk, IgnorePacks: noPacks, Prefetch: prefetch}
 			if traceOut != "" {
 				so.Trace = &experts.RouteTrace{}
 			}
@@ -134,6 +149,8 @@ The prompt is a few seeded random token ids; MTP speculation is off unless
 	fl.StringVar(&probeBytes, "probe", "1GiB", "bytes read by each of the two disk probes (before and after the decode)")
 	fl.Uint64Var(&seed, "seed", 1, "seed of the prompt ids")
 	fl.StringVar(&readChunk, "read-chunk", "4MiB", "largest single read request")
+	fl.BoolVar(&prefetch, "prefetch", false, "read the next layer's predicted experts ahead, at background priority")
+	fl.BoolVar(&noPacks, "ignore-packs", false, "read every expert from its shard, not from packs (spool pack)")
 	fl.StringVar(&traceOut, "trace-out", "", "write the routing trace (every expert acquisition) to this file")
 	cmd.MarkFlagRequired("model")
 	return cmd
@@ -234,6 +251,15 @@ func runStreamBench(ctx context.Context, dir string, mem *memoryFlags, tokens in
 		r.MissBytesPerToken = float64(st.Turn.BytesRead) / float64(decoded)
 		r.StreamBytesPerSecond = float64(st.Turn.BytesRead) / wall
 		r.WaitShare = st.Turn.Wait.Seconds() / wall
+		r.DecodeShare = st.Turn.DecodeTime.Seconds() / wall
+	}
+	r.PackedExperts, r.PackNotes = st.Turn.Unpacked, src.PackNotes()
+	r.Prefetched, r.PrefetchHits = st.Turn.Prefetched, st.Turn.PrefetchHits
+	if st.Turn.Misses > 0 {
+		r.PrefetchRecall = float64(st.Turn.PrefetchHits) / float64(st.Turn.Misses)
+	}
+	if st.Turn.DecodeTime > 0 {
+		r.DecodeBytesPerSecond = float64(st.Turn.Decoded) / st.Turn.DecodeTime.Seconds()
 	}
 	if r.MissBytesPerToken > 0 {
 		r.CeilingTokensPerSecond = r.DiskBytesPerSecond / r.MissBytesPerToken
@@ -255,6 +281,16 @@ func printStreamBench(cmd *cobra.Command, r *streamBench, asJSON bool) error {
 	fmt.Fprintf(tw, "hit rate\t%.1f%%\n", 100*r.HitRate)
 	fmt.Fprintf(tw, "bytes read per token\t%s (%.2f GB/s streamed)\n", plan.SizeText(int64(r.MissBytesPerToken)), r.StreamBytesPerSecond/1e9)
 	fmt.Fprintf(tw, "disk wait\t%.0f%% of decode time\n", 100*r.WaitShare)
+	if r.PackedExperts > 0 {
+		fmt.Fprintf(tw, "packed experts\t%d read from packs, decoded at %.2f GB/s a core (%.0f%% of decode time, overlapping reads)\n",
+			r.PackedExperts, r.DecodeBytesPerSecond/1e9, 100*r.DecodeShare)
+	}
+	if r.Prefetched > 0 {
+		fmt.Fprintf(tw, "read ahead\t%d experts, %d then asked for (%.0f%% of the misses)\n", r.Prefetched, r.PrefetchHits, 100*r.PrefetchRecall)
+	}
+	for _, n := range r.PackNotes {
+		fmt.Fprintf(tw, "note\t%s\n", n)
+	}
 	fmt.Fprintf(tw, "disk, decode's reads\t%.2f GB/s over %s, %d requests at once (probes before and after differ by %.0f%%; direct %v)\n",
 		r.DiskBytesPerSecond/1e9, plan.SizeText(r.DiskProbeBytes), r.DiskProbeQueueDepth, 100*r.DiskProbeSpread, r.DiskProbeDirect)
 	fmt.Fprintf(tw, "ceiling\t%.3f tok/s (disk rate / bytes read per token)\n", r.CeilingTokensPerSecond)

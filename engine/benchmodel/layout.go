@@ -16,6 +16,7 @@ const (
 	fillUniform             // F32 uniform values with standard deviation base
 	fillOnes                // F32 ones (norm weights)
 	fillZeros               // F32 zeros (router correction bias)
+	fillNormalInt4          // int4 codes of normal weights (CodesNormal), row bytes apart
 )
 
 // tensor is one tensor of a shard and how to fill it.
@@ -26,6 +27,7 @@ type tensor struct {
 	size  int64
 	fill  fill
 	base  float32
+	row   int64 // bytes per matrix row, for fills drawn row by row
 }
 
 // quant is the storage of one quantized matrix.

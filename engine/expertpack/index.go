@@ -25,8 +25,10 @@ import (
 //	    CRC-32C of the expert's raw bytes (weights then scales), u32 zero
 //	    records, each at a multiple of RecordAlign, after the index
 //
-// The sources are every shard the packed experts' bytes come from: a pack
-// whose sources no longer match the files beside it is stale and unused.
+// The sources are every shard the packed experts' bytes come from (the
+// shard itself when no expert was worth packing: a pack of no entries
+// records that the shard was looked at); a pack whose sources no longer
+// match the files beside it is stale and unused.
 
 // Suffix names a shard's pack file: <shard>.spoolpack.
 const Suffix = ".spoolpack"
@@ -138,7 +140,7 @@ func ParseIndex(b []byte, fileSize int64) (*Index, error) {
 	ns := int(binary.LittleEndian.Uint32(b[12:]))
 	ne := int(binary.LittleEndian.Uint32(b[16:]))
 	l := int64(binary.LittleEndian.Uint32(b[20:]))
-	if ns < 1 || ns > maxSources || ne < 1 || ne > maxEntries || l > maxIndexLen || int64(len(b)) < packHeader+l {
+	if ns < 1 || ns > maxSources || ne > maxEntries || l > maxIndexLen || int64(len(b)) < packHeader+l {
 		return nil, corrupt("%d sources, %d entries, index of %d bytes (%d available)", ns, ne, l, len(b)-packHeader)
 	}
 	idx := b[packHeader : packHeader+l]

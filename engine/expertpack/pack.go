@@ -107,8 +107,8 @@ type Options struct {
 // ShardResult says what PackShard did.
 type ShardResult struct {
 	Shard string
-	// Path is the pack written; empty when no expert of the shard was
-	// worth packing (no file is written then).
+	// Path is the pack written; empty when the shard has no routed
+	// experts. A pack without entries says no expert was worth packing.
 	Path string
 	// Experts counts the experts whose first weight extent is in the
 	// shard, Packed those in the pack.
@@ -145,7 +145,7 @@ func PackShard(ctx context.Context, c *container.Container, cfg *config.Config, 
 	if err != nil {
 		return res, err
 	}
-	sources := map[string]bool{}
+	sources := map[string]bool{shard: true}
 	var entries []Entry
 	var kept [][]byte
 	for i, r := range recs {
@@ -160,9 +160,6 @@ func PackShard(ctx context.Context, c *container.Container, cfg *config.Config, 
 		res.Packed++
 		res.RawBytes += locs[i].Bytes()
 		res.PackedBytes += int64(len(r.rec))
-	}
-	if len(entries) == 0 {
-		return res, nil
 	}
 	x := &Index{Entries: entries}
 	for _, name := range slices.Sorted(maps.Keys(sources)) {
@@ -283,10 +280,11 @@ func writePack(path string, x *Index, recs [][]byte) (err error) {
 			os.Remove(tmp)
 		}
 	}()
-	if _, err := f.WriteAt(x.encode(), 0); err != nil {
+	head := x.encode()
+	if _, err := f.WriteAt(head, 0); err != nil {
 		return fmt.Errorf("expertpack: writing %s: %w", tmp, err)
 	}
-	var end int64
+	end := int64(len(head))
 	for i, e := range x.Entries {
 		if _, err := f.WriteAt(recs[i], e.Offset); err != nil {
 			return fmt.Errorf("expertpack: writing %s: %w", tmp, err)
@@ -353,7 +351,7 @@ func PackModel(ctx context.Context, c *container.Container, cfg *config.Config, 
 			return out, fmt.Errorf("expertpack: packing %s: %w", sh.Name, err)
 		}
 		if res.Path == "" {
-			// Nothing worth packing: a stale pack must not linger.
+			// No experts here: a stale pack must not linger.
 			if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return out, fmt.Errorf("expertpack: %w", err)
 			}

@@ -15,11 +15,13 @@ func (s *Streamed) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.cancelAllPrefetchLocked()
 	s.mu.Unlock()
 	var errs []error
 	if s.pool != nil {
 		errs = append(errs, s.pool.Close())
 	}
+	s.bgSubmit.Wait()
 	if s.opts.UsagePath != "" && s.usage != nil {
 		errs = append(errs, s.usage.Save(s.opts.UsagePath))
 	}
@@ -39,6 +41,9 @@ func (s *Streamed) Close() error {
 			free(sl)
 		}
 		for _, sl := range lc.pinned {
+			free(sl)
+		}
+		for _, sl := range lc.spare {
 			free(sl)
 		}
 	}

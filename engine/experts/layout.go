@@ -245,11 +245,12 @@ func (s *Streamed) locate(c *container.Container, layers []int) error {
 		if _, dup := s.byLayer[l]; dup {
 			return fmt.Errorf("experts: layer %d listed twice", l)
 		}
-		lc := &layerCache{layer: l, row: row, pinned: map[int]*slot{}, lru: map[int]*slot{}, class: main}
+		lc := &layerCache{layer: l, row: row, pinned: map[int]*slot{}, lru: map[int]*slot{}, prefetched: map[int]*prefetch{}, class: main}
 		if l == s.cfg.NumLayers {
 			lc.class = mtp
 		}
 		lc.layouts = make([]*layout, s.cfg.NumRoutedExperts)
+		lc.heat = make([]heat, s.cfg.NumRoutedExperts)
 		for e := range lc.layouts {
 			loc, err := c.Expert(l, e, s.cfg)
 			if err != nil {

@@ -88,6 +88,9 @@ func (l *streamLease) startLocked() []native.ReadRequest {
 func (l *streamLease) pumpLocked() []native.ReadRequest {
 	var reqs []native.ReadRequest
 	cl := l.lc.class
+	// Demand reads first: read-aheads give their slots up.
+	for stolen := 0; stolen < len(l.pending)-len(cl.free) && l.s.stealPrefetchLocked(cl); stolen++ {
+	}
 	for len(l.pending) > 0 && len(cl.free) > 0 && l.err == nil {
 		i := l.pending[0]
 		l.pending = l.pending[1:]

@@ -36,6 +36,9 @@ func (s *Streamed) Acquire(ctx context.Context, layer int, ids []int) (Lease, er
 	}
 	if layer == s.layers[0].layer {
 		s.forwards++
+		if s.opts.RepinEvery > 0 && s.forwards%s.opts.RepinEvery == 0 {
+			s.repinLocked()
+		}
 		if s.opts.FootprintLimit > 0 && s.forwards%s.opts.GuardEvery == 0 {
 			s.guardLocked()
 		}
@@ -64,6 +67,7 @@ func (s *Streamed) leaseLocked(ctx context.Context, lc *layerCache, ids []int) *
 		it := &l.items[i]
 		it.lc, it.id = lc, id
 		s.usage.add(lc.layer, id)
+		s.touchLocked(lc, id)
 		s.tel.routed(lc.row, id)
 		if sl, ok := lc.pinned[id]; ok && sl.state == slotReady {
 			sl.refs++
@@ -98,7 +102,11 @@ func (s *Streamed) leaseLocked(ctx context.Context, lc *layerCache, ids []int) *
 	admit := min(free, len(misses))
 	for j, i := range misses {
 		if j < len(misses)-admit {
-			l.pending = append(l.pending, i)
+			// Streams through the working bank: in the slot a prefetch
+			// read it into, or one to come.
+			if !l.adoptPrefetchLocked(i) {
+				l.pending = append(l.pending, i)
+			}
 			continue
 		}
 		sl := lc.victim()
@@ -114,8 +122,30 @@ func (s *Streamed) leaseLocked(ctx context.Context, lc *layerCache, ids []int) *
 		sl.expert, sl.state, sl.refs = id, slotReading, 1
 		lc.lru[id] = sl
 		l.items[i].slot, l.items[i].gen, l.items[i].state = sl, sl.gen, itemQueued
+		// Admitted: a prefetch of it hands its slab to the LRU slot.
+		if l.adoptPrefetchLocked(i) {
+			s.swapIntoLRU(&l.items[i], sl)
+		}
+	}
+	// Read-aheads of this layer that it did not ask for were wrong.
+	for _, pf := range lc.prefetched {
+		s.cancelPrefetchLocked(pf)
 	}
 	return l
+}
+
+// swapIntoLRU moves an adopted prefetch's slab (ready, or still being
+// read into) into the LRU slot sl the policy admitted its expert to; the
+// working slot takes sl's slab and goes back to the bank. The reads in
+// flight keep writing into the same memory, now sl's.
+func (s *Streamed) swapIntoLRU(it *leaseItem, sl *slot) {
+	w := it.slot
+	w.slab, sl.slab = sl.slab, w.slab
+	sl.ex, sl.state = w.ex, w.state
+	w.ex = nil
+	it.slot, it.gen = sl, sl.gen
+	w.refs--
+	s.releaseWorking(w)
 }
 
 // victim picks the LRU slot an admitted miss takes: the first empty slot,

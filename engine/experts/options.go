@@ -43,6 +43,14 @@ type StreamOptions struct {
 	// IgnorePacks reads every expert from its shard even where a pack
 	// (engine/expertpack) beside the shard holds it in fewer bytes.
 	IgnorePacks bool
+	// RepinEvery, when positive, re-pins live every that many forwards
+	// (see repin.go): a pinned expert the session stopped using trades
+	// places with a hot one from the LRU, with hysteresis. Needs pins.
+	RepinEvery int
+	// Prefetch turns on reading ahead (Prefetcher): the model names the
+	// experts it predicts the next layer will route to, and they are read
+	// at background priority into free working slots.
+	Prefetch bool
 	// Trace, when set, records every Acquire (see RouteTrace).
 	Trace *RouteTrace
 	// Buffered reads through the page cache instead of direct I/O (for file
@@ -53,7 +61,7 @@ type StreamOptions struct {
 // normalize checks the options and fills in the defaults; k is the
 // model's experts per token.
 func (o *StreamOptions) normalize(k int) error {
-	if o.CacheBytes < 0 || o.ReadChunk < 0 || o.PinnedBytes < 0 || o.WorkingSlots < 0 || o.Workers < 0 || o.FootprintLimit < 0 || o.GuardEvery < 0 {
+	if o.CacheBytes < 0 || o.ReadChunk < 0 || o.PinnedBytes < 0 || o.WorkingSlots < 0 || o.Workers < 0 || o.FootprintLimit < 0 || o.GuardEvery < 0 || o.RepinEvery < 0 {
 		return fmt.Errorf("experts: stream options must not be negative: %+v", *o)
 	}
 	if o.WorkingSlots == 0 {

@@ -39,6 +39,9 @@ func (s *Streamed) openPacks(c *container.Container) (map[string]*openPack, erro
 			s.packNotes = append(s.packNotes, fmt.Sprintf("%s not used (its experts are read from the shard): %v", path, err))
 			continue
 		}
+		if len(x.Entries) == 0 {
+			continue // the shard was packed and nothing gained
+		}
 		open := native.OpenDirect
 		if s.opts.Buffered {
 			open = native.OpenBuffered

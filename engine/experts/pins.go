@@ -47,17 +47,60 @@ func (s *Streamed) pinList() []UsageRecord {
 	return out
 }
 
+// pinBytesPlanned is the slab memory of the pinned tier: the listed pins,
+// and with live re-pinning the spare pinned slots too.
 func (s *Streamed) pinBytesPlanned() int64 {
 	var n int64
 	for _, r := range s.pinList() {
 		n += s.byLayer[r.Layer].class.size
 	}
+	for _, lc := range s.sparePlan(n) {
+		n += lc.class.size
+	}
 	return n
+}
+
+// sparePlan lists, with live re-pinning, the layers that get an empty
+// pinned slot each, one slot per layer in turn, from what PinnedBytes
+// leaves after used bytes of listed pins: re-pinning fills them with
+// experts the session turns out to use most, so pins are learned live
+// when the history is short or stale.
+func (s *Streamed) sparePlan(used int64) []*layerCache {
+	if s.opts.RepinEvery <= 0 {
+		return nil
+	}
+	var out []*layerCache
+	for {
+		added := false
+		for _, lc := range s.layers {
+			if used+lc.class.size > s.opts.PinnedBytes {
+				continue
+			}
+			used += lc.class.size
+			out = append(out, lc)
+			added = true
+		}
+		if !added {
+			return out
+		}
+	}
 }
 
 // loadPins reads the pinned experts, all at once, and waits for them.
 func (s *Streamed) loadPins(ctx context.Context) error {
 	pins := s.pinList()
+	var used int64
+	for _, r := range pins {
+		used += s.byLayer[r.Layer].class.size
+	}
+	for _, lc := range s.sparePlan(used) {
+		sl, err := s.newSlot(lc.class, tierPinned)
+		if err != nil {
+			return err
+		}
+		sl.layer = lc.layer
+		lc.spare = append(lc.spare, sl)
+	}
 	if len(pins) == 0 {
 		return nil
 	}

@@ -44,6 +44,19 @@ func (s *Streamed) ProbeReads(ctx context.Context, maxBytes int64, seed uint64) 
 			cl = c
 		}
 	}
+	// Read-aheads give their slots back first.
+	s.cancelAllPrefetchLocked()
+	for deadline := time.Now().Add(10 * time.Second); cl != nil && len(cl.free) != cl.all && s.prefetchesLocked() > 0 && time.Now().Before(deadline); {
+		wake := s.freed
+		s.mu.Unlock()
+		select {
+		case <-wake:
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return ReadProbe{}, ctx.Err()
+		}
+		s.mu.Lock()
+	}
 	if s.closed || cl == nil || len(cl.free) != cl.all {
 		s.mu.Unlock()
 		return ReadProbe{}, errors.New("experts: read probe: the source is closed, has no decoder layers, or is in use")

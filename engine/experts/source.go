@@ -33,3 +33,15 @@ type Lease interface {
 	// Release ends the lease; the experts' memory may be reused afterwards.
 	Release()
 }
+
+// Prefetcher is a Source that can read experts ahead of their Acquire.
+type Prefetcher interface {
+	// Prefetch says that layer will probably soon Acquire ids: a source
+	// may start reading them into spare memory, behind every read an
+	// Acquire is waiting for. It returns at once and never changes what
+	// an Acquire delivers.
+	Prefetch(ctx context.Context, layer int, ids []int)
+	// Prefetching reports whether Prefetch does anything, so that
+	// callers skip computing hints nobody reads.
+	Prefetching() bool
+}

@@ -46,6 +46,7 @@ type Streamed struct {
 	slabBytes int64 // every slab allocated
 	closed    bool
 	packNotes []string
+	bgSubmit  sync.WaitGroup // Prefetch's submitting goroutines
 
 	// Test hooks (see export_test.go).
 	poison     bool
@@ -63,8 +64,12 @@ type layerCache struct {
 	layouts []*layout // by expert id
 	pinned  map[int]*slot
 	lru     map[int]*slot // expert id -> LRU slot (reading or ready)
-	slots   []*slot       // every LRU slot, empty ones included
-	cap     int
+	// prefetched holds the read-aheads no Acquire adopted yet.
+	prefetched map[int]*prefetch
+	heat       []heat  // by expert id: session use, for re-pinning
+	spare      []*slot // empty pinned slots re-pinning may fill
+	slots      []*slot // every LRU slot, empty ones included
+	cap        int
 }
 
 // NewStreamed builds the streamed tier for the expert layers of the model

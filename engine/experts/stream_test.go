@@ -142,20 +142,40 @@ func TestStreamedMatchesResident(t *testing.T) {
 		{"no cache, bank of 1", 0, 1, 1, 0},
 		{"1 slot per layer, bank of 2, 4 KiB reads", 1, 2, 3, 4096},
 		{"2 slots per layer, bank of 4", 2, 4, 8, 0},
+		// Room to read ahead: more free working slots than a layer asks for.
+		{"2 slots per layer, bank of 24, 4 KiB reads", 2, 24, 4, 4096},
 	}
 	for _, model := range fixtureModels {
 		ref := residentRef(t, model)
-		for _, packed := range []bool{false, true} {
+		for _, v := range []struct{ packed, prefetch, repin bool }{{false, false, false}, {true, false, false}, {false, true, false}, {true, true, false}, {false, false, true}} {
 			for _, b := range budgets {
 				name := model + "/" + b.name
 				dir := fixtures.Path(t, model)
-				if packed {
+				if v.packed {
 					name += "/packed"
 					dir = packedModel(t, model)
 				}
+				if v.prefetch {
+					if b.working <= 16 {
+						continue // no room to read ahead
+					}
+					name += "/prefetch"
+				}
+				var pinned int64
+				if v.repin {
+					if b.slots < 2 {
+						continue
+					}
+					name += "/repin"
+					pinned = 1
+				}
 				t.Run(name, func(t *testing.T) {
 					d, s := openStreamed(t, dir, func(row int64) experts.StreamOptions {
-						return experts.StreamOptions{CacheBytes: b.slots * row, WorkingSlots: b.working, Workers: b.workers, ReadChunk: b.chunk}
+						o := experts.StreamOptions{CacheBytes: b.slots * row, WorkingSlots: b.working, Workers: b.workers, ReadChunk: b.chunk, Prefetch: v.prefetch}
+						if v.repin {
+							o.PinnedBytes, o.RepinEvery = pinned*row, 2
+						}
+						return o
 					}, func(s *experts.Streamed) { experts.SetPoison(s, true) })
 					for i, p := range ref.prompts {
 						if got := generateTokens(t, d, p, false); !slices.Equal(got, ref.plain[i]) {
@@ -174,13 +194,14 @@ func TestStreamedMatchesResident(t *testing.T) {
 					if st.Total.Misses < int64(st.Forwards) {
 						t.Errorf("%d misses over %d forwards: the budget does not force eviction", st.Total.Misses, st.Forwards)
 					}
-					if packed && (st.Total.Unpacked != st.Total.Misses || st.Total.Decoded == 0) {
+					if c := st.Total; v.packed && (c.Unpacked < c.Misses || c.Unpacked > c.Misses+c.PrefetchCancelled || c.Decoded == 0) {
 						t.Errorf("packed model: %d of %d misses decoded (%d bytes)", st.Total.Unpacked, st.Total.Misses, st.Total.Decoded)
 					}
 					if err := experts.CheckInvariants(s, true); err != nil {
 						t.Error(err)
 					}
-					t.Logf("%d forwards, hit rate %.2f, %d misses, %d bytes read", st.Forwards, st.Total.HitRate(), st.Total.Misses, st.Total.BytesRead)
+					t.Logf("%d forwards, hit rate %.2f, %d misses, %d bytes read, %d read ahead (%d used, %d cancelled)", st.Forwards, st.Total.HitRate(), st.Total.Misses, st.Total.BytesRead,
+						st.Total.Prefetched, st.Total.PrefetchHits, st.Total.PrefetchCancelled)
 				})
 			}
 		}

@@ -3,6 +3,8 @@ package experts
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -177,4 +179,30 @@ func parseColibriStep(f []string) (call, layer int, ids []int, err error) {
 		ids = append(ids, id)
 	}
 	return call, layer, ids, nil
+}
+
+// Replay drives s with the acquisitions of t, in order: each step is
+// acquired, every expert taken and marked done, and the lease released,
+// as a forward would; the caches and counters evolve as in the run that
+// recorded t (Stats tells the hits and reads).
+func (s *Streamed) Replay(ctx context.Context, t *RouteTrace) error {
+	for i, st := range t.Steps {
+		l, err := s.Acquire(ctx, st.Layer, st.IDs)
+		if err != nil {
+			return fmt.Errorf("experts: replay step %d: %w", i, err)
+		}
+		for {
+			idx, _, err := l.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				l.Release()
+				return fmt.Errorf("experts: replay step %d: %w", i, err)
+			}
+			l.Done(idx)
+		}
+		l.Release()
+	}
+	return nil
 }

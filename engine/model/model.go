@@ -253,6 +253,7 @@ func (m *Model) forwardRows(ctx context.Context, reqs []Request, rows []row, tr 
 			h[i] += attn[i]
 		}
 		m.scratch.put(attn)
+		m.prefetchNext(ctx, y, h, R)
 		for i := 0; i < R; i++ {
 			rmsNorm(x[i*H:(i+1)*H], h[i*H:(i+1)*H], y.postNorm, c.RMSNormEps)
 		}
