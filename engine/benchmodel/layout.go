@@ -11,12 +11,12 @@ import (
 type fill uint8
 
 const (
-	fillBytes   fill = iota // uniform random bytes: packed int4 nibbles or int8 values
-	fillScales              // F32 quantization scales in [0.75, 1.25) x base
-	fillUniform             // F32 uniform values with standard deviation base
-	fillOnes                // F32 ones (norm weights)
-	fillZeros               // F32 zeros (router correction bias)
-	fillNormalInt4          // int4 codes of normal weights (CodesNormal), row bytes apart
+	fillBytes      fill = iota // uniform random bytes: packed int4 nibbles or int8 values
+	fillScales                 // F32 quantization scales in [0.75, 1.25) x base
+	fillUniform                // F32 uniform values with standard deviation base
+	fillOnes                   // F32 ones (norm weights)
+	fillZeros                  // F32 zeros (router correction bias)
+	fillNormalInt4             // int4 codes of normal weights (CodesNormal), row bytes apart
 )
 
 // tensor is one tensor of a shard and how to fill it.
