@@ -88,6 +88,8 @@ func newBenchStreamCmd() *cobra.Command {
 		traceOut   string
 		noPacks    bool
 		prefetch   bool
+		repin      int
+		pinned     string
 	)
 	cmd := &cobra.Command{
 		Use:   "stream --model DIR",
@@ -122,7 +124,11 @@ The prompt is a few seeded random token ids; MTP speculation is off unless
 			if err != nil {
 				return fmt.Errorf("--read-chunk: %w", err)
 			}
-			so := experts.StreamOptions{WorkingSlots: working, Workers: workers, ReadChunk: chunk, IgnorePacks: noPacks, Prefetch: prefetch}
+			pin, err := plan.ParseSize(pinned)
+			if err != nil {
+				return fmt.Errorf("--pinned: %w", err)
+			}
+			so := experts.StreamOptions{WorkingSlots: working, Workers: workers, ReadChunk: chunk, IgnorePacks: noPacks, Prefetch: prefetch, RepinEvery: repin, PinnedBytes: pin}
 			if traceOut != "" {
 				so.Trace = &experts.RouteTrace{}
 			}
@@ -149,6 +155,8 @@ The prompt is a few seeded random token ids; MTP speculation is off unless
 	fl.StringVar(&probeBytes, "probe", "1GiB", "bytes read by each of the two disk probes (before and after the decode)")
 	fl.Uint64Var(&seed, "seed", 1, "seed of the prompt ids")
 	fl.StringVar(&readChunk, "read-chunk", "4MiB", "largest single read request")
+	fl.IntVar(&repin, "repin", 0, "re-pin live every N forwards (0: never); needs --pinned")
+	fl.StringVar(&pinned, "pinned", "0", "slab memory of the pinned tier, out of the expert cache")
 	fl.BoolVar(&prefetch, "prefetch", false, "read the next layer's predicted experts ahead, at background priority")
 	fl.BoolVar(&noPacks, "ignore-packs", false, "read every expert from its shard, not from packs (spool pack)")
 	fl.StringVar(&traceOut, "trace-out", "", "write the routing trace (every expert acquisition) to this file")
@@ -186,6 +194,7 @@ func runStreamBench(ctx context.Context, dir string, mem *memoryFlags, tokens in
 		Model: model.Options{DisableMTP: !speculate},
 		Experts: func(ctx context.Context, c *container.Container, cfg *config.Config, layers []int) (experts.Source, error) {
 			so.CacheBytes, so.WorkingSlots = p.ExpertCacheBytes, p.WorkingSlots
+			so.PinnedBytes = min(so.PinnedBytes, so.CacheBytes)
 			src, err = experts.NewStreamed(ctx, c, cfg, layers, so)
 			return src, err
 		},

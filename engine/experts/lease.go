@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -32,6 +33,9 @@ type streamLease struct {
 	submitting sync.WaitGroup // submitAsync goroutines
 	// hitAtAcquire marks the experts that were resident at Acquire.
 	hitAtAcquire []bool
+	// rank orders the reads: an item's place in the layer's Order hint
+	// (items it does not name after, in id order).
+	rank []int
 }
 
 type itemState uint8
@@ -75,7 +79,12 @@ type readTag struct {
 // read requests, to be submitted without the lock held.
 func (l *streamLease) startLocked() []native.ReadRequest {
 	var reqs []native.ReadRequest
-	for i := range l.items {
+	order := make([]int, len(l.items))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return l.rank[a] - l.rank[b] })
+	for _, i := range order {
 		if l.items[i].state == itemQueued && l.items[i].readsLeft == 0 && !l.items[i].failed {
 			reqs = append(reqs, l.readsFor(i)...)
 		}

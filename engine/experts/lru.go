@@ -92,6 +92,7 @@ func (s *Streamed) leaseLocked(ctx context.Context, lc *layerCache, ids []int) *
 		nreads += lc.layouts[id].events(s.opts.ReadChunk)
 	}
 	l.events = make(chan readEvent, nreads)
+	l.rankLocked()
 	// Admit the last misses into LRU slots nobody holds.
 	free := 0
 	for _, sl := range lc.slots {
@@ -127,6 +128,8 @@ func (s *Streamed) leaseLocked(ctx context.Context, lc *layerCache, ids []int) *
 			s.swapIntoLRU(&l.items[i], sl)
 		}
 	}
+	// Read the misses most rows share first (Order's hint).
+	slices.SortStableFunc(l.pending, func(a, b int) int { return l.rank[a] - l.rank[b] })
 	// Read-aheads of this layer that it did not ask for were wrong.
 	for _, pf := range lc.prefetched {
 		s.cancelPrefetchLocked(pf)

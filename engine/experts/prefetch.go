@@ -273,3 +273,33 @@ func (s *Streamed) prefetchesLocked() int {
 	}
 	return n
 }
+
+// Order implements Prefetcher: the next Acquire of layer reads its
+// misses in the order of ids (most wanted first), those ids does not
+// name after them.
+func (s *Streamed) Order(layer int, ids []int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if lc, ok := s.byLayer[layer]; ok && !s.closed {
+		lc.order = slices.Clone(ids)
+	}
+}
+
+// rankLocked sets l.rank from the layer's Order hint, which it consumes.
+func (l *streamLease) rankLocked() {
+	l.rank = make([]int, len(l.ids))
+	pos := map[int]int{}
+	for i, id := range l.lc.order {
+		if _, dup := pos[id]; !dup {
+			pos[id] = i
+		}
+	}
+	l.lc.order = nil
+	for i, id := range l.ids {
+		if p, ok := pos[id]; ok {
+			l.rank[i] = p
+		} else {
+			l.rank[i] = len(pos) + id
+		}
+	}
+}

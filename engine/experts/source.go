@@ -44,4 +44,7 @@ type Prefetcher interface {
 	// Prefetching reports whether Prefetch does anything, so that
 	// callers skip computing hints nobody reads.
 	Prefetching() bool
+	// Order says in which order the coming Acquire of layer wants its
+	// experts read, most wanted first (those the most rows route to).
+	Order(layer int, ids []int)
 }

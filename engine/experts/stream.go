@@ -68,6 +68,7 @@ type layerCache struct {
 	prefetched map[int]*prefetch
 	heat       []heat  // by expert id: session use, for re-pinning
 	spare      []*slot // empty pinned slots re-pinning may fill
+	order      []int   // the next Acquire's read order hint (Order)
 	slots      []*slot // every LRU slot, empty ones included
 	cap        int
 }

@@ -7,26 +7,35 @@ import (
 	"github.com/spoolhq/spool/engine/experts"
 )
 
-// maxPrefetchRows is the most rows a forward may have to hint its next
-// layer's experts (decode and MTP verification, not prefill).
+// maxPrefetchRows is the most rows a forward may have to give hints
+// (decode and MTP verification, not prefill: its union of experts fills
+// the working bank by itself).
 const maxPrefetchRows = 4
 
-// prefetchNext tells a Prefetcher source which experts the next sparse
-// layer after y will probably route the rows to, so that their reads can
-// start while y's own experts are read and applied. The guess is the next
-// layer's router applied to the current residual h (after y's attention):
-// the residual changes little from layer to layer, so the next router
-// mostly picks the same experts from it (PILOT-style lookahead). It only
-// affects timing: the next layer routes on its real input as always.
+// prefetchNext gives a Prefetcher source two hints, from the residual h
+// after y's attention, for R <= maxPrefetchRows rows:
+//   - the order y's own experts are wanted in, when several rows share
+//     them: those the most rows route to first (the routing is exact,
+//     y's router on y's own MLP input), so that the shared experts are
+//     read first and their larger share of the work starts first;
+//   - the experts the next sparse layer will probably route to: its
+//     router applied to h (the residual changes little from layer to
+//     layer: PILOT-style lookahead), read ahead while y's experts are read
+//     and applied.
+//
+// Both only affect timing: every layer routes on its real input as always.
 func (m *Model) prefetchNext(ctx context.Context, y *layer, h []float32, R int) {
 	pf, ok := m.experts.(experts.Prefetcher)
-	if !ok {
+	if !ok || R > maxPrefetchRows {
+		return
+	}
+	if y.isSparse && R > 1 {
+		pf.Order(y.index, m.sharedFirst(y, h, R))
+	}
+	if !pf.Prefetching() {
 		return
 	}
 	i := slices.Index(m.layers, y)
-	if i < 0 {
-		return
-	}
 	var next *layer
 	for _, z := range m.layers[i+1:] {
 		if z.isSparse {
@@ -37,14 +46,8 @@ func (m *Model) prefetchNext(ctx context.Context, y *layer, h []float32, R int) 
 	if next == nil {
 		return
 	}
-	H := m.cfg.HiddenSize
-	x := m.scratch.get(R * H)
-	defer m.scratch.put(x)
-	for r := 0; r < R; r++ {
-		rmsNorm(x[r*H:(r+1)*H], h[r*H:(r+1)*H], next.postNorm, m.cfg.RMSNormEps)
-	}
 	var ids []int
-	for _, rt := range m.router(next, x, R) {
+	for _, rt := range m.routeResidual(next, h, R) {
 		for _, e := range rt.ids {
 			if !slices.Contains(ids, e) {
 				ids = append(ids, e)
@@ -53,4 +56,38 @@ func (m *Model) prefetchNext(ctx context.Context, y *layer, h []float32, R int) 
 	}
 	slices.Sort(ids)
 	pf.Prefetch(ctx, next.index, ids)
+}
+
+// routeResidual routes the rows of the residual h with layer z's router,
+// on z's post-attention norm of h.
+func (m *Model) routeResidual(z *layer, h []float32, R int) []route {
+	H := m.cfg.HiddenSize
+	x := m.scratch.get(R * H)
+	defer m.scratch.put(x)
+	for r := 0; r < R; r++ {
+		rmsNorm(x[r*H:(r+1)*H], h[r*H:(r+1)*H], z.postNorm, m.cfg.RMSNormEps)
+	}
+	return m.router(z, x, R)
+}
+
+// sharedFirst lists the experts y routes the rows of h to, those more rows
+// chose first (ties by id).
+func (m *Model) sharedFirst(y *layer, h []float32, R int) []int {
+	rows := map[int]int{}
+	for _, rt := range m.routeResidual(y, h, R) {
+		for _, e := range rt.ids {
+			rows[e]++
+		}
+	}
+	ids := make([]int, 0, len(rows))
+	for e := range rows {
+		ids = append(ids, e)
+	}
+	slices.SortFunc(ids, func(a, b int) int {
+		if rows[a] != rows[b] {
+			return rows[b] - rows[a]
+		}
+		return a - b
+	})
+	return ids
 }
