@@ -54,6 +54,10 @@ type streamBench struct {
 	PackNotes            []string `json:"pack_notes,omitempty"`
 	// Prefetched counts experts read ahead, PrefetchHits those then
 	// asked for; PrefetchRecall is PrefetchHits over the misses.
+	// PinnedExperts is the pinned tier at the end, Repins the live
+	// re-pinning swaps during the decode.
+	PinnedExperts  int     `json:"pinned_experts"`
+	Repins         int     `json:"repins"`
 	Prefetched     int64   `json:"prefetched"`
 	PrefetchHits   int64   `json:"prefetch_hits"`
 	PrefetchRecall float64 `json:"prefetch_recall"`
@@ -124,9 +128,11 @@ The prompt is a few seeded random token ids; MTP speculation is off unless
 			if err != nil {
 				return fmt.Errorf("--read-chunk: %w", err)
 			}
-			pin, err := plan.ParseSize(pinned)
-			if err != nil {
-				return fmt.Errorf("--pinned: %w", err)
+			pin := int64(-1) // half the cache, once the plan sizes it
+			if pinned != "" {
+				if pin, err = plan.ParseSize(pinned); err != nil {
+					return fmt.Errorf("--pinned: %w", err)
+				}
 			}
 			so := experts.StreamOptions{WorkingSlots: working, Workers: workers, ReadChunk: chunk, IgnorePacks: noPacks, Prefetch: prefetch, RepinEvery: repin, PinnedBytes: pin}
 			if traceOut != "" {
@@ -155,8 +161,8 @@ The prompt is a few seeded random token ids; MTP speculation is off unless
 	fl.StringVar(&probeBytes, "probe", "1GiB", "bytes read by each of the two disk probes (before and after the decode)")
 	fl.Uint64Var(&seed, "seed", 1, "seed of the prompt ids")
 	fl.StringVar(&readChunk, "read-chunk", "4MiB", "largest single read request")
-	fl.IntVar(&repin, "repin", 0, "re-pin live every N forwards (0: never); needs --pinned")
-	fl.StringVar(&pinned, "pinned", "0", "slab memory of the pinned tier, out of the expert cache")
+	fl.IntVar(&repin, "repin", experts.DefaultRepinEvery, "re-pin live every N forwards (0: never), as the app does")
+	fl.StringVar(&pinned, "pinned", "", "slab memory of the pinned tier, out of the expert cache (default: half of it, as the app)")
 	fl.BoolVar(&prefetch, "prefetch", false, "read the next layer's predicted experts ahead, at background priority")
 	fl.BoolVar(&noPacks, "ignore-packs", false, "read every expert from its shard, not from packs (spool pack)")
 	fl.StringVar(&traceOut, "trace-out", "", "write the routing trace (every expert acquisition) to this file")
@@ -194,6 +200,9 @@ func runStreamBench(ctx context.Context, dir string, mem *memoryFlags, tokens in
 		Model: model.Options{DisableMTP: !speculate},
 		Experts: func(ctx context.Context, c *container.Container, cfg *config.Config, layers []int) (experts.Source, error) {
 			so.CacheBytes, so.WorkingSlots = p.ExpertCacheBytes, p.WorkingSlots
+			if so.PinnedBytes < 0 {
+				so.PinnedBytes = so.CacheBytes / 2
+			}
 			so.PinnedBytes = min(so.PinnedBytes, so.CacheBytes)
 			src, err = experts.NewStreamed(ctx, c, cfg, layers, so)
 			return src, err
@@ -264,6 +273,7 @@ func runStreamBench(ctx context.Context, dir string, mem *memoryFlags, tokens in
 	}
 	r.PackedExperts, r.PackNotes = st.Turn.Unpacked, src.PackNotes()
 	r.Prefetched, r.PrefetchHits = st.Turn.Prefetched, st.Turn.PrefetchHits
+	r.PinnedExperts, r.Repins = st.Pinned, st.Repins
 	if st.Turn.Misses > 0 {
 		r.PrefetchRecall = float64(st.Turn.PrefetchHits) / float64(st.Turn.Misses)
 	}
@@ -287,7 +297,7 @@ func printStreamBench(cmd *cobra.Command, r *streamBench, asJSON bool) error {
 	fmt.Fprintf(tw, "cache\t%s: %d LRU slots per layer (%.1f%% of the experts), %d working slots, %d read workers, direct I/O %v\n",
 		plan.SizeText(r.CacheBytes), r.LRUSlotsPerLayer, 100*r.CachedFraction, r.WorkingSlots, r.Workers, r.DirectIO)
 	fmt.Fprintf(tw, "decode\t%d tokens in %.2fs: %.3f tok/s\n", r.Tokens, r.Seconds, r.TokensPerSecond)
-	fmt.Fprintf(tw, "hit rate\t%.1f%%\n", 100*r.HitRate)
+	fmt.Fprintf(tw, "hit rate\t%.1f%% (%d experts pinned, %d live re-pins)\n", 100*r.HitRate, r.PinnedExperts, r.Repins)
 	fmt.Fprintf(tw, "bytes read per token\t%s (%.2f GB/s streamed)\n", plan.SizeText(int64(r.MissBytesPerToken)), r.StreamBytesPerSecond/1e9)
 	fmt.Fprintf(tw, "disk wait\t%.0f%% of decode time\n", 100*r.WaitShare)
 	if r.PackedExperts > 0 {

@@ -19,6 +19,12 @@ import (
 // LRU slot keeping the empty slab. Scores are heat<<8 | recency, recency 255 minus
 // the forwards since the last use (0 past 255), as in Colibri's LFRU.
 
+// DefaultRepinEvery is the re-pinning period the app uses (forwards):
+// on glm52-mini's replayed decode traces re-pinning raised the hit rate of
+// the same slab memory from 0.149 (plain LRU) to 0.179 (pins learned live
+// from no history) and 0.210 (pins from a history, re-pinned).
+const DefaultRepinEvery = 16
+
 // heat is the heat and last-use forward of one expert.
 type heat struct {
 	count uint32
