@@ -33,6 +33,8 @@ type streamLease struct {
 	submitting sync.WaitGroup // submitAsync goroutines
 	// hitAtAcquire marks the experts that were resident at Acquire.
 	hitAtAcquire []bool
+	// adopted cancels the reads of the prefetches this lease took over.
+	adopted []context.CancelFunc
 	// rank orders the reads: an item's place in the layer's Order hint
 	// (items it does not name after, in id order).
 	rank []int
@@ -338,8 +340,12 @@ func (l *streamLease) Release() {
 		s.mu.Unlock()
 		return
 	}
+	adopted := l.adopted
 	s.mu.Unlock()
 	l.cancel()
+	for _, cancel := range adopted {
+		cancel()
+	}
 	for {
 		s.mu.Lock()
 		n := l.inflight

@@ -228,6 +228,7 @@ func (l *streamLease) adoptPrefetchLocked(i int) bool {
 	it.readsLeft = pf.left
 	l.inflight += pf.left
 	pf.lease, pf.item = l, i
+	l.adopted = append(l.adopted, pf.cancel) // Release stops them with its own reads
 	return true
 }
 
