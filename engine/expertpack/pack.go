@@ -141,27 +141,15 @@ func PackShard(ctx context.Context, c *container.Container, cfg *config.Config, 
 	if len(locs) == 0 {
 		return res, nil
 	}
-	recs, err := codeExperts(ctx, c, locs, opts)
-	if err != nil {
-		return res, err
-	}
+	// Sources: every shard an expert of this shard reads (known up
+	// front, so the index's room is reserved before records are written).
 	sources := map[string]bool{shard: true}
-	var entries []Entry
-	var kept [][]byte
-	for i, r := range recs {
-		if r == nil {
-			continue
-		}
-		entries = append(entries, r.entry)
-		kept = append(kept, r.rec)
-		for _, e := range append(slices.Clone(locs[i].Weights), locs[i].Scales...) {
+	for _, loc := range locs {
+		for _, e := range append(slices.Clone(loc.Weights), loc.Scales...) {
 			sources[e.File] = true
 		}
-		res.Packed++
-		res.RawBytes += locs[i].Bytes()
-		res.PackedBytes += int64(len(r.rec))
 	}
-	x := &Index{Entries: entries}
+	x := &Index{}
 	for _, name := range slices.Sorted(maps.Keys(sources)) {
 		s, err := Identify(filepath.Join(c.Dir(), name))
 		if err != nil {
@@ -169,13 +157,32 @@ func PackShard(ctx context.Context, c *container.Container, cfg *config.Config, 
 		}
 		x.Sources = append(x.Sources, s)
 	}
-	off := roundUp(indexLen(x.Sources, len(entries)), RecordAlign)
-	for i := range x.Entries {
-		x.Entries[i].Offset = off
-		off = roundUp(off+x.Entries[i].Length, RecordAlign)
-	}
 	path := PackPath(filepath.Join(c.Dir(), shard))
-	if err := writePack(path, x, kept); err != nil {
+	w, err := newPackWriter(path, roundUp(indexLen(x.Sources, len(locs)), RecordAlign))
+	if err != nil {
+		return res, err
+	}
+	defer w.abort()
+	// Records are written in expert order as they are coded: memory holds
+	// only the few in flight.
+	err = codeExperts(ctx, c, locs, opts, func(i int, r *coded) error {
+		if r == nil {
+			return nil
+		}
+		e, err := w.record(r.entry, r.rec)
+		if err != nil {
+			return err
+		}
+		x.Entries = append(x.Entries, e)
+		res.Packed++
+		res.RawBytes += locs[i].Bytes()
+		res.PackedBytes += int64(len(r.rec))
+		return nil
+	})
+	if err != nil {
+		return res, err
+	}
+	if err := w.finish(x); err != nil {
 		return res, err
 	}
 	res.Path = path
@@ -188,53 +195,93 @@ type coded struct {
 }
 
 // codeExperts builds, verifies and sizes the record of every expert, on
-// opts.Workers goroutines; an expert not worth packing gets nil.
-func codeExperts(ctx context.Context, c *container.Container, locs []container.ExpertLocation, opts Options) ([]*coded, error) {
+// opts.Workers goroutines, and hands each to emit in expert order (nil:
+// not worth packing), with at most twice the workers' records in memory.
+func codeExperts(ctx context.Context, c *container.Container, locs []container.ExpertLocation, opts Options, emit func(i int, r *coded) error) error {
 	workers := opts.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	out := make([]*coded, len(locs))
-	errs := make([]error, len(locs))
+	workers = min(workers, len(locs))
+	type result struct {
+		i   int
+		r   *coded
+		err error
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	next := make(chan int)
+	results := make(chan result, workers)
+	room := make(chan struct{}, 2*workers) // records coded but not yet emitted
 	var wg sync.WaitGroup
-	var mu sync.Mutex // serializes OnExpert
-	for range min(workers, len(locs)) {
+	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				out[i], errs[i] = codeExpert(c, locs[i], opts.Force)
-				if opts.OnExpert != nil && errs[i] == nil {
-					var packed int64
-					if out[i] != nil {
-						packed = int64(len(out[i].rec))
-					}
-					mu.Lock()
-					opts.OnExpert(locs[i].Layer, locs[i].Expert, locs[i].Bytes(), packed)
-					mu.Unlock()
-				}
+				r, err := codeExpert(c, locs[i], opts.Force)
+				results <- result{i, r, err}
 			}
 		}()
 	}
-	var cerr error
-	for i := range locs {
-		if cerr = ctx.Err(); cerr != nil {
-			break
+	go func() {
+		defer close(next)
+		for i := range locs {
+			select {
+			case room <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case next <- i:
+			case <-ctx.Done():
+				return
+			}
 		}
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	if cerr != nil {
-		return nil, cerr
-	}
-	for i, err := range errs {
-		if err != nil {
-			return nil, fmt.Errorf("expertpack: layer %d expert %d: %w", locs[i].Layer, locs[i].Expert, err)
+	}()
+	go func() {
+		wg.Wait()
+		close(results)
+	}()
+	pending := map[int]result{}
+	want := 0
+	var first error
+	for res := range results {
+		if first != nil {
+			continue // drain
+		}
+		pending[res.i] = res
+		for {
+			r, ok := pending[want]
+			if !ok {
+				break
+			}
+			delete(pending, want)
+			<-room
+			switch {
+			case r.err != nil:
+				first = fmt.Errorf("expertpack: layer %d expert %d: %w", locs[r.i].Layer, locs[r.i].Expert, r.err)
+			default:
+				if opts.OnExpert != nil {
+					var packed int64
+					if r.r != nil {
+						packed = int64(len(r.r.rec))
+					}
+					opts.OnExpert(locs[r.i].Layer, locs[r.i].Expert, locs[r.i].Bytes(), packed)
+				}
+				first = emit(r.i, r.r)
+			}
+			if first != nil {
+				cancel()
+				break
+			}
+			want++
 		}
 	}
-	return out, nil
+	if first == nil && want < len(locs) {
+		first = ctx.Err()
+	}
+	return first
 }
 
 func codeExpert(c *container.Container, loc container.ExpertLocation, force bool) (*coded, error) {
@@ -266,45 +313,68 @@ func codeExpert(c *container.Container, loc container.ExpertLocation, force bool
 	return &coded{entry: e, rec: rec}, nil
 }
 
-// writePack writes header, index and records to path.partial, syncs it
-// and renames it over path.
-func writePack(path string, x *Index, recs [][]byte) (err error) {
+// packWriter writes a pack to path.partial: records first, after room
+// reserved for the header and index, which finish writes last before
+// syncing and renaming the file over path.
+type packWriter struct {
+	f         *os.File
+	path, tmp string
+	room, off int64
+	done      bool
+}
+
+func newPackWriter(path string, room int64) (*packWriter, error) {
 	tmp := path + ".partial"
 	f, err := os.Create(tmp)
 	if err != nil {
-		return fmt.Errorf("expertpack: %w", err)
+		return nil, fmt.Errorf("expertpack: %w", err)
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
+	return &packWriter{f: f, path: path, tmp: tmp, room: room, off: room}, nil
+}
+
+// record writes one record at the next aligned offset and returns its
+// entry.
+func (w *packWriter) record(e Entry, rec []byte) (Entry, error) {
+	e.Offset = w.off
+	if _, err := w.f.WriteAt(rec, e.Offset); err != nil {
+		return e, fmt.Errorf("expertpack: writing %s: %w", w.tmp, err)
+	}
+	w.off = roundUp(e.Offset+int64(len(rec)), RecordAlign)
+	return e, nil
+}
+
+// finish writes the header and index, pads the file to whole direct-read
+// blocks (records are read in them), syncs it and renames it into place.
+func (w *packWriter) finish(x *Index) error {
 	head := x.encode()
-	if _, err := f.WriteAt(head, 0); err != nil {
-		return fmt.Errorf("expertpack: writing %s: %w", tmp, err)
+	if int64(len(head)) > w.room {
+		return fmt.Errorf("expertpack: internal error: index of %d bytes in %d reserved", len(head), w.room)
 	}
-	end := int64(len(head))
-	for i, e := range x.Entries {
-		if _, err := f.WriteAt(recs[i], e.Offset); err != nil {
-			return fmt.Errorf("expertpack: writing %s: %w", tmp, err)
-		}
-		end = e.Offset + e.Length
+	if _, err := w.f.WriteAt(head, 0); err != nil {
+		return fmt.Errorf("expertpack: writing %s: %w", w.tmp, err)
 	}
-	// Records are read in whole direct-read blocks: pad the last one.
-	if err := f.Truncate(roundUp(end, RecordAlign)); err != nil {
-		return fmt.Errorf("expertpack: writing %s: %w", tmp, err)
+	if err := w.f.Truncate(max(w.off, roundUp(int64(len(head)), RecordAlign))); err != nil {
+		return fmt.Errorf("expertpack: writing %s: %w", w.tmp, err)
 	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("expertpack: syncing %s: %w", tmp, err)
+	if err := w.f.Sync(); err != nil {
+		return fmt.Errorf("expertpack: syncing %s: %w", w.tmp, err)
 	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("expertpack: closing %s: %w", tmp, err)
+	if err := w.f.Close(); err != nil {
+		return fmt.Errorf("expertpack: closing %s: %w", w.tmp, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	w.done = true
+	if err := os.Rename(w.tmp, w.path); err != nil {
 		return fmt.Errorf("expertpack: %w", err)
 	}
 	return nil
+}
+
+// abort removes an unfinished pack.
+func (w *packWriter) abort() {
+	if !w.done {
+		w.f.Close()
+		os.Remove(w.tmp)
+	}
 }
 
 // ExpertLayers lists the layers whose routed experts a model streams: its

@@ -228,3 +228,24 @@ func TestPackResume(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPackCancelled: a cancelled pack returns the context's error and
+// leaves neither a pack nor a partial file.
+func TestPackCancelled(t *testing.T) {
+	dir := copyModel(t, "glm52-mini")
+	c, cfg := open(t, dir)
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	_, err := expertpack.PackModel(ctx, c, cfg, expertpack.Options{Force: true, Workers: 2, OnExpert: func(int, int, int64, int64) {
+		if n++; n == 5 {
+			cancel()
+		}
+	}}, nil)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, "*"+expertpack.Suffix+"*"))
+	if len(left) != 0 {
+		t.Fatalf("left behind %v", left)
+	}
+}
