@@ -19,23 +19,7 @@ import (
 // copyModel copies a fixture model into a temporary directory (packs are
 // written beside the shards).
 func copyModel(t *testing.T, model string) string {
-	t.Helper()
-	src := fixtures.Path(t, model)
-	dst := t.TempDir()
-	entries, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dst
+	return fixtures.CopyModel(t, fixtures.Path(t, model))
 }
 
 func open(t *testing.T, dir string) (*container.Container, *config.Config) {

@@ -282,27 +282,7 @@ func TestShortReadThenRecover(t *testing.T) {
 	}
 }
 
-func copyModel(t *testing.T, src string) string {
-	t.Helper()
-	dst := t.TempDir()
-	entries, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if e.IsDir() {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dst
-}
+func copyModel(t *testing.T, src string) string { return fixtures.CopyModel(t, src) }
 
 // TestFootprintGuard: a footprint above the limit makes the LRU give slots
 // back at safe points; generation stays exact and the slabs shrink.
