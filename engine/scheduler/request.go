@@ -89,6 +89,20 @@ type Request struct {
 	TopLogprobs int
 	// Constraint, when set, masks the logits before every sample.
 	Constraint Constraint
+	// OnPrefill, when set, is called on the scheduler's goroutine as the
+	// prompt is read: once at admission and after every prompt chunk. It
+	// must return quickly and must not call into the scheduler.
+	OnPrefill func(Progress)
+}
+
+// Progress is how far a request's prompt has been read.
+type Progress struct {
+	// PromptTokens is the prompt's length; CachedTokens the prefix reused
+	// from an earlier request's cache.
+	PromptTokens, CachedTokens int
+	// Done counts prompt tokens whose state is in the cache, cached ones
+	// included (PromptTokens when the prompt is read).
+	Done int
 }
 
 // processed reports whether the request changes logits before sampling.

@@ -63,7 +63,15 @@ func (s *Scheduler) start(e *entry) *active {
 	if e.req.FrequencyPenalty != 0 || e.req.PresencePenalty != 0 {
 		a.counts = map[int]int{}
 	}
+	a.reportPrefill()
 	return a
+}
+
+// reportPrefill tells the request's OnPrefill how much of the prompt is read.
+func (a *active) reportPrefill() {
+	if f := a.req.OnPrefill; f != nil {
+		f(Progress{PromptTokens: len(a.req.Prompt), CachedTokens: a.res.CachedTokens, Done: a.prefilled})
+	}
 }
 
 // step runs one forward over the active requests: a decode row for each
@@ -127,6 +135,7 @@ func (s *Scheduler) step(ctx context.Context) {
 	if pre != nil {
 		out := outs[len(decoders)]
 		pre.prefilled += len(chunk)
+		pre.reportPrefill()
 		pre.absorb(out.Hidden, s.cfg.PrefillChunk)
 		if pre.prefilled == len(pre.req.Prompt) {
 			pre.firstAt = time.Now()
