@@ -1,4 +1,4 @@
-// The chat against a Spool server on the demo model with a 2,048-token
+// The chat against a Spool server on the demo model with a 1,536-token
 // context: streaming, true status (idle within a second of a reply's end,
 // one tok/s figure), prompt progress before the first token, the context
 // meter and the limit flow, stop, the chat actions, links and images, and
@@ -12,7 +12,7 @@ let spool;
 let browser;
 
 before(async () => {
-  [spool, browser] = await Promise.all([startSpool({ args: ['--context', '2048'] }), launchBrowser()]);
+  [spool, browser] = await Promise.all([startSpool({ args: ['--context', '1536'] }), launchBrowser()]);
 });
 
 after(async () => {
@@ -87,7 +87,7 @@ describe('chat', () => {
         if (window.__firstText === null && body && body.textContent.trim()) window.__firstText = performance.now();
       }).observe(document.querySelector('[data-testid=transcript]'), { subtree: true, childList: true, characterData: true });
     });
-    const long = 'Explain how shutil.copytree handles symlinks, ignore patterns and existing directories. '.repeat(70);
+    const long = 'Explain how shutil.copytree handles symlinks, ignore patterns and existing directories. '.repeat(48);
     await send(page, long);
     await page.locator('[data-testid=prefill]', { hasText: 'Reading prompt' }).waitFor({ timeout: 20000 });
     await shot(page, 'chat-reading-prompt');
@@ -103,8 +103,8 @@ describe('chat', () => {
     // The meter counts the conversation.
     const meter = page.getByTestId('context-meter');
     const used = Number(await meter.getAttribute('aria-valuenow'));
-    assert.equal(await meter.getAttribute('aria-valuemax'), '2048');
-    assert.ok(used > 900, `the meter says ${used} tokens`);
+    assert.equal(await meter.getAttribute('aria-valuemax'), '1536');
+    assert.ok(used > 800, `the meter says ${used} tokens`);
     // The next turn reuses the cached prefix, and no longer fits with
     // the first: the oldest turn is left out, and the thread says so.
     await send(page, 'Now compare it with distutils.dir_util.copy_tree in a few words. '.repeat(12));
@@ -112,7 +112,7 @@ describe('chat', () => {
     await page.getByTestId('context-divider').waitFor();
     const banner = page.getByTestId('context-limit');
     await banner.waitFor();
-    assert.match(await banner.innerText(), /2,048-token context/);
+    assert.match(await banner.innerText(), /1,536-token context/);
     await shot(page, 'chat-context-limit');
     await banner.getByRole('button', { name: 'New chat' }).click();
     await page.getByRole('heading', { name: 'Ask something' }).waitFor();
@@ -123,6 +123,11 @@ describe('chat', () => {
     await page.getByRole('button', { name: 'Regenerate' }).click();
     await replyDone(page);
     assert.match(await page.getByTestId('turn-meta').last().innerText(), /cached prefix reused \([\d,]+ tokens\)/);
+    // A message longer than the whole context is refused before it is sent.
+    await page.getByRole('button', { name: '+ New chat' }).click();
+    await send(page, 'Tell me about zipfile. '.repeat(400));
+    await replyDone(page);
+    assert.match(await page.locator('.turn.assistant .body').last().innerText(), /This message is [\d,]+ tokens long; the model's context holds 1,536 tokens/);
     assert.deepEqual(errors, []);
     await context.close();
   });

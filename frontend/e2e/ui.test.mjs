@@ -45,6 +45,9 @@ describe('Spool UI pages', () => {
           await page.waitForTimeout(150);
           await shot(page, `${route}-${name}-${scheme}`);
           for (const v of await axe(page)) problems.push(`#/${route}: ${v}`);
+          // Words never break in the middle (paths and hashes may).
+          const breaking = await page.evaluate(() => [...document.querySelectorAll('#app *')].filter((el) => getComputedStyle(el).wordBreak === 'break-all').map((el) => el.className || el.tagName));
+          if (breaking.length) problems.push(`#/${route}: word-break: break-all on ${breaking.slice(0, 3).join(', ')}`);
         }
         assert.deepEqual(problems, [], 'axe-core found serious or critical violations');
         assert.deepEqual(errors, []);

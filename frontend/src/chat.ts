@@ -3,7 +3,7 @@
 // replies, and the composer with the thinking switch and the stop button.
 
 import { APIError, conn, shell, streamChat, type ChatMessage, type StreamHandlers, type ToolCall, type Usage } from './api';
-import { fitContext, replyRoom } from './context';
+import { ContextError, fitContext, replyRoom, type Fit } from './context';
 import { ConversationList } from './conversations';
 import { events } from './events';
 import { wireCopy } from './markdown';
@@ -446,7 +446,15 @@ export class ChatPage implements Page, TurnActions {
     const messages = toMessages(sendable.map((x) => x.t));
     const limit = engine.hello?.context_length ?? 0;
     if (this.simulate || limit <= 0 || messages.length === 0) return messages;
-    const fit = await fitContext(messages, limit, Math.max(0, from), signal);
+    let fit: Fit;
+    try {
+      fit = await fitContext(messages, limit, Math.max(0, from), signal);
+    } catch (e) {
+      // Without a count (a server with no count_tokens), send it all:
+      // the server says so if it does not fit.
+      if (e instanceof ContextError || signal.aborted) throw e;
+      return messages;
+    }
     const first = sendable[fit.from].i;
     if (first !== (conv.contextFrom ?? 0)) {
       conv.contextFrom = first;

@@ -11,6 +11,9 @@ export function replyRoom(context: number): number {
   return Math.min(4096, Math.floor(context / 4));
 }
 
+/** ContextError is a message that cannot fit the context on its own. */
+export class ContextError extends APIError {}
+
 export interface Fit {
   /** from is the first message sent (0: all of them). */
   from: number;
@@ -25,14 +28,26 @@ export async function fitContext(messages: ChatMessage[], context: number, from 
   const budget = context - replyRoom(context);
   let start = Math.min(from, messages.length - 1);
   for (;;) {
-    const tokens = await countTokens(messages.slice(start), signal);
+    const tokens = await count(messages.slice(start), context, signal);
     if (tokens <= budget) return { from: start, tokens };
     if (start >= messages.length - 1) {
       if (tokens < context) return { from: start, tokens };
-      throw new APIError(`This message is ${tokens.toLocaleString()} tokens long; the model's context holds ${context.toLocaleString()}. Shorten it, or start the engine with a longer context (Settings).`, 400);
+      throw new ContextError(`This message is ${tokens > context ? tokens.toLocaleString() + ' tokens' : 'too'} long; the model's context holds ${context.toLocaleString()} tokens. Shorten it, or start the engine with a longer context (Settings).`, 400);
     }
     // Drop a user turn and the reply to it.
     start++;
     while (start < messages.length - 1 && messages[start].role !== 'user') start++;
+  }
+}
+
+/** count is the prompt length of messages; a prompt the server refuses
+ * to count (400: longer than the context) counts as more than context. */
+async function count(messages: ChatMessage[], context: number, signal?: AbortSignal): Promise<number> {
+  try {
+    return await countTokens(messages, signal);
+  } catch (e) {
+    if (!(e instanceof APIError) || e.status !== 400) throw e;
+    const n = Number(/prompt has (\d+) tokens/.exec(e.message)?.[1]);
+    return n > context ? n : context + 1;
   }
 }

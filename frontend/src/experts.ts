@@ -71,7 +71,7 @@ export class ExpertsPage implements Page {
   private wrap!: HTMLElement;
   private legend!: HTMLElement;
   private legendMax = -1;
-  private lastState = 'idle';
+  private lastState = 'ready';
   private tiers: TierStats | null = null;
   private ro: ResizeObserver | null = null;
   private themeMQ = window.matchMedia('(prefers-color-scheme: dark)');
@@ -144,7 +144,9 @@ export class ExpertsPage implements Page {
     this.offs.push(
       events.on('experts', (d: { map?: string; hits?: string }) => this.apply(d.map, d.hits)),
       events.on('state', (d: { state: string }) => {
-        if (d.state === 'generating' && this.lastState !== 'generating') this.map?.resetTurn();
+        // A turn starts when the engine leaves ready (queued, reading the
+        // prompt or generating).
+        if (d.state !== 'ready' && this.lastState === 'ready') this.map?.resetTurn();
         this.lastState = d.state;
         this.renderSummary();
       }),
