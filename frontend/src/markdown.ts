@@ -133,11 +133,6 @@ function placeImages(root: ParentNode): void {
   }
 }
 
-/** render turns markdown into sanitized HTML (a whole document at once). */
-export function render(md: string): string {
-  return blockHTML(finalMarked.lexer(md), false);
-}
-
 /** MarkdownView shows markdown that grows at its end. */
 export class MarkdownView {
   readonly el: HTMLElement;
@@ -190,10 +185,6 @@ export class MarkdownView {
       this.frozenLen = 0;
     }
     this.update(md, false);
-  }
-
-  get text(): string {
-    return this.source;
   }
 }
 

@@ -12,7 +12,7 @@ import { bytes, diskBytes, duration, h, percent, replace, type Page } from './ut
 /** Phase is what the user can do next. */
 type Phase = 'unplanned' | 'planning' | 'plan-error' | 'no-space' | 'ready' | 'downloading' | 'paused' | 'done';
 
-export function phaseOf(s: DownloadStatus): Phase {
+function phaseOf(s: DownloadStatus): Phase {
   if (s.state === 'done' && s.model_dir) return 'done';
   if (s.running) return s.state === 'paused' ? 'paused' : 'downloading';
   if (s.planning) return 'planning';

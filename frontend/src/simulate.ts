@@ -21,7 +21,7 @@ const sections = [
 
 /** simulatedPieces splits a long markdown reply into about n token-sized
  * pieces. */
-export function simulatedPieces(n: number): string[] {
+function simulatedPieces(n: number): string[] {
   const pieces: string[] = [];
   for (let i = 0; pieces.length < n; i++) {
     const text = sections[i % sections.length](Math.floor(i / sections.length));
