@@ -78,11 +78,12 @@ type Status struct {
 	// State is ready, queued, prefilling or generating.
 	State string `json:"state"`
 	// TokensPerSecond sums the decode rates of the requests generating.
-	TokensPerSecond float64         `json:"tokens_per_second"`
-	Active          int             `json:"active"`
-	Queued          int             `json:"queued"`
-	Model           string          `json:"model"`
-	Requests        []RequestStatus `json:"requests"`
+	TokensPerSecond float64 `json:"tokens_per_second"`
+	// Active counts requests holding a sequence, Queued those waiting.
+	Active   int             `json:"active"`
+	Queued   int             `json:"queued"`
+	Model    string          `json:"model"`
+	Requests []RequestStatus `json:"requests"`
 	// Last is the most recent request that ended.
 	Last *RequestSummary `json:"last,omitempty"`
 }
@@ -233,10 +234,10 @@ func prefillRate(tokens int, d time.Duration) float64 {
 	return float64(tokens) / d.Seconds()
 }
 
-// Status reports the requests in flight and the last one that ended.
+// Status reports the requests in flight and the last one that ended. It
+// does not call into the scheduler (OnPrefill callers may hold it).
 func (s *Server) Status() Status {
-	st := s.eng.Scheduler.Stats()
-	out := Status{State: StateReady, Active: st.Active, Queued: st.Queued, Model: s.cfg.ModelID, Requests: []RequestStatus{}}
+	out := Status{State: StateReady, Model: s.cfg.ModelID, Requests: []RequestStatus{}}
 	now := time.Now()
 	s.hub.live.mu.Lock()
 	defer s.hub.live.mu.Unlock()
@@ -250,6 +251,11 @@ func (s *Server) Status() Status {
 		}
 		if rank[rs.Phase] > rank[out.State] {
 			out.State = rs.Phase
+		}
+		if rs.Phase == PhaseQueued {
+			out.Queued++
+		} else {
+			out.Active++
 		}
 		out.Requests = append(out.Requests, rs)
 	}

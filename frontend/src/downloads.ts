@@ -3,7 +3,7 @@
 // Model page and the sidebar's indicator on every other page.
 
 import { events } from './events';
-import { diskBytes, percent } from './util';
+import { diskBytes, Observable, percent } from './util';
 
 export interface Preflight {
   volume: string;
@@ -73,16 +73,14 @@ export interface DownloadStatus {
   model_dir?: string;
 }
 
-type Listener = () => void;
-
-class Downloads {
+class Downloads extends Observable {
   status: DownloadStatus | null = null;
   /** verified and integrity are what the events said this session. */
   verified = new Set<string>();
   integrity: string[] = [];
-  private listeners = new Set<Listener>();
 
   constructor() {
+    super();
     events.on('download', (ev: DownloadEvent) => {
       if (ev.kind === 'file-done' && ev.file) this.verified.add(ev.file);
       if (ev.kind === 'integrity' && ev.file) this.integrity.push(`${ev.file}: ${ev.message ?? 'failed verification'}`);
@@ -99,15 +97,6 @@ class Downloads {
   set(s: DownloadStatus): void {
     this.status = s;
     this.emit();
-  }
-
-  on(fn: Listener): () => void {
-    this.listeners.add(fn);
-    return () => this.listeners.delete(fn);
-  }
-
-  private emit(): void {
-    for (const fn of this.listeners) fn();
   }
 }
 

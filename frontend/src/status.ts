@@ -5,6 +5,7 @@
 // so that they show the same state and the same tok/s figure.
 
 import { events } from './events';
+import { Observable } from './util';
 
 export interface ModelHello {
   id: string;
@@ -41,8 +42,6 @@ export interface ServerState {
   last?: RequestSummary;
 }
 
-type Listener = () => void;
-
 /** decodeRate is the one tok/s figure of a reply: tokens after the first
  * over the time since the first (the server computes it the same way). */
 export function decodeRate(tokens: number, decodeMS: number | undefined): number {
@@ -53,7 +52,7 @@ export function rate(x: number): string {
   return x >= 100 ? x.toFixed(0) : x.toFixed(1);
 }
 
-class EngineStatus {
+class EngineStatus extends Observable {
   connected = false;
   /** settled turns true once the first connection attempt has an answer. */
   settled = false;
@@ -61,10 +60,10 @@ class EngineStatus {
   state: ServerState | null = null;
   private prefills = new Map<string, PrefillEvent>();
   private summaries = new Map<string, RequestSummary>();
-  private listeners = new Set<Listener>();
   private waiters = new Map<string, Array<(s: RequestSummary) => void>>();
 
   constructor() {
+    super();
     events.on('connection', (up: boolean) => {
       this.connected = up;
       this.settled = true;
@@ -92,15 +91,6 @@ class EngineStatus {
       this.waiters.delete(r.id);
       this.emit();
     });
-  }
-
-  on(fn: Listener): () => void {
-    this.listeners.add(fn);
-    return () => this.listeners.delete(fn);
-  }
-
-  private emit(): void {
-    for (const fn of this.listeners) fn();
   }
 
   private trim<V>(m: Map<string, V>): void {
