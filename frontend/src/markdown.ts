@@ -1,5 +1,6 @@
 // Markdown rendering for replies: marked for the syntax, highlight.js for
-// code blocks (a few common languages), DOMPurify for safety.
+// code blocks that name one of a few common languages (others stay plain),
+// DOMPurify for safety.
 //
 // Model output is untrusted. Links carry their URL for the click handler
 // (links.ts opens them in the system browser; the app never navigates).
@@ -62,38 +63,34 @@ function imageHTML(src: string, alt: string): string {
   return `<span class="ext-image" role="img" aria-label="${escapeHTML('Image not loaded: ' + label)}">Image not loaded: ${escapeHTML(label)}${link}</span>`;
 }
 
-function codeHTML(text: string, lang: string | undefined, live: boolean): string {
+function codeHTML(text: string, lang: string | undefined): string {
   const language = (lang ?? '').trim().split(/\s+/)[0];
   const known = language && hljs.getLanguage(language);
-  // Guessing the language tries every grammar: worth it once, not on
-  // every frame of a block still streaming.
-  const html = known ? hljs.highlight(text, { language, ignoreIllegals: true }).value : live ? escapeHTML(text) : hljs.highlightAuto(text).value;
+  // A block without a language stays plain: guessing one tries every
+  // grammar (the costliest work of a render), and such blocks are mostly
+  // program output.
+  const html = known ? hljs.highlight(text, { language, ignoreIllegals: true }).value : escapeHTML(text);
   const label = known ? language : '';
   return `<div class="code"><div class="code-bar"><span>${escapeHTML(label)}</span><button type="button" class="copy" data-copy aria-label="Copy code">Copy</button></div><pre><code class="hljs" tabindex="0">${html}</code></pre></div>`;
 }
 
-function newMarked(live: boolean): Marked {
-  return new Marked({
-    gfm: true,
-    breaks: false,
-    renderer: {
-      code({ text, lang }: Tokens.Code) {
-        return codeHTML(text, lang, live);
-      },
-      image({ href, text }: Tokens.Image) {
-        return imageHTML(href, text);
-      },
-      link({ href, title, tokens }: Tokens.Link) {
-        const inner = this.parser.parseInline(tokens);
-        const t = title ? ` title="${escapeHTML(title)}"` : '';
-        return `<a href="${escapeHTML(href)}"${t} rel="noopener noreferrer" target="_blank">${inner}</a>`;
-      },
+const marked = new Marked({
+  gfm: true,
+  breaks: false,
+  renderer: {
+    code({ text, lang }: Tokens.Code) {
+      return codeHTML(text, lang);
     },
-  });
-}
-
-const finalMarked = newMarked(false);
-const liveMarked = newMarked(true);
+    image({ href, text }: Tokens.Image) {
+      return imageHTML(href, text);
+    },
+    link({ href, title, tokens }: Tokens.Link) {
+      const inner = this.parser.parseInline(tokens);
+      const t = title ? ` title="${escapeHTML(title)}"` : '';
+      return `<a href="${escapeHTML(href)}"${t} rel="noopener noreferrer" target="_blank">${inner}</a>`;
+    },
+  },
+});
 
 // Raw HTML in model output: an <img> that would fetch loses its src here,
 // in DOMPurify's inert document, before anything reaches the page.
@@ -119,9 +116,9 @@ function sanitize(html: string): string {
   return DOMPurify.sanitize(html, purifyOptions);
 }
 
-/** blockHTML renders and sanitizes complete block tokens. */
-function blockHTML(tokens: Token[], live: boolean): string {
-  return sanitize((live ? liveMarked : finalMarked).parser(tokens));
+/** blockHTML renders and sanitizes block tokens. */
+function blockHTML(tokens: Token[]): string {
+  return sanitize(marked.parser(tokens));
 }
 
 /** placeImages turns images whose src was removed into placeholders. */
@@ -160,7 +157,7 @@ export class MarkdownView {
       this.frozenLen = 0;
     }
     this.source = md;
-    const tokens = finalMarked.lexer(md.slice(this.frozenLen));
+    const tokens = marked.lexer(md.slice(this.frozenLen));
     let last = tokens.length - 1;
     while (last >= 0 && tokens[last].type === 'space') last--;
     // Every block before the last one is complete: a later line can only
@@ -168,11 +165,11 @@ export class MarkdownView {
     const done = streaming ? Math.max(0, last) : tokens.length;
     if (done > 0) {
       const complete = tokens.slice(0, done);
-      this.frozen.insertAdjacentHTML('beforeend', blockHTML(complete, false));
+      this.frozen.insertAdjacentHTML('beforeend', blockHTML(complete));
       placeImages(this.frozen);
       this.frozenLen += complete.reduce((n, t) => n + t.raw.length, 0);
     }
-    this.live.innerHTML = done < tokens.length ? blockHTML(tokens.slice(done), true) : '';
+    this.live.innerHTML = done < tokens.length ? blockHTML(tokens.slice(done)) : '';
     placeImages(this.live);
   }
 
