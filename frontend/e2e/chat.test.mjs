@@ -136,11 +136,25 @@ describe('chat', () => {
     const { page, context, errors } = await openPage(browser, spool.base, 'chat');
     await page.getByTestId('chat-model').filter({ hasText: 'glm52-mini' }).waitFor();
     await page.getByRole('button', { name: '+ New chat' }).click();
+    // Stop from the page itself as soon as the first words show, so that
+    // even a short reply is stopped while it streams.
+    await page.evaluate(() => {
+      const t = document.querySelector('[data-testid=transcript]');
+      const obs = new MutationObserver(() => {
+        const body = t.querySelector('.turn.assistant:last-of-type .body');
+        const send = document.querySelector('[data-testid=send]');
+        if (body?.textContent.trim() && send.textContent === 'Stop') {
+          obs.disconnect();
+          send.click();
+        }
+      });
+      obs.observe(t, { subtree: true, childList: true, characterData: true });
+    });
     await send(page, 'What does the method str.split do? Explain every argument, with many examples, at length.');
-    await page.locator('.turn.assistant .body').last().filter({ hasText: /\S/ }).waitFor({ timeout: 30000 });
-    await page.getByTestId('send').filter({ hasText: 'Stop' }).click();
-    await replyDone(page, 10000);
-    await page.locator('.turn.assistant .badge', { hasText: 'Stopped' }).waitFor({ timeout: 5000 });
+    await replyDone(page, 30000);
+    await page.locator('.turn.assistant .badge', { hasText: 'Stopped' }).waitFor({ timeout: 5000 }).catch(async (e) => {
+      throw new Error(e.message + (await page.locator('.turn.assistant').last().innerText()));
+    });
     const meta = page.getByTestId('turn-meta').last();
     await meta.filter({ hasText: /\d+ tokens?/ }).waitFor({ timeout: 5000 });
     await shot(page, 'chat-stopped');
