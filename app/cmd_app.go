@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/engine/server"
 	"github.com/spoolhq/spool/frontend"
 )
@@ -94,8 +95,17 @@ func newAppRuntime(f *appFlags, stderr io.Writer) (*appRuntime, error) {
 // loadModel makes dir the model directory (saved, and over --model for
 // this run) and restarts the engine on it in the background.
 func (rt *appRuntime) loadModel(dir string) error {
-	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
-		return fmt.Errorf("%s holds no model: %w", dir, err)
+	rt.mu.Lock()
+	was := rt.flags.model
+	rt.flags.model = dir
+	ctx := rt.ctx
+	rt.mu.Unlock()
+	// The engine being served stops only for a model that opens and fits.
+	if err := rt.checkModel(); err != nil {
+		rt.mu.Lock()
+		rt.flags.model = was
+		rt.mu.Unlock()
+		return fmt.Errorf("cannot serve %s: %w", dir, err)
 	}
 	s, err := loadSettings(rt.settings)
 	if err != nil {
@@ -105,10 +115,6 @@ func (rt *appRuntime) loadModel(dir string) error {
 	if err := saveSettings(rt.settings, s); err != nil {
 		return err
 	}
-	rt.mu.Lock()
-	rt.flags.model = dir
-	ctx := rt.ctx
-	rt.mu.Unlock()
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -119,6 +125,25 @@ func (rt *appRuntime) loadModel(dir string) error {
 		}
 	}()
 	return nil
+}
+
+// checkModel opens the headers of the configured model and plans it, as
+// a start would, without loading anything.
+func (rt *appRuntime) checkModel() error {
+	cfg, err := rt.config()
+	if err != nil {
+		return err
+	}
+	d, err := modeldir.OpenHeaders(cfg.ModelDir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = defaultMaxBatch
+	}
+	_, err = hostPlan(d, cfg)
+	return err
 }
 
 // config reads the saved settings and applies the flags over them.

@@ -167,3 +167,32 @@ func TestDownloadFlow(t *testing.T) {
 		t.Errorf("a complete cache plans as %s in %s, want done in %s", st.State, st.CacheDir, folder)
 	}
 }
+
+// TestLoadModelRefuses: a directory that holds no model, or one that does
+// not fit, is refused before the engine being served stops.
+func TestLoadModelRefuses(t *testing.T) {
+	t.Setenv("SPOOL_SETTINGS", filepath.Join(t.TempDir(), "settings.json"))
+	t.Setenv("HF_HUB_OFFLINE", "1")
+	model := demoModel(t)
+	rt, err := newAppRuntime(&appFlags{model: model, memory: "64GiB"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.downloads.Close()
+	if err := rt.checkModel(); err != nil {
+		t.Fatalf("the demo model: %v", err)
+	}
+	if err := rt.loadModel(t.TempDir()); err == nil || !strings.Contains(err.Error(), "cannot serve") {
+		t.Errorf("an empty directory: %v, want a refusal", err)
+	}
+	rt.flags.memory = "1GiB"
+	if err := rt.loadModel(model); err == nil {
+		t.Error("a model that does not fit in 1 GiB was loaded")
+	}
+	if rt.flags.model != model || rt.host.Running() {
+		t.Errorf("after the refusals: model %q, running %v", rt.flags.model, rt.host.Running())
+	}
+	if s, _ := loadSettings(rt.settings); s.ModelDir != "" {
+		t.Errorf("a refused model was saved: %q", s.ModelDir)
+	}
+}
