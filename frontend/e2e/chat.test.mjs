@@ -6,7 +6,7 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { launchBrowser, openPage, saveArtifact, shot, startSpool } from './helpers.mjs';
+import { launchBrowser, openPage, saveArtifact, shot, startSpool, until } from './helpers.mjs';
 
 let spool;
 let browser;
@@ -137,28 +137,30 @@ describe('chat', () => {
     const { page, context, errors } = await openPage(browser, spool.base, 'chat');
     await page.getByTestId('chat-model').filter({ hasText: 'glm52-mini' }).waitFor();
     await page.getByRole('button', { name: '+ New chat' }).click();
-    // Stop from the page itself as soon as the first words show, so that
-    // even a short reply is stopped while it streams.
+    // A long prompt keeps the engine reading for a while: stop it there,
+    // whatever (and however fast) the demo model would answer.
     await page.evaluate(() => {
       const t = document.querySelector('[data-testid=transcript]');
       const obs = new MutationObserver(() => {
-        const body = t.querySelector('.turn.assistant:last-of-type .body');
-        const send = document.querySelector('[data-testid=send]');
-        if (body?.textContent.trim() && send.textContent === 'Stop') {
+        if (t.querySelector('[data-testid=prefill]')?.textContent.startsWith('Reading prompt')) {
           obs.disconnect();
-          send.click();
+          document.querySelector('[data-testid=send]').click();
         }
       });
       obs.observe(t, { subtree: true, childList: true, characterData: true });
     });
-    await send(page, 'What does the method str.split do? Explain every argument, with many examples, at length.');
+    await send(page, 'What does the method str.split do? Explain the separator and maxsplit arguments with examples. '.repeat(50));
     await replyDone(page, 30000);
-    await page.locator('.turn.assistant .badge', { hasText: 'Stopped' }).waitFor({ timeout: 5000 }).catch(async (e) => {
-      throw new Error(e.message + (await page.locator('.turn.assistant').last().innerText()));
-    });
+    await page.locator('.turn.assistant .badge', { hasText: 'Stopped' }).waitFor({ timeout: 5000 });
+    // The counts come from the engine's own summary of the request.
     const meta = page.getByTestId('turn-meta').last();
-    await meta.filter({ hasText: /\d+ tokens?/ }).waitFor({ timeout: 5000 });
+    await meta.filter({ hasText: /\d+ tokens? · prompt [\d,]+ tokens/ }).waitFor({ timeout: 5000 });
+    const prompt = Number((await meta.innerText()).match(/prompt ([\d,]+) tokens/)[1].replace(/,/g, ''));
+    assert.ok(prompt > 500, `the stopped reply counts a ${prompt}-token prompt`);
+    assert.doesNotMatch(await meta.innerText(), /read at/, 'a prompt stopped while read has no reading speed');
     await shot(page, 'chat-stopped');
+    // The server saw the client go and cancelled the generation.
+    await until(async () => (await (await fetch(spool.base + '/stats')).json()).last_turn?.finish_reason === 'cancelled', { what: 'the cancelled request' });
     const r = await fetch(spool.base + '/v1/chat/completions', {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },

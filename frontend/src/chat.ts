@@ -418,7 +418,8 @@ export class ChatPage implements Page, TurnActions {
       // A stopped reply has no usage chunk: the engine's summary of the
       // request has the same figures.
       const s = await engine.summary(id, 2000);
-      if (s) usage = { prompt_tokens: s.prompt_tokens, completion_tokens: s.completion_tokens, prompt_tokens_details: { cached_tokens: s.cached_tokens }, prefill_ms: s.prefill_ms, decode_ms: s.decode_ms };
+      // A prompt stopped while it was read has no reading speed.
+      if (s) usage = { prompt_tokens: s.prompt_tokens, completion_tokens: s.completion_tokens, prompt_tokens_details: { cached_tokens: s.cached_tokens }, prefill_ms: s.prefill_tokens_per_second > 0 ? s.prefill_ms : undefined, decode_ms: s.decode_ms };
     }
     reply.usage = usage;
     if (usage) conv.contextTokens = usage.prompt_tokens + usage.completion_tokens;
