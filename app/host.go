@@ -21,6 +21,10 @@ const (
 	hostFailed     = "failed"
 )
 
+// defaultMaxBatch is the sequences the app's engine decodes together when
+// the configuration does not say.
+const defaultMaxBatch = 4
+
 // hostConfig is what an engineHost runs.
 type hostConfig struct {
 	ModelDir string

@@ -129,7 +129,7 @@ func hostPlan(d *modeldir.Dir, cfg hostConfig) (*plan.Plan, error) {
 // plannedModel is opts with the forward limits the plan sized: the rows
 // and logit rows of one forward and the expert workers.
 func plannedModel(p *plan.Plan, opts model.Options) model.Options {
-	opts.Limits = model.Limits{Rows: p.BatchRows, LogitRows: p.LogitRows, Workers: p.Threads}
+	opts.Limits = model.Limits{Rows: p.BatchRows, LogitRows: p.LogitRows, Workers: p.Threads, Context: p.Context}
 	return opts
 }
 

@@ -14,9 +14,9 @@ import (
 	"github.com/spoolhq/spool/internal/fixtures"
 )
 
-// longCase is a fixture's long reference case: past index_topk, so its
+// longRefCase is a fixture's long reference case: past index_topk, so its
 // later rows attend to a DSA selection.
-func longCase(t *testing.T, name string, m *model.Model) (fixtures.Case, string) {
+func longRefCase(t *testing.T, name string, m *model.Model) (fixtures.Case, string) {
 	t.Helper()
 	refs, refDir := fixtures.LoadRefs(t, name)
 	cs := refs.Cases[len(refs.Cases)-1]
@@ -34,7 +34,7 @@ func TestChunkedPrefillLong(t *testing.T) {
 	for _, name := range models {
 		t.Run(name, func(t *testing.T) {
 			m := open(t, name).Model
-			cs, refDir := longCase(t, name, m)
+			cs, refDir := longRefCase(t, name, m)
 			V := m.Config().VocabSize
 			want := fixtures.F32File(t, filepath.Join(refDir, cs.LogitsFile), cs.N*V)
 			for _, chunk := range []int{cs.N/3 + 1, cs.N + 64} {

@@ -11,8 +11,9 @@ type pass struct {
 	h    []float32 // [rows × hidden]: the residual stream, updated in place
 	x    []float32 // [rows × hidden]: the normed input of the current block
 	rows []row
-	// sel is the DSA selection of the most recent full layer (nil: dense).
-	sel [][]int
+	// sel is the DSA selection of the most recent full layer (nil: no DSA,
+	// as in the MTP layer).
+	sel *selection
 	tr  *Trace
 }
 
@@ -36,18 +37,14 @@ func (y *layer) forward(ctx context.Context, r *Runner, p *pass) error {
 	for i := range R {
 		rmsNorm(x[i*H:(i+1)*H], h[i*H:(i+1)*H], y.inputNorm, c.RMSNormEps)
 	}
-	attn, sel := m.attention(y, x, p.rows, y.cache, p.sel)
-	p.sel = sel
-	if p.tr != nil && y.fullDSA {
-		if p.tr.DSA == nil {
-			p.tr.DSA = map[int][][]int{}
-		}
-		p.tr.DSA[y.index] = sel
-	}
+	attn := r.attention(y, x, p.rows, p.sel, p.tr)
 	for i := range h {
 		h[i] += attn[i]
 	}
 	m.scratch.put(attn)
+	if !y.mtp {
+		r.prefetchNext(ctx, y, h, R)
+	}
 	for i := range R {
 		rmsNorm(x[i*H:(i+1)*H], h[i*H:(i+1)*H], y.postNorm, c.RMSNormEps)
 	}

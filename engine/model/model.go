@@ -11,6 +11,7 @@ import (
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/experts"
 	"github.com/spoolhq/spool/engine/kvcache"
+	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/kernels"
 )
 
@@ -28,8 +29,11 @@ type Model struct {
 	hasDSA    bool
 	experts   experts.Source
 	rope      *rope   // MLA rope (qk_rope_head_dim)
-	scratch   scratch // attention's buffers
+	scratch   scratch // attention's projections
 	limits    Limits
+	allKeys   bool // Options.ComputeAllKeys
+	// attnLayout is the attention workspace each runner allocates.
+	attnLayout plan.AttentionLayout
 	// expertRow maps a decoder layer (the MTP layer is NumLayers) to its
 	// row in ExpertLayers, -1 for dense layers.
 	expertRow []int
@@ -45,9 +49,15 @@ type Options struct {
 	DisableDSA bool
 	// DisableMTP skips loading the MTP layer.
 	DisableMTP bool
-	// Limits bound a forward; the memory plan sizes them. The zero value
-	// lets the buffers grow as needed.
+	// Limits bound a forward and size its buffers, attention's workspace
+	// included; the memory plan sizes them. The zero value lets the
+	// buffers grow as needed.
 	Limits Limits
+	// ComputeAllKeys makes DSA layers score every causal key and mask the
+	// unselected ones, as dense attention would, instead of computing only
+	// the selected keys. The output is the same; it is the baseline that
+	// spool bench prefill measures sparse attention against.
+	ComputeAllKeys bool
 }
 
 // Capabilities reports which optional parts a container provides.
@@ -85,7 +95,8 @@ func Load(c *config.Config, w Weights, src experts.Source, opts Options) (*Model
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{cfg: c, experts: src, hasDSA: caps.DSA && !opts.DisableDSA, rope: newRope(c.QKRopeHeadDim, c.RopeTheta)}
+	m := &Model{cfg: c, experts: src, hasDSA: caps.DSA && !opts.DisableDSA, rope: newRope(c.QKRopeHeadDim, c.RopeTheta), allKeys: opts.ComputeAllKeys}
+	m.attnLayout = plan.NewAttentionLayout(c, opts.Limits.attentionSizing(c, m.hasDSA))
 	ld := &loader{w: w}
 	m.embed = ld.mat("model.embed_tokens.weight", c.VocabSize, c.HiddenSize)
 	m.lmHead = ld.mat("lm_head.weight", c.VocabSize, c.HiddenSize)
@@ -203,6 +214,9 @@ type Trace struct {
 	RouteWeights map[int][][]float32
 	// DSA[layer][row]: selected key positions ascending (nil = dense).
 	DSA map[int][][]int
+	// DSAScores[layer][row]: the indexer's raw scores of keys 0..pos of
+	// every row of a full layer (rows that attend densely included).
+	DSAScores map[int][][]float32
 }
 
 // row is one token in flight.
@@ -287,7 +301,7 @@ func (r *Runner) forwardRows(ctx context.Context, reqs []Request, rows []row, tr
 	H := c.HiddenSize
 	R := len(rows)
 	r.touched.Clear()
-	p := pass{h: ws.h[:R*H], x: ws.x[:R*H], rows: rows, tr: tr}
+	p := pass{h: ws.h[:R*H], x: ws.x[:R*H], rows: rows, tr: tr, sel: r.dsaSelection()}
 	for i, r := range rows {
 		kernels.DequantRow(p.h[i*H:(i+1)*H], m.embed, r.token)
 	}

@@ -17,9 +17,12 @@ type Limits struct {
 	// LogitRows is the most rows whose logits one forward returns
 	// (default Rows).
 	LogitRows int
-	// Workers is the goroutines that apply routed experts, each with its
-	// own buffers (default GOMAXPROCS).
+	// Workers is the goroutines that apply routed experts and attend, each
+	// with its own buffers (default GOMAXPROCS).
 	Workers int
+	// Context is the longest sequence attention is sized for (default
+	// max_position_embeddings).
+	Context int
 }
 
 // Runner runs forwards of one model in buffers of its own (its workspace):
@@ -29,13 +32,14 @@ type Limits struct {
 type Runner struct {
 	m       *Model
 	ws      *workspace
+	attn    *attnWorkspace
 	touched ExpertSet // experts acquired by the latest forward
 }
 
 // NewRunner returns a runner with buffers for the model's Limits.
 func (m *Model) NewRunner() *Runner {
 	c := m.cfg
-	r := &Runner{m: m, ws: newWorkspace(c.HiddenSize, c.VocabSize, c.NumRoutedExperts, c.ExpertsPerToken, WidestMLP(c), m.mtp != nil, m.limits)}
+	r := &Runner{m: m, ws: newWorkspace(c.HiddenSize, c.VocabSize, c.NumRoutedExperts, c.ExpertsPerToken, WidestMLP(c), m.mtp != nil, m.limits), attn: newAttnWorkspace(m.attnLayout)}
 	r.touched.bits = make([]uint64, (len(ExpertLayers(c, m.mtp != nil))*c.NumRoutedExperts+63)/64)
 	return r
 }
@@ -54,7 +58,7 @@ const ExpertBlockRows = 64
 // the vocabulary or the experts: the residual stream, the MLP outputs, the
 // MTP input, the logits, the router's choices and the per-(row, slot)
 // expert outputs, and one set of MLP buffers per expert worker. Attention
-// keeps its own (Model.scratch). Outputs of a forward are views of it,
+// keeps its own (attnWorkspace, and Model.scratch for its projections). Outputs of a forward are views of it,
 // valid until the next forward.
 type workspace struct {
 	planned bool

@@ -50,7 +50,7 @@ func (p *Plan) shape(cfg *config.Config, w Weights, chunk int) Shape {
 // the vocabulary, the experts or the threads, each a function of the
 // shape: a new buffer line is one more call here.
 func BufferItems(s Shape) []Item {
-	return slices.Concat(activationItems(s), logitItems(s), workerItems(s), untiledAttentionItems(s), decoderItems(s))
+	return slices.Concat(activationItems(s), logitItems(s), workerItems(s), attentionItems(s), decoderItems(s))
 }
 
 func total(items []Item) int64 {

@@ -16,7 +16,7 @@ func TestPrefillChunkFromBudget(t *testing.T) {
 	var buffers int64
 	for _, it := range p32.Items {
 		switch it.Name {
-		case ItemActivations, ItemLogits, ItemWorkers, ItemAttention, ItemDecoders:
+		case ItemActivations, ItemLogits, ItemWorkers, ItemAttention, ItemAttentionProjections, ItemDecoders:
 			buffers += it.Bytes
 		}
 	}

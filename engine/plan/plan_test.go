@@ -162,10 +162,10 @@ func TestRealFits32GiB(t *testing.T) {
 	}
 }
 
-func TestRealRefused16GiB(t *testing.T) {
-	p := realPlan(t, Options{Memory: 16 * gib})
+func TestRealRefused14GiB(t *testing.T) {
+	p := realPlan(t, Options{Memory: 14 * gib})
 	if p.Fits {
-		t.Fatalf("fits in 16 GiB:\n%s", p.Table())
+		t.Fatalf("fits in 14 GiB:\n%s", p.Table())
 	}
 	var fe *FitError
 	if err := p.Err(); !errors.As(err, &fe) {

@@ -1,8 +1,0 @@
-//go:build !unix
-
-package benchmodel
-
-import "testing"
-
-// diskUsage is not available on this system.
-func diskUsage(t *testing.T, dir string) (int64, bool) { return 0, false }

@@ -1,0 +1,174 @@
+package synthetic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Real GLM-5.2 per-expert sizes on disk (weights plus scales).
+const (
+	ExpertBytesInt4Row     = 18_915_328
+	ExpertBytesInt4Group64 = 21_233_664
+	ExpertBytesMTPInt8     = 37_789_696
+)
+
+// Options describe the model to write.
+type Options struct {
+	// SparseLayers is the number of routed-expert layers after the one
+	// dense layer (default 2). Not used with SparseFiles.
+	SparseLayers int
+	// Experts is the number of routed experts per layer (default 256, at
+	// least experts_per_tok = 8). Not used with SparseFiles.
+	Experts int
+	// GroupSize is the int4 scale group: 0 for one scale per row (the
+	// pinned public artifact) or 64.
+	GroupSize int
+	// Codes draws the routed experts' int4 codes (default uniform).
+	Codes Codes
+	// Seed makes the values; the same options and seed write the same
+	// bytes.
+	Seed uint64
+	// SparseFiles writes the full 78-layer, 256-expert, MTP-carrying
+	// skeleton of GLM-5.2 whose headers are true and whose payloads are
+	// holes: the files have their real sizes, use almost no disk, and read
+	// as zeros.
+	SparseFiles bool
+	// OnShard, when set, is called after each shard is complete with its
+	// file name and size.
+	OnShard func(name string, bytes int64)
+}
+
+// Result describes what Generate wrote.
+type Result struct {
+	Dir string
+	// Files lists the files written, config.json last.
+	Files []string
+	// Bytes is the shards' total size (apparent size for SparseFiles).
+	Bytes int64
+	// PayloadBytes is the bytes of tensor data actually written (0 for
+	// SparseFiles).
+	PayloadBytes int64
+	Tensors      int
+	// ExpertLayers and ExpertsPerLayer count the routed experts (the MTP
+	// layer included in ExpertLayers).
+	ExpertLayers    int
+	ExpertsPerLayer int
+	// ExpertBytes is one decoder-layer expert's size on disk.
+	ExpertBytes int64
+}
+
+// MaxSparseLayers bounds SparseLayers (the config allows 256 layers).
+const MaxSparseLayers = 255
+
+func (o *Options) normalize() error {
+	if o.GroupSize != 0 && o.GroupSize != 64 {
+		return fmt.Errorf("synthetic: group size %d is not supported (0 for per-row scales, or 64)", o.GroupSize)
+	}
+	if o.SparseFiles {
+		if o.SparseLayers != 0 || o.Experts != 0 {
+			return errors.New("synthetic: the sparse-files skeleton has GLM-5.2's 75 sparse layers of 256 experts; leave SparseLayers and Experts unset")
+		}
+		return nil
+	}
+	if o.SparseLayers == 0 {
+		o.SparseLayers = 2
+	}
+	if o.Experts == 0 {
+		o.Experts = 256
+	}
+	if o.SparseLayers < 1 || o.SparseLayers > MaxSparseLayers {
+		return fmt.Errorf("synthetic: %d sparse layers is out of range (1..%d)", o.SparseLayers, MaxSparseLayers)
+	}
+	if o.Experts < 8 || o.Experts > 4096 {
+		return fmt.Errorf("synthetic: %d experts per layer is out of range (8..4096; 8 are routed per token)", o.Experts)
+	}
+	return nil
+}
+
+// Generate writes the model into dir, which must be absent or empty. Each
+// shard appears under its name only once complete, and config.json is
+// written last, so an interrupted run never leaves a directory that loads.
+func Generate(ctx context.Context, dir string, opts Options) (*Result, error) {
+	if err := opts.normalize(); err != nil {
+		return nil, err
+	}
+	if err := prepareDir(dir); err != nil {
+		return nil, err
+	}
+	cfg := modelConfig(&opts)
+	cfgJSON, err := cfg.Encode()
+	if err != nil {
+		return nil, err
+	}
+	int4 := int4Row
+	res := &Result{Dir: dir, ExpertBytes: ExpertBytesInt4Row, ExpertsPerLayer: cfg.NumRoutedExperts}
+	if opts.GroupSize == 64 {
+		int4, res.ExpertBytes = int4Group64, ExpertBytesInt4Group64
+	}
+	shards := layout(cfg, int4)
+	res.ExpertLayers = expertLayers(cfg)
+	meta := map[string]string{
+		"format":      "pt",
+		"spool_bench": fmt.Sprintf("seed=%d group_size=%d sparse_files=%t", opts.Seed, opts.GroupSize, opts.SparseFiles),
+	}
+	if opts.Codes == CodesNormal {
+		useNormalCodes(shards, cfg)
+		meta["spool_bench"] += " codes=normal"
+	}
+	for _, s := range shards {
+		path := filepath.Join(dir, s.name)
+		n, err := writeShard(ctx, path, s.tensors, meta, opts.Seed, opts.SparseFiles)
+		if err != nil {
+			return nil, err
+		}
+		if opts.OnShard != nil {
+			opts.OnShard(s.name, n)
+		}
+		res.Files = append(res.Files, s.name)
+		res.Bytes += n
+		res.Tensors += len(s.tensors)
+		if !opts.SparseFiles {
+			for _, t := range s.tensors {
+				res.PayloadBytes += t.size
+			}
+		}
+	}
+	if err := writeFileAtomic(filepath.Join(dir, "config.json"), cfgJSON); err != nil {
+		return nil, err
+	}
+	res.Files = append(res.Files, "config.json")
+	return res, nil
+}
+
+// prepareDir creates dir or checks that it is empty: a generated model
+// must not mix with the shards of another.
+func prepareDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("synthetic: %w", err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("synthetic: %w", err)
+	case len(entries) > 0:
+		return fmt.Errorf("synthetic: %s is not empty (%d entries); write into a new directory", dir, len(entries))
+	}
+	return nil
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".partial"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("synthetic: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("synthetic: %w", err)
+	}
+	return nil
+}
