@@ -3,9 +3,23 @@ package generate
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spoolhq/spool/engine/promptcache"
 )
+
+// maxStoreWait bounds how long storing blocks waits for the disk to take
+// the blocks evicted from memory: past it they are dropped (only cache is
+// lost), so that a slow or stuck disk never stalls generation.
+const maxStoreWait = 2 * time.Second
+
+// store puts the sequence's blocks into the prompt cache (see
+// promptcache.Cache.Store).
+func (d *Decoder) store(ctx context.Context, hidden promptcache.Hidden) promptcache.Stored {
+	ctx, cancel := context.WithTimeout(ctx, maxStoreWait)
+	defer cancel()
+	return d.p.PromptCache.Store(ctx, d.seq, hidden)
+}
 
 // Restore brings in what the prompt cache (Params.PromptCache) holds of
 // the prompt beyond the prefix the sequence holds, and sets the MTP layer
@@ -69,9 +83,8 @@ func (d *Decoder) continueMTP(ctx context.Context, r promptcache.Restored) error
 // (whose output rows are hidden) into the prompt cache, and counts the
 // prompt tokens it added.
 func (d *Decoder) storePrompt(ctx context.Context, from int, hidden [][]float32) {
-	if c := d.p.PromptCache; c != nil {
-		st := c.Store(ctx, d.seq, promptcache.Hidden{From: from, Rows: hidden})
-		d.res.CacheCreationTokens += st.Tokens
+	if d.p.PromptCache != nil {
+		d.res.CacheCreationTokens += d.store(ctx, promptcache.Hidden{From: from, Rows: hidden}).Tokens
 	}
 }
 
@@ -85,7 +98,7 @@ func (d *Decoder) storeDecoded(ctx context.Context, from, n int) {
 		return
 	}
 	if B := c.BlockTokens(); (from+n)/B > from/B {
-		c.Store(ctx, d.seq, promptcache.Hidden{From: from, Rows: d.mtp.rows[:n]})
+		d.store(ctx, promptcache.Hidden{From: from, Rows: d.mtp.rows[:n]})
 	}
 }
 
@@ -110,7 +123,7 @@ func (d *Decoder) keepState(ctx context.Context) {
 		}
 		q.n = 0
 	}
-	if c := d.p.PromptCache; c != nil {
-		c.Store(ctx, d.seq, hidden)
+	if d.p.PromptCache != nil {
+		d.store(ctx, hidden)
 	}
 }
