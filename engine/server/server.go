@@ -25,6 +25,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/spoolhq/spool/engine/chat"
+	"github.com/spoolhq/spool/engine/remote"
 	"github.com/spoolhq/spool/engine/scheduler"
 	"github.com/spoolhq/spool/engine/tokenizer"
 )
@@ -148,6 +149,9 @@ type Server struct {
 	responses    *responseStore
 	toolVocab    *toolVocab
 	handler      http.Handler
+	// remote, when set, is the remote engine the server forwards to
+	// instead of eng (see NewRemote).
+	remote *remote.Client
 }
 
 // New checks the configuration and builds the server.
@@ -166,18 +170,26 @@ func New(cfg Config, eng Engine) (*Server, error) {
 		hub:          newHub(),
 		responses:    newResponseStore(cfg.StoredResponses),
 		toolVocab:    newToolVocab(eng.Tokenizer, eng.Scheduler.Model().Config().EOSTokenIDs),
-	}
-	for _, h := range cfg.AllowedHosts {
-		s.allowedHosts = append(s.allowedHosts, strings.Trim(strings.ToLower(h), "[]"))
-	}
-	if h := strings.Trim(strings.ToLower(cfg.Host), "[]"); h != "" && !isUnspecified(h) {
-		s.allowedHosts = append(s.allowedHosts, h)
+		allowedHosts: allowedHostsOf(cfg),
 	}
 	if err := CheckBind(cfg.Host, cfg.APIKey); err != nil {
 		return nil, err
 	}
 	s.handler = s.guard(s.routes())
 	return s, nil
+}
+
+// allowedHostsOf lists the Host header names accepted besides loopback
+// ones: the configured ones and the listen address's.
+func allowedHostsOf(cfg Config) []string {
+	var out []string
+	for _, h := range cfg.AllowedHosts {
+		out = append(out, strings.Trim(strings.ToLower(h), "[]"))
+	}
+	if h := strings.Trim(strings.ToLower(cfg.Host), "[]"); h != "" && !isUnspecified(h) {
+		out = append(out, h)
+	}
+	return out
 }
 
 // CheckBind refuses a non-loopback listen address without an API key.
@@ -259,15 +271,18 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/embeddings", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, notFound("unsupported", "embeddings are not supported by %s", s.cfg.ModelID))
 	})
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			w.Write([]byte("Spool is running\n"))
-			return
-		}
-		writeError(w, r, notFound("unknown_route", "no route for %s %s", r.Method, r.URL.Path))
-	})
+	mux.HandleFunc("/", s.handleFallback)
 	return mux
+}
+
+// handleFallback answers "/" and unknown routes.
+func (s *Server) handleFallback(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write([]byte("Spool is running\n"))
+		return
+	}
+	writeError(w, r, notFound("unknown_route", "no route for %s %s", r.Method, r.URL.Path))
 }
 
 // checkModel accepts the served ids; /v1/messages also maps Claude model

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -90,6 +92,9 @@ type stateEvent struct {
 }
 
 func (s *Server) stateEvent() Event {
+	if s.remote != nil {
+		return s.remoteStateEvent()
+	}
 	st := s.eng.Scheduler.Stats()
 	state := st.State
 	if state == "idle" {
@@ -98,13 +103,21 @@ func (s *Server) stateEvent() Event {
 	return Event{Type: "state", Data: stateEvent{State: state, TokensPerSecond: st.TokensPerSecond, Active: st.Active, Queued: st.Queued, Model: s.cfg.ModelID}}
 }
 
+// helloEvent is a connection's first event: the served model.
+func (s *Server) helloEvent() Event {
+	if s.remote != nil {
+		return s.remoteHelloEvent()
+	}
+	return Event{Type: "hello", Data: s.modelObject()}
+}
+
 // run publishes periodic events while anyone listens, until ctx ends.
 func (h *hub) run(ctx context.Context, s *Server) {
 	stateTick := time.NewTicker(wsStateInterval)
 	defer stateTick.Stop()
 	expertTick := time.NewTicker(wsExpertsInterval)
 	defer expertTick.Stop()
-	var last stateEvent
+	var last []byte
 	idle := 0
 	for {
 		select {
@@ -115,7 +128,7 @@ func (h *hub) run(ctx context.Context, s *Server) {
 				continue
 			}
 			ev := s.stateEvent()
-			if cur := ev.Data.(stateEvent); cur != last {
+			if cur, err := json.Marshal(ev.Data); err == nil && !bytes.Equal(cur, last) {
 				last = cur
 				h.publish(ev)
 			}
@@ -162,7 +175,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		conn.SetWriteDeadline(time.Now().Add(wsWriteTimeout))
 		return conn.WriteJSON(ev)
 	}
-	if write(Event{Type: "hello", Data: s.modelObject()}) != nil || write(s.stateEvent()) != nil {
+	if write(s.helloEvent()) != nil || write(s.stateEvent()) != nil {
 		return
 	}
 	ping := time.NewTicker(wsPingInterval)

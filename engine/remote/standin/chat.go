@@ -1,6 +1,7 @@
 package standin
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -286,18 +287,13 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		}
 		out.data(chunk(d, nil, nil))
 		if i == 1 || len(deltas) == 1 {
-			switch {
-			case sc.stall:
-				stallUntilGone(ctx)
-				end(ctx, false)
-				return
-			case sc.cut:
-				end(ctx, false)
-				cutConnection()
-			case sc.streamError:
+			if sc.streamError {
 				out.data(map[string]any{"object": "error", "message": "stand-in failure mid-stream", "type": "InternalServerError", "param": nil, "code": 500})
 				out.done()
 				end(ctx, true)
+				return
+			}
+			if s.interrupt(ctx, sc, end) {
 				return
 			}
 		}
@@ -350,9 +346,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		out.data(map[string]any{"id": id, "object": "text_completion", "created": created, "model": s.opts.Model, "choices": choice(t, nil)})
-		if sc.stall {
-			stallUntilGone(ctx)
-			end(ctx, false)
+		if s.interrupt(ctx, sc, end) {
 			return
 		}
 	}
@@ -420,9 +414,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		ev("response.output_text.delta", map[string]any{"item_id": msgID, "output_index": 0, "content_index": 0, "delta": t})
-		if sc.stall {
-			stallUntilGone(ctx)
-			end(ctx, false)
+		if s.interrupt(ctx, sc, end) {
 			return
 		}
 	}
@@ -461,4 +453,19 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 		tokens[i] = i + 1
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"count": n, "max_model_len": s.opts.MaxModelLen, "tokens": tokens, "token_strs": nil})
+}
+
+// interrupt applies the stall and cut directives after a first chunk; it
+// reports whether the answer ended there.
+func (s *Server) interrupt(ctx context.Context, sc script, end func(context.Context, bool)) bool {
+	switch {
+	case sc.stall:
+		stallUntilGone(ctx)
+		end(ctx, false)
+		return true
+	case sc.cut:
+		end(ctx, false)
+		cutConnection()
+	}
+	return false
 }
