@@ -21,6 +21,11 @@ type appSettings struct {
 	ModelDir string `json:"model_dir"` // "" is the demo model (or $SPOOL_MODEL)
 	Memory   string `json:"memory"`    // memory budget such as "24GiB"; "" is the machine's
 	Context  int    `json:"context"`   // tokens per sequence
+	// Engine is "local" (this Mac, the default) or "remote" (a server:
+	// RemoteURL, with RemoteKey, which never reaches the browser).
+	Engine    string `json:"engine,omitempty"`
+	RemoteURL string `json:"remote_url,omitempty"`
+	RemoteKey string `json:"remote_key,omitempty"`
 }
 
 func defaultSettings() appSettings {
@@ -65,7 +70,7 @@ func (s appSettings) check() error {
 			return fmt.Errorf("settings: %w", err)
 		}
 	}
-	return nil
+	return s.checkEngine()
 }
 
 // settingsPath is $SPOOL_SETTINGS, else Spool/settings.json in the user's
