@@ -176,3 +176,54 @@ func (h *engineHost) remoteStatus() (remote.Status, bool) {
 	}
 	return srv.RemoteStatus()
 }
+
+// engineMenuView is what the menu bar's engine item shows.
+type engineMenuView struct {
+	Title       string // the item: which engine, and how the server is doing
+	Local       bool   // "This Mac" is checked
+	Server      bool   // "A server" is checked
+	ServerTitle string
+	// ServerSet: a server is saved; choosing "A server" without one opens
+	// the Settings page instead.
+	ServerSet bool
+}
+
+// engineMenu computes the engine item from the saved settings and the
+// running engine (rs: the remote's state while forwarding to one).
+func engineMenu(s appSettings, running hostStatus, rs *remote.Status) engineMenuView {
+	v := engineMenuView{Title: "Engine: this Mac", Local: true, ServerTitle: "A server… (set one in Settings)"}
+	if s.RemoteURL != "" {
+		v.ServerSet = true
+		v.ServerTitle = "A server (" + hostOf(s.RemoteURL) + ")"
+	}
+	if s.Engine == engineRemote {
+		v.Local, v.Server = false, true
+	}
+	if running.Remote == "" {
+		if v.Server {
+			v.Title = "Engine: a server (applies at the next start)"
+		}
+		return v
+	}
+	v.Title = "Engine: " + hostOf(running.Remote)
+	switch {
+	case rs == nil || rs.CheckedAt == nil:
+		v.Title += " · connecting"
+	case !rs.Reachable:
+		v.Title += " · not reachable"
+	default:
+		v.Title += fmt.Sprintf(" · %.0f ms", rs.LatencyMS)
+		if rs.Last != nil && rs.Last.Rate() > 0 {
+			v.Title += fmt.Sprintf(" · %.1f tok/s", rs.Last.Rate())
+		}
+	}
+	return v
+}
+
+// hostOf is a URL's host[:port], for short labels.
+func hostOf(raw string) string {
+	if u, err := remote.ParseURL(raw); err == nil {
+		return u.Host
+	}
+	return raw
+}

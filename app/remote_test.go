@@ -16,6 +16,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/spoolhq/spool/engine/remote"
 	"github.com/spoolhq/spool/engine/remote/standin"
 	"github.com/spoolhq/spool/engine/server"
 )
@@ -291,5 +292,33 @@ func TestServeRemote(t *testing.T) {
 	}
 	if _, err := os.Stat(os.Getenv("SPOOL_SETTINGS")); err == nil {
 		t.Fatal("serve wrote the settings")
+	}
+}
+
+func TestEngineMenu(t *testing.T) {
+	now := time.Now()
+	saved := appSettings{Engine: engineRemote, RemoteURL: "http://gpu-box:8000/v1"}
+	reach := remote.Status{Reachable: true, CheckedAt: &now, LatencyMS: 12.4, Last: &remote.Turn{DecodeTokensPerSecond: 41.26}}
+	down := remote.Status{CheckedAt: &now, Error: "refused"}
+	for _, tc := range []struct {
+		s       appSettings
+		running hostStatus
+		rs      *remote.Status
+		want    engineMenuView
+	}{
+		{appSettings{}, hostStatus{State: hostReady}, nil,
+			engineMenuView{Title: "Engine: this Mac", Local: true, ServerTitle: "A server… (set one in Settings)"}},
+		{saved, hostStatus{State: hostReady}, nil,
+			engineMenuView{Title: "Engine: a server (applies at the next start)", Server: true, ServerTitle: "A server (gpu-box:8000)", ServerSet: true}},
+		{saved, hostStatus{State: hostReady, Remote: "http://gpu-box:8000"}, &reach,
+			engineMenuView{Title: "Engine: gpu-box:8000 · 12 ms · 41.3 tok/s", Server: true, ServerTitle: "A server (gpu-box:8000)", ServerSet: true}},
+		{saved, hostStatus{State: hostReady, Remote: "http://gpu-box:8000"}, &down,
+			engineMenuView{Title: "Engine: gpu-box:8000 · not reachable", Server: true, ServerTitle: "A server (gpu-box:8000)", ServerSet: true}},
+		{saved, hostStatus{State: hostLoading, Remote: "http://gpu-box:8000"}, nil,
+			engineMenuView{Title: "Engine: gpu-box:8000 · connecting", Server: true, ServerTitle: "A server (gpu-box:8000)", ServerSet: true}},
+	} {
+		if got := engineMenu(tc.s, tc.running, tc.rs); got != tc.want {
+			t.Errorf("%+v %+v:\n got %+v\nwant %+v", tc.s, tc.running, got, tc.want)
+		}
 	}
 }
