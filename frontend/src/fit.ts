@@ -2,6 +2,7 @@
 // what-if controls (memory budget, context, sequences).
 
 import { getJSON } from './api';
+import { localOnlyNote } from './engine';
 import { bytes, debounce, h, replace, type Page } from './util';
 
 interface Item {
@@ -65,6 +66,7 @@ export class FitPage implements Page {
         'div',
         { class: 'page' },
         h('header', { class: 'page-head' }, h('h1', {}, 'Fit plan'), h('p', { class: 'muted' }, 'The memory equation of running the model on this machine, line by line. Change the budget or the context to see what fits.')),
+        localOnlyNote('fit plan'),
         h(
           'section',
           { class: 'card controls', 'aria-label': 'What if' },
