@@ -76,7 +76,7 @@ func (c *Client) statusError(resp *http.Response, body []byte) *Error {
 	e.Message = c.scrub(e.Message)
 	e.Param = c.scrub(e.Param)
 	if e.Kind == KindAuth {
-		e.Message = fmt.Sprintf("the remote engine at %s refused Spool's remote key (%d %s: %s): check --remote-key",
+		e.Message = fmt.Sprintf("the remote engine at %s refused Spool's remote key (%d %s: %s): check the key (--remote-key, or the server key in Settings)",
 			c.Endpoint(), resp.StatusCode, http.StatusText(resp.StatusCode), e.Message)
 	}
 	return e

@@ -25,7 +25,8 @@ type Status struct {
 	Error  string  `json:"error,omitempty"`
 	Models []Model `json:"models"`
 	// Active counts requests in flight through Spool; Requests and Failed
-	// count them since the start.
+	// count them since the start (a request its client cancelled has not
+	// failed).
 	Active   int   `json:"active"`
 	Requests int64 `json:"requests"`
 	Failed   int64 `json:"failed"`
@@ -198,7 +199,7 @@ func (t *Call) End(err error) {
 		c := t.c
 		c.mu.Lock()
 		c.status.Active--
-		if err != nil {
+		if err != nil && !errors.Is(err, context.Canceled) {
 			c.status.Failed++
 		}
 		c.status.Last = &tu

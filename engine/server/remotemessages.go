@@ -66,33 +66,23 @@ func (s *Server) remoteChat(r *http.Request, req *messagesRequest) (*remoteChatR
 		out.MaxTokens = min(out.MaxTokens, s.cfg.MaxTokens)
 	}
 	if tc := req.ToolChoice; tc != nil {
-		switch tc.Type {
-		case "auto", "":
-		case "none":
-			out.ToolChoice = "none"
-		case "any":
-			if len(tools) == 0 {
-				return nil, invalid("tool_choice", `tool_choice "any" needs tools`)
-			}
-			out.ToolChoice = "required"
-		case "tool":
-			if toolNamed(tools, tc.Name) == nil {
-				return nil, invalid("tool_choice.name", "tool_choice names the tool %q, which is not among the tools", tc.Name)
-			}
-			out.ToolChoice = map[string]any{"type": "function", "function": map[string]string{"name": tc.Name}}
-		default:
-			return nil, invalid("tool_choice.type", "tool_choice type %q must be auto, any, tool or none", tc.Type)
+		choice, err := anthropicToolChoice(tc.Type, tc.Name, tools)
+		if err != nil {
+			return nil, err
+		}
+		switch choice.mode {
+		case "none", "required":
+			out.ToolChoice = choice.mode
+		case "function":
+			out.ToolChoice = map[string]any{"type": "function", "function": map[string]string{"name": choice.name}}
 		}
 	}
 	if th := req.Thinking; th != nil {
-		switch th.Type {
-		case "enabled", "adaptive":
-			out.ChatTemplateKwargs = map[string]any{"enable_thinking": true}
-		case "disabled":
-			out.ChatTemplateKwargs = map[string]any{"enable_thinking": false}
-		default:
-			return nil, invalid("thinking.type", "thinking type %q must be enabled, adaptive or disabled", th.Type)
+		on, err := anthropicThinking(th.Type)
+		if err != nil {
+			return nil, err
 		}
+		out.ChatTemplateKwargs = map[string]any{"enable_thinking": on}
 	}
 	if req.Stream {
 		out.Stream = true
@@ -104,6 +94,41 @@ func (s *Server) remoteChat(r *http.Request, req *messagesRequest) (*remoteChatR
 		return nil, err
 	}
 	return out, nil
+}
+
+// anthropicToolChoice reads an Anthropic tool_choice (auto, any, tool with
+// its name, none) as the chat tool choice. The local /v1/messages reads
+// the same mapping inline; both could share this.
+func anthropicToolChoice(typ, name string, tools []chat.Tool) (toolChoice, error) {
+	switch typ {
+	case "auto", "":
+		return toolChoice{mode: "auto"}, nil
+	case "none":
+		return toolChoice{mode: "none"}, nil
+	case "any":
+		if len(tools) == 0 {
+			return toolChoice{}, invalid("tool_choice", `tool_choice "any" needs tools`)
+		}
+		return toolChoice{mode: "required"}, nil
+	case "tool":
+		if toolNamed(tools, name) == nil {
+			return toolChoice{}, invalid("tool_choice.name", "tool_choice names the tool %q, which is not among the tools", name)
+		}
+		return toolChoice{mode: "function", name: name}, nil
+	}
+	return toolChoice{}, invalid("tool_choice.type", "tool_choice type %q must be auto, any, tool or none", typ)
+}
+
+// anthropicThinking reads an Anthropic thinking type as the template's
+// thinking switch (adaptive thinking is on: the switch is all there is).
+func anthropicThinking(typ string) (bool, error) {
+	switch typ {
+	case "enabled", "adaptive":
+		return true, nil
+	case "disabled":
+		return false, nil
+	}
+	return false, invalid("thinking.type", "thinking type %q must be enabled, adaptive or disabled", typ)
 }
 
 // wireMessages puts tool-call arguments in the OpenAI wire form (a JSON
@@ -261,10 +286,7 @@ func (s *Server) handleRemoteMessages(w http.ResponseWriter, r *http.Request) {
 	call := s.remote.Begin(r.URL.Path, oreq.Model, oreq.Stream)
 	resp, err := s.remote.Do(r.Context(), http.MethodPost, "/v1/chat/completions", body)
 	if err != nil {
-		call.End(err)
-		if r.Context().Err() == nil {
-			writeError(w, r, anthropicRemoteError(err))
-		}
+		failCall(w, r, call, err)
 		return
 	}
 	if oreq.Stream && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
@@ -273,18 +295,13 @@ func (s *Server) handleRemoteMessages(w http.ResponseWriter, r *http.Request) {
 	}
 	data, err := remote.ReadBody(resp)
 	if err != nil {
-		call.End(err)
-		if r.Context().Err() == nil {
-			writeError(w, r, anthropicRemoteError(err))
-		}
+		failCall(w, r, call, err)
 		return
 	}
 	call.Output()
 	var cc remoteCompletion
 	if err := json.Unmarshal(data, &cc); err != nil || len(cc.Choices) == 0 || cc.Choices[0].Message == nil {
-		err := &remote.Error{Kind: remote.KindProtocol, Message: "the remote engine's chat completion has no message"}
-		call.End(err)
-		writeError(w, r, anthropicRemoteError(err))
+		failCall(w, r, call, &remote.Error{Kind: remote.KindProtocol, Message: "the remote engine's chat completion has no message"})
 		return
 	}
 	recordChatUsage(call, cc.Usage)

@@ -99,13 +99,20 @@ func (s *Server) handleRemoteProxy(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, internalError(err))
 		return
 	}
-	call := s.remote.Begin(path, model, stream)
-	resp, err := s.remote.Do(r.Context(), http.MethodPost, path, out)
+	s.forward(w, r, s.remote.Begin(path, model, stream), out, dropUsage)
+}
+
+// handleRemoteGet passes GET /v1/responses/{id} through.
+func (s *Server) handleRemoteGet(w http.ResponseWriter, r *http.Request) {
+	s.forward(w, r, s.remote.Begin(r.URL.Path, "", false), nil, false)
+}
+
+// forward sends the request (its method and path, with body) to the
+// remote and passes the answer on: a stream as it arrives, else whole.
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, call *remote.Call, body []byte, dropUsage bool) {
+	resp, err := s.remote.Do(r.Context(), r.Method, r.URL.Path, body)
 	if err != nil {
-		call.End(err)
-		if r.Context().Err() == nil {
-			writeError(w, r, remoteAPIError(err))
-		}
+		failCall(w, r, call, err)
 		return
 	}
 	copyRemoteHeaders(w, resp)
@@ -116,19 +123,18 @@ func (s *Server) handleRemoteProxy(w http.ResponseWriter, r *http.Request) {
 	s.passBody(w, r, resp, call)
 }
 
-// handleRemoteGet passes GET /v1/responses/{id} through.
-func (s *Server) handleRemoteGet(w http.ResponseWriter, r *http.Request) {
-	call := s.remote.Begin(r.URL.Path, "", false)
-	resp, err := s.remote.Do(r.Context(), http.MethodGet, r.URL.Path, nil)
-	if err != nil {
-		call.End(err)
-		if r.Context().Err() == nil {
-			writeError(w, r, remoteAPIError(err))
-		}
+// failCall ends call with err and answers the error in the envelope of
+// the request's path, unless the client has gone.
+func failCall(w http.ResponseWriter, r *http.Request, call *remote.Call, err error) {
+	call.End(err)
+	if r.Context().Err() != nil {
 		return
 	}
-	copyRemoteHeaders(w, resp)
-	s.passBody(w, r, resp, call)
+	if envelopeFor(r.URL.Path) == envAnthropic {
+		writeError(w, r, anthropicRemoteError(err))
+		return
+	}
+	writeError(w, r, remoteAPIError(err))
 }
 
 // forceUsage sets stream_options.include_usage; it reports whether the
@@ -161,10 +167,7 @@ func copyRemoteHeaders(w http.ResponseWriter, resp *http.Response) {
 func (s *Server) passBody(w http.ResponseWriter, r *http.Request, resp *http.Response, call *remote.Call) {
 	data, err := remote.ReadBody(resp)
 	if err != nil {
-		call.End(err)
-		if r.Context().Err() == nil {
-			writeError(w, r, remoteAPIError(err))
-		}
+		failCall(w, r, call, err)
 		return
 	}
 	call.Output()

@@ -224,6 +224,7 @@ test('anthropic SDK through the translation: tools, thinking, system, stop reaso
   assert.deepEqual(final.content[1].input, { city: 'Paris', days: 3 });
   assert.equal(final.stop_reason, 'tool_use');
   assert.ok(final.usage.output_tokens > 0);
+  assert.ok(final.usage.input_tokens > 0, 'the input tokens of message_delta');
   assert.equal(events[0], 'message_start');
   assert.equal(events.at(-1), 'message_stop');
   assert.ok(events.filter((e) => e === 'content_block_delta').length >= 5);
@@ -251,6 +252,8 @@ test('anthropic SDK through the translation to a second spool serve', async () =
   const final = await spool.anthropic.messages.stream(params).finalMessage();
   assert.deepEqual(final.content, m.content);
   assert.equal(final.usage.output_tokens, m.usage.output_tokens);
+  assert.equal(final.usage.input_tokens, m.usage.input_tokens);
+  assert.ok(m.usage.input_tokens > 0);
   const level = { name: 'set_level', input_schema: { type: 'object', properties: { level: { type: 'integer' } }, required: ['level'] } };
   const t = await spool.anthropic.messages.stream({ ...params, max_tokens: 60, tools: [level], tool_choice: { type: 'tool', name: 'set_level' } }).finalMessage();
   const use = t.content.find((b) => b.type === 'tool_use');
