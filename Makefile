@@ -10,7 +10,7 @@ GOFLAGS_HEADLESS := -tags headless
 # Packages with no OS-specific code must also build for the Mac.
 PORTABLE  := ./engine/... ./kernels/... ./internal/...
 
-.PHONY: all build run demo test deps vet unit darwin arm64 conformance remote-conformance clean
+.PHONY: all build run demo test deps vet unit darwin arm64 conformance remote-conformance agents clean
 
 all: build
 
@@ -28,7 +28,8 @@ demo: build
 	$(BIN) run --model $(MODEL) --temperature 0 --max-tokens 64 \
 		--chat "What does the function re.compile do?"
 
-test: deps vet unit darwin arm64 conformance remote-conformance e2e desktop-smoke
+# AGENTS=1 adds the coding agents (make agents) to the run.
+test: deps vet unit darwin arm64 conformance remote-conformance e2e desktop-smoke $(if $(AGENTS),agents)
 
 vet:
 	$(GO) vet $(GOFLAGS_HEADLESS) ./...
@@ -43,10 +44,20 @@ arm64:
 	@scripts/setup-debian.sh arm64
 	kernels/test-arm64.sh
 
-# The official openai and @anthropic-ai/sdk clients against `spool serve`.
+# Unmodified clients against `spool serve` on the demo model: the official
+# openai and @anthropic-ai/sdk SDKs, the Vercel AI SDK and LangChain JS. They
+# need Node 22, which the suite's own `node` package provides.
 conformance: build
 	cd engine/server/conformance && npm ci --no-audit --no-fund --loglevel=error && \
-		SPOOL_BIN=$(CURDIR)/$(BIN) SPOOL_MODEL=$(CURDIR)/$(MODEL) node --test
+		SPOOL_BIN=$(CURDIR)/$(BIN) SPOOL_MODEL=$(CURDIR)/$(MODEL) node_modules/.bin/node run.mjs
+
+# Codex CLI and Claude Code (native binaries in their npm packages, ~800 MB)
+# each complete a turn against `spool serve`, in a loopback-only network
+# namespace where root can make one. Not part of `make test` by default:
+# their default prompts are 11-15k tokens, minutes of prefill on 2 cores.
+agents: build
+	cd engine/server/agents && npm ci --no-audit --no-fund --loglevel=error && \
+		SPOOL_BIN=$(CURDIR)/$(BIN) node run.mjs
 
 # The same clients through `spool serve --remote`, with the vLLM stand-in
 # and a second `spool serve` on the demo model as the remotes.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/spoolhq/spool/kernels"
+	"github.com/spoolhq/spool/engine/bench"
 )
 
 // newBenchCmd is the `spool bench` parent; each benchmark is a subcommand.
@@ -20,6 +20,7 @@ func newBenchCmd() *cobra.Command {
 	cmd.AddCommand(newBenchKernelsCmd())
 	cmd.AddCommand(newBenchStreamCmd())
 	cmd.AddCommand(newBenchPromptCacheCmd())
+	cmd.AddCommand(newBenchPrefillCmd())
 	return cmd
 }
 
@@ -48,7 +49,7 @@ other processes on a shared machine do not inflate.`,
 			if mib < 64 {
 				return fmt.Errorf("--mib must be at least 64, got %d", mib)
 			}
-			res, err := kernels.BenchKernels(cmd.Context(), kernels.BenchOptions{
+			res, err := bench.Kernels(cmd.Context(), bench.KernelOptions{
 				Seconds:    seconds,
 				WorkingSet: mib << 20,
 				Threads:    threads,

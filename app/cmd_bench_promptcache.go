@@ -110,27 +110,27 @@ func runPromptCacheBench(ctx context.Context, modelFlag string, mem *memoryFlags
 	if err != nil {
 		return nil, err
 	}
-	d, err := modeldir.OpenHeaders(path)
+	lm, err := openModel(path)
 	if err != nil {
 		return nil, err
 	}
+	d := lm.dir
 	contextLen := tokens + turn + 8
 	if contextLen > d.Config.MaxPositionEmbeddings {
-		d.Close()
+		lm.Close()
 		return nil, fmt.Errorf("--tokens %d + --turn %d exceed the model's %d positions", tokens, turn, d.Config.MaxPositionEmbeddings)
 	}
 	p, err := planOpened(d, mem, contextLen, 1)
 	if err != nil {
-		d.Close()
+		lm.Close()
 		return nil, err
 	}
-	opts := modeldir.Options{Model: model.Options{DisableMTP: true}}
+	opts := modeldir.Options{Model: plannedModel(p, model.Options{DisableMTP: true})}
 	streamed := stream || !p.AllExpertsCached()
 	if streamed {
 		opts.Experts = streamedExperts(p, "")
 	}
-	lm, err := loadOpened(ctx, d, opts)
-	if err != nil {
+	if err := lm.load(ctx, opts); err != nil {
 		return nil, err
 	}
 	defer lm.Close()

@@ -4,18 +4,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/container"
-	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/engine/plan"
-	"github.com/spoolhq/spool/native"
 )
 
 // exitNoFit is spool fit's exit status when the model does not fit.
@@ -30,6 +27,7 @@ type fitFlags struct {
 	context    int
 	sequences  int
 	batchRows  int
+	threads    int
 	jsonOut    bool
 	memoryArgs memoryFlags
 }
@@ -65,7 +63,8 @@ converter's group-64 int4 instead.`,
 	fl.BoolVar(&f.noMTP, "no-mtp", false, "with --config: plan without the MTP layer")
 	fl.IntVar(&f.context, "context", plan.DefaultContext, "context length in tokens")
 	fl.IntVar(&f.sequences, "sequences", 1, "sequences decoded together (KV slots)")
-	fl.IntVar(&f.batchRows, "batch-rows", plan.DefaultBatchRows, "most rows one forward carries (sizes the working bank)")
+	fl.IntVar(&f.batchRows, "batch-rows", 0, "prompt tokens one forward carries (default: the largest chunk the memory allows)")
+	fl.IntVar(&f.threads, "threads", runtime.GOMAXPROCS(0), "worker threads planned for (default: this machine's)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print one JSON object")
 	f.memoryArgs.register(fl)
 	cmd.MarkFlagsMutuallyExclusive("model", "config")
@@ -94,9 +93,9 @@ func runFit(cmd *cobra.Command, f *fitFlags) error {
 	if err != nil {
 		return err
 	}
-	opts.Context, opts.Sequences, opts.BatchRows = f.context, f.sequences, f.batchRows
-	if f.context <= 0 || f.sequences <= 0 || f.batchRows <= 0 {
-		return fmt.Errorf("--context, --sequences and --batch-rows must be positive (got %d, %d, %d)", f.context, f.sequences, f.batchRows)
+	opts.Context, opts.Sequences, opts.BatchRows, opts.Threads = f.context, f.sequences, f.batchRows, f.threads
+	if f.context <= 0 || f.sequences <= 0 || f.threads <= 0 || f.batchRows < 0 {
+		return fmt.Errorf("--context, --sequences and --threads must be positive and --batch-rows not negative (got %d, %d, %d, %d)", f.context, f.sequences, f.threads, f.batchRows)
 	}
 	p, err := plan.New(cfg, w, opts)
 	if err != nil {
@@ -161,74 +160,4 @@ func weightsFromConfig(path string, groupSize int, indexer, noMTP bool) (*config
 	}
 	w, err := plan.FromConfig(cfg, plan.Artifact{Int4: format, WithIndexer: indexer, WithoutMTP: noMTP})
 	return cfg, w, err
-}
-
-// planOpened plans running the model whose headers d holds open (before any
-// weight is read) with the --memory and --expert-cache flags m; it returns
-// the plan, or a *plan.FitError carrying the table and a suggestion when
-// not even one expert cache slot per layer fits. spool run calls it before
-// loading.
-func planOpened(d *modeldir.Dir, m *memoryFlags, context, sequences int) (*plan.Plan, error) {
-	w, err := plan.FromContainer(d.Container, d.Config, d.Summary)
-	if err != nil {
-		return nil, err
-	}
-	return planWeights(d.Config, w, m, context, sequences)
-}
-
-func planWeights(cfg *config.Config, w plan.Weights, m *memoryFlags, context, sequences int) (*plan.Plan, error) {
-	opts, err := m.options()
-	if err != nil {
-		return nil, err
-	}
-	opts.Context, opts.Sequences = context, sequences
-	p, err := plan.New(cfg, w, opts)
-	if err != nil {
-		return nil, err
-	}
-	return p, p.Err()
-}
-
-// memoryFlags are the --memory and --expert-cache flags shared by fit, run
-// and serve.
-type memoryFlags struct {
-	memory      string
-	expertCache string
-}
-
-// register adds --memory and --expert-cache to fs.
-func (m *memoryFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&m.memory, "memory", "", "memory budget, OS reserve included, e.g. 32GiB or 24GB (default: the machine's memory)")
-	fs.StringVar(&m.expertCache, "expert-cache", "", "LRU + pinned expert slot memory beyond the working bank, e.g. 8GiB (default: what the plan leaves)")
-}
-
-// options turns the flags into plan options; an unset --memory asks the
-// machine.
-func (m *memoryFlags) options() (plan.Options, error) {
-	var o plan.Options
-	var err error
-	if m.memory != "" {
-		if o.Memory, err = plan.ParseSize(m.memory); err != nil {
-			return o, fmt.Errorf("--memory: %w", err)
-		}
-	}
-	if m.expertCache != "" {
-		if o.ExpertCache, err = plan.ParseSize(m.expertCache); err != nil {
-			return o, fmt.Errorf("--expert-cache: %w", err)
-		}
-	}
-	o.MachineMemory = machineMemory
-	return o, nil
-}
-
-// machineMemory is the machine's total memory.
-func machineMemory() (int64, error) {
-	total, _, err := native.MachineMemory()
-	if err != nil {
-		return 0, err
-	}
-	if total > math.MaxInt64 {
-		return 0, fmt.Errorf("machine memory %d is out of range", total)
-	}
-	return int64(total), nil
 }

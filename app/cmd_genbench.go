@@ -6,14 +6,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/spoolhq/spool/engine/benchmodel"
 	"github.com/spoolhq/spool/engine/plan"
+	"github.com/spoolhq/spool/engine/synthetic"
 )
 
 func newGenBenchCmd() *cobra.Command {
 	var (
 		out  string
-		opts benchmodel.Options
+		opts synthetic.Options
 	)
 	cmd := &cobra.Command{
 		Use:   "gen-bench --out DIR",
@@ -23,6 +23,10 @@ GLM-5.2's real geometry (hidden 6144, expert width 2048; 18,915,328 bytes per
 expert with per-row int4 scales, 21,233,664 with --group-size 64) around a
 small everything-else: one dense layer, --sparse-layers sparse layers of
 --experts experts, a 2048-token vocabulary. A 256-expert layer is 4.8 GB.
+Its quantized codes are symmetric about zero, as a trained model's are, so
+its routers spread a prompt over the experts as a trained model's do (a
+512-token prompt routes to nearly every expert of each layer): expert I/O
+measured on it means something.
 
 --sparse-files writes instead the full 78-layer skeleton of the real artifact
 (MTP layer included) with true headers and payloads left as holes: the files
@@ -43,7 +47,7 @@ zeros. It is for scale tests of bookkeeping, not of speed.`,
 				fmt.Fprintf(w, "wrote %s (%s)\n", name, plan.SizeText(n))
 			}
 			start := time.Now()
-			res, err := benchmodel.Generate(cmd.Context(), out, opts)
+			res, err := synthetic.Generate(cmd.Context(), out, opts)
 			if err != nil {
 				return err
 			}

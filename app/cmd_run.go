@@ -42,7 +42,7 @@ func newRunCmd() *cobra.Command {
 		Use:   "run",
 		Short: "Generate text from a prompt or a chat message",
 		Example: `  spool run --model assets/models/glm52-mini --chat "What does the function os.path.join do?"
-  spool run --prompt-ids 8192,8194,39 --max-tokens 8 --json`,
+  spool run --prompt-ids 8171,8173,39 --max-tokens 8 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runRun(cmd, &f)
@@ -91,6 +91,19 @@ type runResult struct {
 	DraftsProposed         int     `json:"mtp_drafts_proposed"`
 	DraftsAccepted         int     `json:"mtp_drafts_accepted"`
 	DSA                    bool    `json:"dsa"`
+	Streamed               bool    `json:"streamed"`
+	// Prefill I/O: the chunk size the plan chose, the chunks forwarded,
+	// the distinct (layer, expert) pairs they acquired and the routed
+	// expert bytes read from storage in prefill and in decode.
+	PrefillChunk          int   `json:"prefill_chunk"`
+	PrefillChunks         int   `json:"prefill_chunks"`
+	PrefillExpertsTouched int   `json:"prefill_experts_touched"`
+	PrefillExpertBytes    int64 `json:"prefill_expert_bytes"`
+	DecodeExpertBytes     int64 `json:"decode_expert_bytes"`
+	// Memory: the plan's process bytes and the process's peak resident
+	// set (Linux: VmHWM; macOS: the peak resident size).
+	PlannedProcessBytes int64 `json:"planned_process_bytes"`
+	PeakRSSBytes        int64 `json:"peak_rss_bytes"`
 }
 
 func runRun(cmd *cobra.Command, f *runFlags) error {
@@ -103,16 +116,27 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		return fmt.Errorf("--max-tokens must be positive, got %d", f.maxTokens)
 	}
 	loadStart := time.Now()
-	d, err := modeldir.OpenHeaders(dir)
+	// Every file is checked, the memory planned and the prompt measured
+	// before any weight is read.
+	lm, err := openModel(dir)
 	if err != nil {
 		return err
 	}
-	p, err := planOpened(d, &f.mem, f.context, 1)
+	p, err := planOpened(lm.dir, &f.mem, f.context, 1)
 	if err != nil {
-		d.Close()
+		lm.Close()
 		return err
 	}
-	opts := modeldir.Options{Model: model.Options{DisableMTP: f.noMTP, DisableDSA: f.noDSA}}
+	cfg := lm.dir.Config
+	prompt, err := runPrompt(f, lm, cfg.VocabSize)
+	if err == nil {
+		err = p.CheckPrompt(len(prompt))
+	}
+	if err != nil {
+		lm.Close()
+		return err
+	}
+	opts := modeldir.Options{Model: plannedModel(p, model.Options{DisableMTP: f.noMTP, DisableDSA: f.noDSA})}
 	streaming := f.stream || !p.AllExpertsCached()
 	if streaming {
 		opts.Experts = streamedExperts(p, usagePath(dir))
@@ -121,39 +145,15 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	if cmd.Flags().Changed("speculative") {
 		speculate = f.speculative
 	}
-	lm, err := loadOpened(ctx, d, opts)
-	if err != nil {
+	setMemoryLimit(p)
+	if err := lm.load(ctx, opts); err != nil {
 		return err
 	}
 	defer lm.Close()
 	loadTime := time.Since(loadStart)
 	m := lm.dir.Model
-	cfg := m.Config()
 
-	var prompt []int
-	switch {
-	case f.promptIDs != "":
-		if prompt, err = parseIDs(f.promptIDs, cfg.VocabSize); err != nil {
-			return err
-		}
-	case f.prompt != "":
-		prompt = lm.tokenizer.Encode(f.prompt)
-	default:
-		if lm.template == nil {
-			return fmt.Errorf("%s has no chat template; use --prompt", dir)
-		}
-		think := f.think
-		text, err := lm.template.Render([]chat.Message{{Role: "user", Content: f.chat}}, chat.Options{AddGenerationPrompt: true, EnableThinking: &think})
-		if err != nil {
-			return err
-		}
-		prompt = lm.tokenizer.Encode(text)
-	}
-	if len(prompt) == 0 {
-		return errors.New("the prompt is empty")
-	}
-
-	params := generate.Params{MaxTokens: f.maxTokens, StopTokens: cfg.EOSTokenIDs, Speculative: speculate && m.HasMTP()}
+	params := generate.Params{MaxTokens: f.maxTokens, StopTokens: cfg.EOSTokenIDs, Speculative: speculate && m.HasMTP(), PrefillChunk: p.PrefillChunk}
 	params.Sampling = samplingFor(cfg.Generation.DoSample, cfg.Generation.Temperature, cfg.Generation.TopP, cfg.Generation.TopK)
 	if f.temperature >= 0 {
 		params.Temperature = f.temperature
@@ -178,7 +178,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 			return err
 		}
 	}
-	res, err := generate.Generate(ctx, m, m.NewSequence(f.context), prompt, params, onToken)
+	res, err := generate.Generate(ctx, m, m.NewSequence(p.Context), prompt, params, onToken)
 	if err != nil {
 		return err
 	}
@@ -206,6 +206,16 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		DraftsProposed:         res.DraftsProposed,
 		DraftsAccepted:         res.DraftsAccepted,
 		DSA:                    m.HasDSA(),
+		Streamed:               streaming,
+		PrefillChunk:           p.PrefillChunk,
+		PrefillChunks:          res.PrefillChunks,
+		PrefillExpertsTouched:  res.PrefillExpertsTouched,
+		PrefillExpertBytes:     res.PrefillExpertBytes,
+		DecodeExpertBytes:      res.DecodeExpertBytes,
+		PlannedProcessBytes:    p.PlannedProcessBytes,
+	}
+	if peak, err := peakRSS(); err == nil {
+		r.PeakRSSBytes = peak
 	}
 	if r.TokenIDs == nil {
 		r.TokenIDs = []int{}
@@ -216,6 +226,34 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
+}
+
+// runPrompt is the prompt of f's --prompt-ids, --prompt or --chat.
+func runPrompt(f *runFlags, lm *loadedModel, vocab int) ([]int, error) {
+	var prompt []int
+	switch {
+	case f.promptIDs != "":
+		var err error
+		if prompt, err = parseIDs(f.promptIDs, vocab); err != nil {
+			return nil, err
+		}
+	case f.prompt != "":
+		prompt = lm.tokenizer.Encode(f.prompt)
+	default:
+		if lm.template == nil {
+			return nil, fmt.Errorf("%s has no chat template; use --prompt", lm.dir.Path)
+		}
+		think := f.think
+		text, err := lm.template.Render([]chat.Message{{Role: "user", Content: f.chat}}, chat.Options{AddGenerationPrompt: true, EnableThinking: &think})
+		if err != nil {
+			return nil, err
+		}
+		prompt = lm.tokenizer.Encode(text)
+	}
+	if len(prompt) == 0 {
+		return nil, errors.New("the prompt is empty")
+	}
+	return prompt, nil
 }
 
 // samplingFor turns generation_config defaults into sampling parameters:

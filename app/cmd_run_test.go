@@ -81,7 +81,7 @@ func TestRunRefusals(t *testing.T) {
 		{[]string{"--model", dir, "--prompt", "hi", "--temperature", "500"}, "temperature"},
 		{[]string{"--model", dir, "--prompt", "hi", "--memory", "1GiB"}, "does not fit"},
 		{[]string{"--model", t.TempDir(), "--prompt", "hi"}, "config.json"},
-		{[]string{"--model", dir, "--prompt-ids", idsFlag(make([]int, 40)), "--context", "16"}, "context length exceeded"},
+		{[]string{"--model", dir, "--prompt-ids", idsFlag(make([]int, 40)), "--context", "16"}, "does not fit the KV cache line"},
 	} {
 		out, err := runRunCmd(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -51,19 +51,22 @@ func resolveModelDir(flag string) (string, error) {
 }
 
 func loadModel(ctx context.Context, dir string, opts modeldir.Options) (*loadedModel, error) {
-	d, err := modeldir.OpenHeaders(dir)
+	lm, err := openModel(dir)
 	if err != nil {
 		return nil, err
 	}
-	return loadOpened(ctx, d, opts)
+	if err := lm.load(ctx, opts); err != nil {
+		return nil, err
+	}
+	return lm, nil
 }
 
-// loadOpened loads a model whose headers are open (see modeldir.OpenHeaders)
-// with its tokenizer and chat template; it closes d on error.
-func loadOpened(ctx context.Context, d *modeldir.Dir, opts modeldir.Options) (*loadedModel, error) {
-	dir := d.Path
-	if err := d.Load(ctx, opts); err != nil {
-		d.Close()
+// openModel opens every file a run of the model in dir needs before any
+// weight is read: the config, every shard's header (validated against the
+// config), the tokenizer and the chat template. Plan from lm.dir, then load.
+func openModel(dir string) (*loadedModel, error) {
+	d, err := modeldir.OpenHeaders(dir)
+	if err != nil {
 		return nil, err
 	}
 	tok, err := tokenizer.Load(filepath.Join(dir, "tokenizer.json"))
@@ -76,11 +79,20 @@ func loadOpened(ctx context.Context, d *modeldir.Dir, opts modeldir.Options) (*l
 		return nil, fmt.Errorf("tokenizer has %d ids but the model's vocabulary is %d", tok.VocabSize(), d.Config.VocabSize)
 	}
 	lm := &loadedModel{dir: d, tokenizer: tok}
-	if lm.template, err = chat.LoadTemplate(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if lm.template, err = chat.LoadTemplate(dir); err != nil && !errors.Is(err, chat.ErrNoTemplate) {
 		d.Close()
 		return nil, err
 	}
 	return lm, nil
+}
+
+// load reads the weights; it closes the model directory on error.
+func (lm *loadedModel) load(ctx context.Context, opts modeldir.Options) error {
+	if err := lm.dir.Load(ctx, opts); err != nil {
+		lm.dir.Close()
+		return err
+	}
+	return nil
 }
 
 func (lm *loadedModel) Close() error { return lm.dir.Close() }

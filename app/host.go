@@ -3,17 +3,14 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"net"
-	"path/filepath"
 	"strconv"
 	"sync"
 
 	"github.com/spoolhq/spool/engine/experts"
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/modeldir"
-	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/engine/remote"
 	"github.com/spoolhq/spool/engine/scheduler"
 	"github.com/spoolhq/spool/engine/server"
@@ -217,21 +214,24 @@ func (h *engineHost) run(ctx context.Context, cfg hostConfig) error {
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = 4
 	}
-	d, err := modeldir.OpenHeaders(cfg.ModelDir)
+	// Every file is checked and the memory planned before any weight is
+	// read.
+	lm, err := openModel(cfg.ModelDir)
 	if err != nil {
 		return err
 	}
-	p, err := hostPlan(d, cfg)
+	p, err := hostPlan(lm.dir, cfg)
 	if err != nil {
-		d.Close()
+		lm.Close()
 		return err
 	}
 
 	// The streamed tier always serves the host: its telemetry feeds the
 	// heat map, and its usage history pins the hot experts.
 	h.set(hostStatus{State: hostLoading, Detail: "loading weights", Progress: 0.2})
-	lm, err := loadOpened(ctx, d, modeldir.Options{
-		Model:   model.Options{DisableMTP: cfg.NoMTP, DisableDSA: cfg.NoDSA},
+	setMemoryLimit(p)
+	err = lm.load(ctx, modeldir.Options{
+		Model:   plannedModel(p, model.Options{DisableMTP: cfg.NoMTP, DisableDSA: cfg.NoDSA}),
 		Experts: streamedExperts(p, cfg.UsagePath),
 	})
 	if err != nil {
@@ -242,7 +242,7 @@ func (h *engineHost) run(ctx context.Context, cfg hostConfig) error {
 
 	h.set(hostStatus{State: hostLoading, Detail: "starting the server", Progress: 0.9})
 	m := lm.dir.Model
-	sched := scheduler.New(m, scheduler.Config{MaxBatch: cfg.MaxBatch, MaxQueue: cfg.MaxQueue, ContextLength: p.Context})
+	sched := scheduler.New(m, scheduler.Config{MaxBatch: cfg.MaxBatch, MaxQueue: cfg.MaxQueue, ContextLength: p.Context, PrefillChunk: p.PrefillChunk})
 	eng := server.Engine{
 		Scheduler: sched, Tokenizer: lm.tokenizer, Template: lm.template, Experts: src,
 		Extra: func() map[string]any { return map[string]any{"plan": p, "tiers": src.Stats()} },
@@ -282,32 +282,4 @@ func (h *engineHost) run(ctx context.Context, cfg hostConfig) error {
 		err = nil
 	}
 	return err
-}
-
-// hostPlan lays out the memory equation for cfg and refuses a plan that
-// does not fit.
-func hostPlan(d *modeldir.Dir, cfg hostConfig) (*plan.Plan, error) {
-	mc := d.Config
-	w, err := plan.FromContainer(d.Container, mc, d.Summary)
-	if err != nil {
-		return nil, err
-	}
-	opts, err := cfg.Memory.options()
-	if err != nil {
-		return nil, err
-	}
-	opts.Context = cfg.Context
-	if opts.Context <= 0 {
-		opts.Context = plan.DefaultContext
-	}
-	opts.Context = min(opts.Context, mc.MaxPositionEmbeddings)
-	opts.Sequences = max(cfg.MaxBatch, 1)
-	p, err := plan.New(mc, w, opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := p.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Base(cfg.ModelDir), err)
-	}
-	return p, nil
 }

@@ -38,12 +38,25 @@ func MatMul(y []float32, m *Matrix, x []float32, n int) {
 	matMul(y, m, x, n, runtime.GOMAXPROCS(0))
 }
 
+// MatMulThreads is MatMul on at most threads goroutines (the caller's
+// included): callers that already spread their work over the cores, such
+// as attention's workers, pass 1. The result does not depend on threads.
+func MatMulThreads(y []float32, m *Matrix, x []float32, n, threads int) {
+	matMul(y, m, x, n, max(threads, 1))
+}
+
 // VecMat sets y[i] = sum_r x[r] W[r,i]: x has m.Rows values and y m.Cols
 // (the transposed product, e.g. a query times a weight slice in absorbed
 // attention). Each y[i] sums the even rows and the odd rows in order, then
 // adds the two, so the result does not depend on the thread count.
 func VecMat(y []float32, m *Matrix, x []float32) {
 	vecMat(y, m, x, runtime.GOMAXPROCS(0))
+}
+
+// VecMatThreads is VecMat on at most threads goroutines; the result does
+// not depend on threads.
+func VecMatThreads(y []float32, m *Matrix, x []float32, threads int) {
+	vecMat(y, m, x, max(threads, 1))
 }
 
 // DotRows sets out[t] = Dot(a, rows[t*stride:][:len(a)]) for t < len(out):
@@ -61,6 +74,12 @@ func DotRows(out, a, rows []float32, stride int) {
 // bit-identical to DotRows(out[b*keys:][:keys], a[b*width:][:width], rows,
 // stride).
 func DotRowsMulti(out, a []float32, n int, rows []float32, stride int) {
+	DotRowsMultiThreads(out, a, n, rows, stride, runtime.GOMAXPROCS(0))
+}
+
+// DotRowsMultiThreads is DotRowsMulti on at most threads goroutines; the
+// result does not depend on threads.
+func DotRowsMultiThreads(out, a []float32, n int, rows []float32, stride, threads int) {
 	if len(out) == 0 || n <= 0 {
 		return
 	}
@@ -70,8 +89,7 @@ func DotRowsMulti(out, a []float32, n int, rows []float32, stride int) {
 	}
 	width, keys := len(a)/n, len(out)/n
 	checkStrided("DotRows", keys, width, len(rows), stride)
-	threads := runtime.GOMAXPROCS(0)
-	if parallelism(threads, 4*keys*width*(n+1)/2, keys, rowAlign) <= 1 {
+	if parallelism(max(threads, 1), 4*keys*width*(n+1)/2, keys, rowAlign) <= 1 {
 		f32DotsRange(out, a, n, width, rows, stride, keys, 0, keys)
 		return
 	}
@@ -91,6 +109,12 @@ func WeightedSum(y, coef, rows []float32, stride int) {
 // is bit for bit WeightedSum(y[b*width:][:width], coef[b*keys:][:keys],
 // rows, stride).
 func WeightedSumMulti(y, coef []float32, n int, rows []float32, stride int) {
+	WeightedSumMultiThreads(y, coef, n, rows, stride, runtime.GOMAXPROCS(0))
+}
+
+// WeightedSumMultiThreads is WeightedSumMulti on at most threads
+// goroutines; the result does not depend on threads.
+func WeightedSumMultiThreads(y, coef []float32, n int, rows []float32, stride, threads int) {
 	if len(y) == 0 || n <= 0 {
 		return
 	}
@@ -104,8 +128,7 @@ func WeightedSumMulti(y, coef []float32, n int, rows []float32, stride int) {
 	}
 	width, keys := len(y)/n, len(coef)/n
 	checkStrided("WeightedSum", keys, width, len(rows), stride)
-	threads := runtime.GOMAXPROCS(0)
-	if parallelism(threads, 4*keys*width*n, width, colAlign) <= 1 {
+	if parallelism(max(threads, 1), 4*keys*width*n, width, colAlign) <= 1 {
 		f32WSumRange(y, coef, n, rows, keys, stride, width, 0, width)
 		return
 	}
@@ -211,3 +234,8 @@ func split(total, parts, align int, fn func(lo, hi int)) {
 	fn(lo, total)
 	wg.Wait()
 }
+
+// ReadSum reads p with the widest loads this machine has and returns a
+// checksum of it: the memory-read probe that weight streaming is measured
+// against (a matrix-vector product cannot read its weights faster).
+func ReadSum(p []byte) uint64 { return readSum(p) }

@@ -61,3 +61,38 @@ func TestMultiBadArguments(t *testing.T) {
 		})
 	}
 }
+
+// TestThreadsVariantsMatchDefault requires the thread-bounded exported
+// kernels to give, for any thread count, exactly what the default ones
+// give (shapes large enough that the defaults split the work).
+func TestThreadsVariantsMatchDefault(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	const n, keys, width = 8, 2000, 576
+	rows := randVec(rng, keys*width)
+	q := randVec(rng, n*width)
+	coef := randVec(rng, n*keys)
+	wantDots := make([]float32, n*keys)
+	DotRowsMulti(wantDots, q, n, rows, width)
+	wantSum := make([]float32, n*width)
+	WeightedSumMulti(wantSum, coef, n, rows, width)
+	m := randMatrix(rng, shape{Int4Group, 512, 1024, 64})
+	x := randVec(rng, 4*m.Cols)
+	wantMM := make([]float32, 4*m.Rows)
+	MatMul(wantMM, m, x, 4)
+	wantVM := make([]float32, m.Cols)
+	VecMat(wantVM, m, x[:m.Rows])
+	for _, threads := range []int{0, 1, 3} {
+		got := make([]float32, n*keys)
+		DotRowsMultiThreads(got, q, n, rows, width, threads)
+		requireIdentical(t, fmt.Sprintf("DotRowsMultiThreads(%d)", threads), got, wantDots)
+		got = make([]float32, n*width)
+		WeightedSumMultiThreads(got, coef, n, rows, width, threads)
+		requireIdentical(t, fmt.Sprintf("WeightedSumMultiThreads(%d)", threads), got, wantSum)
+		got = make([]float32, 4*m.Rows)
+		MatMulThreads(got, m, x, 4, threads)
+		requireIdentical(t, fmt.Sprintf("MatMulThreads(%d)", threads), got, wantMM)
+		got = make([]float32, m.Cols)
+		VecMatThreads(got, m, x[:m.Rows], threads)
+		requireIdentical(t, fmt.Sprintf("VecMatThreads(%d)", threads), got, wantVM)
+	}
+}

@@ -109,6 +109,10 @@ func LoadTemplate(modelDir string) (*Template, error) {
 	return t, nil
 }
 
+// ErrNoTemplate is wrapped by LoadTemplate's error when the model ships no
+// chat template at all.
+var ErrNoTemplate = errors.New("chat: no chat template")
+
 func findTemplateSource(modelDir string, cfg map[string]json.RawMessage) (source, from string, err error) {
 	jinjaPath := filepath.Join(modelDir, "chat_template.jinja")
 	data, err := os.ReadFile(jinjaPath)
@@ -139,7 +143,7 @@ func findTemplateSource(modelDir string, cfg map[string]json.RawMessage) (source
 	cfgPath := filepath.Join(modelDir, "tokenizer_config.json")
 	raw, ok := cfg["chat_template"]
 	if !ok {
-		return "", "", fmt.Errorf("chat: no chat template in %s: none of chat_template.jinja, chat_template.json or a chat_template field in tokenizer_config.json", modelDir)
+		return "", "", fmt.Errorf("%w in %s: none of chat_template.jinja, chat_template.json or a chat_template field in tokenizer_config.json", ErrNoTemplate, modelDir)
 	}
 	src, err := templateField(raw)
 	if err != nil {

@@ -197,28 +197,39 @@ type toolSchema struct {
 // toolProperties finds the tool named name and returns its properties'
 // declared types (without "null").
 func toolProperties(tools []Tool, name string) toolSchema {
+	params, ok := toolParameters(tools, name)
+	if !ok {
+		return toolSchema{}
+	}
+	s := toolSchema{declared: true, props: map[string][]string{}}
+	props, _ := params["properties"].(map[string]any)
+	for k, p := range props {
+		s.props[k] = schemaTypes(p, params, 0)
+	}
+	return s
+}
+
+// toolParameters returns the parameters schema of the tool named name.
+func toolParameters(tools []Tool, name string) (map[string]any, bool) {
 	for _, tool := range tools {
 		fn, ok := tool["function"].(map[string]any)
 		if !ok {
 			fn = tool
 		}
-		if n, _ := fn["name"].(string); n != name {
-			continue
+		if n, _ := fn["name"].(string); n == name {
+			params, _ := fn["parameters"].(map[string]any)
+			return params, true
 		}
-		s := toolSchema{declared: true, props: map[string][]string{}}
-		params, _ := fn["parameters"].(map[string]any)
-		props, _ := params["properties"].(map[string]any)
-		for k, p := range props {
-			s.props[k] = schemaTypes(p, 0)
-		}
-		return s
 	}
-	return toolSchema{}
+	return nil, false
 }
 
-// schemaTypes collects the types a property schema allows, looking
-// through anyOf/oneOf.
-func schemaTypes(schema any, depth int) []string {
+// schemaTypes collects the types a property schema declares: its type,
+// the types of its enum and const values, and those of its anyOf, oneOf
+// and allOf members and $ref target (resolved against root, the
+// parameters schema). It agrees with grammar.CompileArguments: an
+// argument is raw text exactly when "string" is among them.
+func schemaTypes(schema any, root map[string]any, depth int) []string {
 	m, ok := schema.(map[string]any)
 	if !ok || depth > 8 {
 		return nil
@@ -234,14 +245,80 @@ func schemaTypes(schema any, depth int) []string {
 			}
 		}
 	}
-	for _, key := range []string{"anyOf", "oneOf"} {
+	if len(types) == 0 {
+		values, _ := m["enum"].([]any)
+		if c, ok := m["const"]; ok {
+			values = append(values, c)
+		}
+		for _, v := range values {
+			types = append(types, valueType(v))
+		}
+	}
+	for _, key := range []string{"anyOf", "oneOf", "allOf"} {
 		if alts, ok := m[key].([]any); ok {
 			for _, alt := range alts {
-				types = append(types, schemaTypes(alt, depth+1)...)
+				types = append(types, schemaTypes(alt, root, depth+1)...)
 			}
 		}
 	}
+	if ref, ok := m["$ref"].(string); ok {
+		types = append(types, schemaTypes(resolveRef(ref, root), root, depth+1)...)
+	}
 	return slices.DeleteFunc(types, func(t string) bool { return t == "null" })
+}
+
+// resolveRef resolves "#", "#/$defs/NAME" and "#/definitions/NAME".
+func resolveRef(ref string, root map[string]any) any {
+	if ref == "#" {
+		return root
+	}
+	for _, prefix := range []string{"#/$defs/", "#/definitions/"} {
+		if name, ok := strings.CutPrefix(ref, prefix); ok {
+			defs, _ := root[strings.Trim(prefix[1:], "/")].(map[string]any)
+			return defs[strings.NewReplacer("~1", "/", "~0", "~").Replace(name)]
+		}
+	}
+	return nil
+}
+
+// valueType is the JSON Schema type of a decoded JSON value.
+func valueType(v any) string {
+	switch v.(type) {
+	case string:
+		return "string"
+	case float64, json.Number:
+		return "number"
+	case bool:
+		return "boolean"
+	case map[string]any:
+		return "object"
+	case []any:
+		return "array"
+	}
+	return "null"
+}
+
+// MissingArguments lists the required parameters of the called tool that
+// a parsed call lacks (none for an undeclared tool).
+func MissingArguments(c ParsedCall, tools []Tool) []string {
+	params, ok := toolParameters(tools, c.Name)
+	if !ok {
+		return nil
+	}
+	required, _ := params["required"].([]any)
+	var args map[string]json.RawMessage
+	if json.Unmarshal([]byte(c.Arguments), &args) != nil {
+		args = nil
+	}
+	var missing []string
+	for _, r := range required {
+		if k, ok := r.(string); ok {
+			if _, has := args[k]; !has {
+				missing = append(missing, k)
+			}
+		}
+	}
+	return missing
 }
 
 // coerceValue returns the JSON for one argument value given the

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -259,4 +260,35 @@ func FuzzParseToolCalls(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestArgumentTypes: enum and const values, allOf members and $ref targets
+// decide whether an argument is raw text, as grammar.CompileArguments does.
+func TestArgumentTypes(t *testing.T) {
+	var tools []Tool
+	src := `[{"type":"function","function":{"name":"f","parameters":{"type":"object",
+		"properties":{"u":{"enum":["1","2"]},"n":{"const":3},"r":{"$ref":"#/$defs/s"},"a":{"allOf":[{"type":"string"}]},"d":{"$ref":"#/definitions/n"}},
+		"required":["u","n"],
+		"$defs":{"s":{"type":"string"}},"definitions":{"n":{"type":"integer"}}}}}]`
+	if err := json.Unmarshal([]byte(src), &tools); err != nil {
+		t.Fatal(err)
+	}
+	markup := "<tool_call>f<arg_key>u</arg_key><arg_value>1</arg_value><arg_key>n</arg_key><arg_value>3</arg_value>" +
+		"<arg_key>r</arg_key><arg_value>7</arg_value><arg_key>a</arg_key><arg_value>8</arg_value><arg_key>d</arg_key><arg_value>9</arg_value></tool_call>"
+	_, calls, err := ParseToolCalls(markup, tools)
+	if err != nil || len(calls) != 1 {
+		t.Fatalf("%v %v", calls, err)
+	}
+	if want := `{"u":"1","n":3,"r":"7","a":"8","d":9}`; calls[0].Arguments != want {
+		t.Errorf("arguments %s, want %s", calls[0].Arguments, want)
+	}
+	if m := MissingArguments(calls[0], tools); len(m) != 0 {
+		t.Errorf("missing %v", m)
+	}
+	if m := MissingArguments(ParsedCall{Name: "f", Arguments: `{"n":1}`}, tools); !slices.Equal(m, []string{"u"}) {
+		t.Errorf("missing %v, want [u]", m)
+	}
+	if m := MissingArguments(ParsedCall{Name: "g", Arguments: `{}`}, tools); m != nil {
+		t.Errorf("undeclared tool: missing %v", m)
+	}
 }

@@ -425,11 +425,7 @@ func indexerSchedule(r *rawConfig) ([]IndexerType, error) {
 		if freq < 1 {
 			return nil, fmt.Errorf("index_topk_freq = %d must be at least 1", freq)
 		}
-		for i := range out {
-			if max(i-offset+1, 0)%freq != 0 {
-				out[i] = IndexerShared
-			}
-		}
+		out = DerivedIndexerTypes(n, freq, offset)
 	}
 	if n > 0 && out[0] != IndexerFull {
 		return nil, errors.New("layer 0 must have a full indexer (indexer_types[0] is shared)")

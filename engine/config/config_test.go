@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -181,4 +182,63 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("schedules of %d/%d entries for %d layers", len(c.SparseLayer), len(c.IndexerTypes), c.NumLayers)
 		}
 	})
+}
+
+// TestEncodeRoundTrip requires Encode to write a config.json that Parse
+// reads back to the same Config, for both schedule shapes.
+func TestEncodeRoundTrip(t *testing.T) {
+	for _, model := range []string{"glm52-tiny", "glm52-mini", "glm52-real"} {
+		t.Run(model, func(t *testing.T) {
+			raw, err := os.ReadFile(filepath.Join(fixtures.Path(t, model), "config.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := Parse(raw, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, schedule := range []string{"as loaded", "interleaved MLP"} {
+				if schedule == "interleaved MLP" && want.NumLayers > 2 {
+					want.SparseLayer[2] = false // no longer first-k-dense
+				}
+				enc, err := want.Encode()
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := Parse(enc, nil)
+				if err != nil {
+					t.Fatalf("%s: parsing the encoded config: %v\n%s", schedule, err, enc)
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("%s: round trip differs:\n got %+v\nwant %+v", schedule, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestEncodeWritesEveryField keeps the writer's schema the reader's: every
+// config.json field Parse reads is one Encode writes, but for the
+// alternatives Encode expresses another way (explicit indexer_types
+// instead of a pattern or its derivation, no rope_scaling).
+func TestEncodeWritesEveryField(t *testing.T) {
+	tags := func(v any) map[string]bool {
+		out := map[string]bool{}
+		rt := reflect.TypeOf(v)
+		for i := range rt.NumField() {
+			name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+			out[name] = true
+		}
+		return out
+	}
+	written := tags(encodedConfig{})
+	for name := range tags(rawConfig{}) {
+		switch name {
+		case "rope_scaling", "index_topk_pattern", "index_topk_freq", "index_skip_topk_offset":
+			continue
+		}
+		if !written[name] {
+			t.Errorf("Parse reads %q but Encode does not write it", name)
+		}
+	}
 }

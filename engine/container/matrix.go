@@ -129,21 +129,29 @@ func (c *Container) ReadMatrix(info MatrixInfo) (*kernels.Matrix, error) {
 		}
 		return m, nil
 	}
-	raw := make([]byte, info.Weight.Size)
+	return c.ReadMatrixInto(info, func(n int) []byte { return make([]byte, n) })
+}
+
+// ReadMatrixInto reads the bytes of a resolved matrix into memory from
+// alloc (called for the weights, then the scales), for example an arena
+// outside the Go heap. F32 weights and scales alias that memory when it is
+// 4-byte aligned; other float formats are decoded into new memory.
+func (c *Container) ReadMatrixInto(info MatrixInfo, alloc func(n int) []byte) (*kernels.Matrix, error) {
+	raw := alloc(int(info.Weight.Size))
 	if err := c.ReadExtent(info.Weight.extent(), raw); err != nil {
 		return nil, fmt.Errorf("tensor %q: %w", info.Name, err)
 	}
 	m := &kernels.Matrix{Format: info.Format, Rows: info.Rows, Cols: info.Cols, GroupSize: info.GroupSize}
 	if info.Format == kernels.F32 {
-		m.F32 = decodeFloats(info.Weight.DType, raw)
+		m.F32 = floatView(info.Weight.DType, raw)
 		return m, nil
 	}
 	m.Data = raw
-	sraw := make([]byte, info.Scales.Size)
+	sraw := alloc(int(info.Scales.Size))
 	if err := c.ReadExtent(info.Scales.extent(), sraw); err != nil {
 		return nil, fmt.Errorf("tensor %q: %w", info.Scales.Name, err)
 	}
-	m.Scales = decodeFloats("F32", sraw)
+	m.Scales = floatView("F32", sraw)
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("container: tensor %q: %w", info.Name, err)
 	}

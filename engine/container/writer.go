@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"sort"
@@ -34,6 +35,7 @@ type Writer struct {
 	tmp     string
 	f       *os.File
 	bw      *bufio.Writer
+	hdr     int64 // bytes before the data section
 	total   int64
 	written int64
 	err     error
@@ -51,7 +53,7 @@ func NewWriter(path string, tensors []TensorSpec, metadata map[string]string) (*
 	if err != nil {
 		return nil, fmt.Errorf("container: %w", err)
 	}
-	w := &Writer{path: path, tmp: tmp, f: f, bw: bufio.NewWriterSize(f, 1<<20), total: total}
+	w := &Writer{path: path, tmp: tmp, f: f, bw: bufio.NewWriterSize(f, 1<<20), hdr: 8 + int64(len(hdr)), total: total}
 	var lenBuf [8]byte
 	binary.LittleEndian.PutUint64(lenBuf[:], uint64(len(hdr)))
 	if _, err := w.bw.Write(lenBuf[:]); err != nil {
@@ -160,8 +162,35 @@ func (w *Writer) Write(p []byte) (int, error) {
 	return n, w.err
 }
 
+// Hole advances past the next n payload bytes without writing them: the
+// file system leaves a hole that reads as zeros and takes no disk space
+// (a skeleton whose headers are true and whose payloads are empty).
+func (w *Writer) Hole(n int64) error {
+	if w.err != nil {
+		return w.err
+	}
+	if n < 0 || n > w.total-w.written {
+		w.err = fmt.Errorf("container: writing %s: a hole of %d bytes at %d of the %d byte data section", w.path, n, w.written, w.total)
+		return w.err
+	}
+	if err := w.bw.Flush(); err != nil {
+		w.err = fmt.Errorf("container: writing %s: %w", w.path, err)
+		return w.err
+	}
+	if _, err := w.f.Seek(n, io.SeekCurrent); err != nil {
+		w.err = fmt.Errorf("container: writing %s: %w", w.path, err)
+		return w.err
+	}
+	w.written += n
+	return nil
+}
+
+// Size is the size of the complete file.
+func (w *Writer) Size() int64 { return w.hdr + w.total }
+
 // Close finishes the file: exactly the declared bytes must have been
-// written. On any failure the partial file is removed.
+// written (or skipped as holes). On any failure the partial file is
+// removed.
 func (w *Writer) Close() error {
 	if w.f == nil {
 		return errors.New("container: writer already closed")
@@ -172,6 +201,9 @@ func (w *Writer) Close() error {
 	}
 	if err == nil {
 		err = w.bw.Flush()
+	}
+	if err == nil {
+		err = w.f.Truncate(w.Size()) // a hole at the end has no bytes yet
 	}
 	if err == nil {
 		err = w.f.Sync()

@@ -114,3 +114,64 @@ func TestWriterRefusals(t *testing.T) {
 		t.Errorf("WriteFile with a short payload: %v", err)
 	}
 }
+
+// TestWriterHoles writes payloads as holes, between and after written
+// ones: the file has its full size, the holes read as zeros, and a hole
+// past the data section is refused.
+func TestWriterHoles(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "h.safetensors")
+	specs := []TensorSpec{{"a", "U8", []int64{3}}, {"b", "U8", []int64{1 << 20}}, {"c", "F32", []int64{2}}, {"d", "U8", []int64{4096}}}
+	w, err := NewWriter(path, specs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write([]byte{7, 8, 9}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Hole(1 << 20); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(f32Bytes(1.5, -2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Hole(4096); err != nil {
+		t.Fatal(err)
+	}
+	size := w.Size()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() != size {
+		t.Errorf("file is %d bytes, Size said %d", st.Size(), size)
+	}
+	c, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for name, want := range map[string][]byte{"a": {7, 8, 9}, "b": make([]byte, 1<<20), "c": f32Bytes(1.5, -2), "d": make([]byte, 4096)} {
+		got, err := c.ReadTensor(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("tensor %s reads back wrong (%d bytes)", name, len(got))
+		}
+	}
+
+	w, err = NewWriter(filepath.Join(dir, "past.safetensors"), specs[:1], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Hole(4); err == nil || !strings.Contains(err.Error(), "hole of 4 bytes") {
+		t.Errorf("a hole past the end: %v", err)
+	}
+	if err := w.Close(); err == nil {
+		t.Error("Close after a refused hole succeeded")
+	}
+}

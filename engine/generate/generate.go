@@ -1,60 +1,41 @@
-// Package generate owns the decode loop: prefill of the prompt, sampling,
-// stop tokens, token limits and context limits, and the timing of each
-// phase. It drives a model.Model over one kvcache.Sequence; it does not
-// render prompts or detokenize.
 package generate
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/spoolhq/spool/engine/kvcache"
 	"github.com/spoolhq/spool/engine/model"
 )
 
-// Finish reasons.
-const (
-	FinishStop   = "stop"   // a stop token was sampled
-	FinishLength = "length" // MaxTokens reached, or the context is full
-)
-
-// PrefillChunk bounds how many prompt tokens one forward takes.
-const PrefillChunk = 512
-
-// Params controls one generation.
-type Params struct {
-	// MaxTokens is the most tokens to generate (must be positive).
-	MaxTokens int
-	Sampling
-	// StopTokens end generation when sampled; the stop token is reported in
-	// Result.StopToken and not counted as output. Nil means never stop early.
-	StopTokens []int
-	// Speculative drafts tokens with the model's MTP layer (when it has one)
-	// and verifies them in the same forward. The tokens are exactly those of
-	// the plain path: each position is sampled from the main model's logits
-	// with the same random stream, and a draft only saves the forward that
-	// would have produced the same token.
-	Speculative bool
-}
-
-// Result describes a finished generation.
+// Result describes a generation.
 type Result struct {
 	Tokens       []int
-	StopToken    int // -1 unless FinishReason is FinishStop
+	StopToken    int // -1 unless a stop token ended generation
 	FinishReason string
 	PromptTokens int
 	// CachedTokens is how many prompt tokens were already in the sequence.
 	CachedTokens int
-	PrefillTime  time.Duration
-	DecodeTime   time.Duration
+	PrefillTime  time.Duration // start to the first token
+	DecodeTime   time.Duration // first token to the end
 	// DecodeTokens counts tokens forwarded after the prefill.
 	DecodeTokens int
 	// DraftsProposed and DraftsAccepted count MTP speculation.
 	DraftsProposed int
 	DraftsAccepted int
+
+	// PrefillChunks counts the prompt chunks forwarded.
+	PrefillChunks int
+	// PrefillExpertsTouched counts the distinct (layer, expert) pairs the
+	// prefill's forwards acquired, the MTP layer's included.
+	PrefillExpertsTouched int
+	// PrefillExpertBytes and DecodeExpertBytes are the routed-expert bytes
+	// read from storage by the forwards that carried this generation's
+	// prompt chunks and its decode rows (shared forwards count in full for
+	// each of their sequences).
+	PrefillExpertBytes int64
+	DecodeExpertBytes  int64
 }
 
 // DecodeTokensPerSecond is the decode throughput: tokens generated after
@@ -68,128 +49,38 @@ func (r *Result) DecodeTokensPerSecond() float64 {
 
 // Generate continues seq with prompt and samples up to p.MaxTokens tokens,
 // calling onToken (may be nil) for each one; an error from onToken stops
-// generation and is returned. Tokens of prompt already cached in seq (a
-// common prefix) are reused; the rest of seq is trimmed.
+// generation and is returned with the result so far. It drives one Decoder
+// alone in a runner of its own, speculating when p.Speculative.
 func Generate(ctx context.Context, m *model.Model, seq *kvcache.Sequence, prompt []int, p Params, onToken func(id int) error) (*Result, error) {
-	if len(prompt) == 0 {
-		return nil, errors.New("generate: empty prompt")
+	var emit func(Token) error
+	if onToken != nil {
+		emit = func(t Token) error { return onToken(t.ID) }
 	}
-	if p.MaxTokens <= 0 {
-		return nil, fmt.Errorf("generate: max tokens %d must be positive", p.MaxTokens)
-	}
-	if err := p.Sampling.Validate(); err != nil {
-		return nil, fmt.Errorf("generate: %w", err)
-	}
-	if len(prompt) > seq.Limit() {
-		return nil, &kvcache.ContextError{Have: 0, Add: len(prompt), Limit: seq.Limit()}
-	}
-	res := &Result{StopToken: -1, PromptTokens: len(prompt)}
-
-	// Reuse the longest cached prefix, but always forward at least one
-	// token so there are logits to sample from.
-	common := 0
-	for common < seq.Len() && common < len(prompt)-1 && seq.Tokens()[common] == prompt[common] {
-		common++
-	}
-	seq.Trim(common)
-	res.CachedTokens = common
-
-	g := &run{ctx: ctx, m: m, seq: seq, p: p, res: res, onToken: onToken, sampler: NewSampler(p.Sampling), keep: len(prompt)}
-	start := time.Now()
-	var logits []float32
-	var hidden [][]float32
-	for i := common; i < len(prompt); i += PrefillChunk {
-		chunk := prompt[i:min(i+PrefillChunk, len(prompt))]
-		out, err := m.Forward(ctx, []model.Request{{Seq: seq, Tokens: chunk}}, nil)
-		if err != nil {
-			return nil, fmt.Errorf("generate: prefill: %w", err)
-		}
-		logits = out[0].Logits[0]
-		if p.Speculative && m.HasMTP() {
-			hidden = append(hidden, out[0].Hidden...)
-		}
-	}
-	res.PrefillTime = time.Since(start)
-
-	decodeStart := time.Now()
-	var err error
-	if p.Speculative && m.HasMTP() {
-		seq.TrimMTP(0)
-		err = g.speculative(logits, common, hidden)
-	} else {
-		err = g.plain(logits)
-	}
-	if res.DecodeTokens > 0 {
-		res.DecodeTime = time.Since(decodeStart)
-	}
-	// Leave the cache as the plain path does: every emitted token but the
-	// last is cached (the last too when a stop token ended generation).
-	seq.Trim(g.keep)
-	return res, err
-}
-
-// run is the state of one generation.
-type run struct {
-	ctx     context.Context
-	m       *model.Model
-	seq     *kvcache.Sequence
-	p       Params
-	res     *Result
-	onToken func(int) error
-	sampler *Sampler
-	keep    int // tokens the cache keeps when generation ends
-
-	// Logits and hidden states of the last forward's rows.
-	last       [][]float32
-	lastHidden [][]float32
-}
-
-// emit records a sampled token; done reports that generation has ended.
-func (g *run) emit(tok int) (done bool, err error) {
-	if slices.Contains(g.p.StopTokens, tok) {
-		g.res.StopToken = tok
-		g.res.FinishReason = FinishStop
-		return true, nil
-	}
-	g.res.Tokens = append(g.res.Tokens, tok)
-	if len(g.res.Tokens) > 1 {
-		g.keep++
-	}
-	if g.onToken != nil {
-		if err := g.onToken(tok); err != nil {
-			return true, err
-		}
-	}
-	if len(g.res.Tokens) >= g.p.MaxTokens || g.keep >= g.seq.Limit() {
-		g.res.FinishReason = FinishLength
-		return true, nil
-	}
-	return false, nil
-}
-
-// plain samples one token per forward.
-func (g *run) plain(logits []float32) error {
-	for {
-		tok := g.sampler.Sample(logits)
-		if done, err := g.emit(tok); done {
-			g.keepStop()
-			return err
-		}
-		if err := g.step([]int{tok}); err != nil {
-			return err
-		}
-		logits = g.last[0]
-	}
-}
-
-// step forwards tokens at the end of the cache and keeps their logits and
-// hidden states.
-func (g *run) step(tokens []int) error {
-	out, err := g.m.Forward(g.ctx, []model.Request{{Seq: g.seq, Tokens: tokens, AllLogits: true}}, nil)
+	r := m.NewRunner()
+	d, err := NewDecoder(r, seq, prompt, p, emit)
 	if err != nil {
-		return fmt.Errorf("generate: decode: %w", err)
+		return nil, err
 	}
-	g.last, g.lastHidden = out[0].Logits, out[0].Hidden
-	g.res.DecodeTokens += len(tokens)
-	return nil
+	for !d.Done() {
+		phase := "decode"
+		if d.Prefilling() {
+			phase = "prefill"
+		}
+		req, err := d.Next(ctx, p.Speculative)
+		if err != nil {
+			d.Finish()
+			return d.Result(), err
+		}
+		outs, cost, err := Forward(ctx, r, []model.Request{req})
+		if err != nil {
+			d.Finish()
+			return d.Result(), fmt.Errorf("generate: %s: %w", phase, err)
+		}
+		if err := d.Consume(ctx, outs[0], cost); err != nil {
+			d.Finish()
+			return d.Result(), err
+		}
+	}
+	d.Finish()
+	return d.Result(), nil
 }

@@ -11,6 +11,7 @@ type frame struct {
 	ws    uint8 // length of the current whitespace run
 	esc   uint8 // string lexer: escape state (escDead: free key impossible)
 	u8    uint8 // string lexer: UTF-8 continuation bytes still due, and their class
+	val   int64 // bounded integer: the value so far (negative after '-' and a digit)
 }
 
 const rootNode = -1
@@ -110,10 +111,40 @@ func (s *state) thread(i int) []frame {
 
 // initial returns the state before any output.
 func (g *Grammar) initial() state {
+	if g.raw {
+		return g.initialRaw()
+	}
 	return state{
 		frames: []frame{{node: rootNode, aux: g.root}},
 		ends:   []int32{1},
 	}
+}
+
+// initialRaw starts a raw value: it has no opening byte, so each
+// alternative is a thread from the start, its root already past the value.
+func (g *Grammar) initialRaw() state {
+	var s state
+	var add func(n int32)
+	add = func(n int32) {
+		nd := &g.nodes[n]
+		if nd.kind == kindUnion {
+			for _, a := range nd.alts {
+				add(a)
+			}
+			return
+		}
+		f := frame{node: n}
+		if nd.kind == kindLiteral {
+			f.aux = nd.lit
+		}
+		s.frames = append(s.frames, frame{node: rootNode, phase: rootAfter}, f)
+		s.ends = append(s.ends, int32(len(s.frames)))
+	}
+	add(g.root)
+	if len(s.ends) > 1 {
+		s.dedupe()
+	}
+	return s
 }
 
 // advance feeds byte b to every thread of src and writes the survivors to
@@ -229,6 +260,11 @@ func (g *Grammar) start(dst *state, s int, n int32, b byte, snap *[]frame) {
 		default:
 			f.phase = numInt
 			f.count = 1
+			f.val = int64(b - '0')
+		}
+		if nd.bounded && !nd.reachable(&f) {
+			dst.frames = dst.frames[:s]
+			return
 		}
 	case kindLiteral:
 		f.aux = g.litChild(nd.lit, b)
@@ -293,6 +329,10 @@ func space(f *frame, b byte) int {
 // step feeds b to frame f.
 func (g *Grammar) step(f *frame, b byte) (int, int32) {
 	if f.node == rootNode {
+		if g.raw {
+			// Nothing surrounds a raw value.
+			return resReject, 0
+		}
 		if isWS(b) {
 			return space(f, b), 0
 		}
@@ -309,6 +349,9 @@ func (g *Grammar) step(f *frame, b byte) (int, int32) {
 	case kindArray:
 		return stepArray(f, n, b)
 	case kindString:
+		if n.raw {
+			return rawByte(f, n, b), 0
+		}
 		return stepString(f, n, b), 0
 	case kindNumber, kindInteger:
 		return stepNumber(f, n, b), 0
@@ -472,173 +515,6 @@ func stepArray(f *frame, n *node, b byte) (int, int32) {
 	return resReject, 0
 }
 
-func stepString(f *frame, n *node, b byte) int {
-	if b == '"' && f.esc == escNone && f.u8 == 0 {
-		if f.count >= n.minLen {
-			return resPop
-		}
-		return resReject
-	}
-	return stringByte(f, b, n.maxLen)
-}
-
-// stringByte feeds a byte of string content (not the closing quote) to the
-// lexer in f, counting characters in f.count up to maxLen (-1: no limit).
-func stringByte(f *frame, b byte, maxLen int32) int {
-	if f.u8 != 0 {
-		lo, hi := byte(0x80), byte(0xbf)
-		switch f.u8 >> 2 {
-		case u8E0:
-			lo = 0xa0
-		case u8ED:
-			hi = 0x9f
-		case u8F0:
-			lo = 0x90
-		case u8F4:
-			hi = 0x8f
-		}
-		if b < lo || b > hi {
-			return resReject
-		}
-		f.u8 = (f.u8 & 3) - 1 // later continuation bytes are of class u8Any
-		return resStay
-	}
-	switch f.esc {
-	case escNone:
-	case escSlash:
-		switch b {
-		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			f.esc = escNone
-		case 'u':
-			f.esc = escU1
-		default:
-			return resReject
-		}
-		return resStay
-	case escU1, escU2, escU2D, escU3, escU4:
-		if !isHex(b) {
-			return resReject
-		}
-		switch f.esc {
-		case escU1:
-			f.esc = escU2
-			if b == 'd' || b == 'D' {
-				f.esc = escU2D
-			}
-		case escU2D:
-			if b > '7' {
-				return resReject // D800..DFFF: surrogates
-			}
-			f.esc = escU3
-		case escU2:
-			f.esc = escU3
-		case escU3:
-			f.esc = escU4
-		default:
-			f.esc = escNone
-		}
-		return resStay
-	default:
-		return resReject
-	}
-	// A new character.
-	if b < 0x20 || b == '"' || (maxLen >= 0 && f.count >= maxLen) {
-		return resReject
-	}
-	switch {
-	case b == '\\':
-		f.esc = escSlash
-	case b < 0x80:
-	case b >= 0xc2 && b <= 0xdf:
-		f.u8 = 1
-	case b == 0xe0:
-		f.u8 = 2 | u8E0<<2
-	case b == 0xed:
-		f.u8 = 2 | u8ED<<2
-	case b >= 0xe1 && b <= 0xef:
-		f.u8 = 2
-	case b == 0xf0:
-		f.u8 = 3 | u8F0<<2
-	case b >= 0xf1 && b <= 0xf3:
-		f.u8 = 3
-	case b == 0xf4:
-		f.u8 = 3 | u8F4<<2
-	default:
-		return resReject
-	}
-	f.count++
-	return resStay
-}
-
-func isHex(b byte) bool {
-	return b >= '0' && b <= '9' || b >= 'a' && b <= 'f' || b >= 'A' && b <= 'F'
-}
-
-func stepNumber(f *frame, n *node, b byte) int {
-	digit := b >= '0' && b <= '9'
-	frac := n.kind == kindNumber
-	switch f.phase {
-	case numSign:
-		if b == '0' {
-			f.phase = numZero
-			return resStay
-		}
-		if digit {
-			f.phase, f.count = numInt, 1
-			return resStay
-		}
-		return resReject
-	case numDot:
-		if digit {
-			f.phase, f.count = numFrac, 1
-			return resStay
-		}
-		return resReject
-	case numE:
-		if b == '+' || b == '-' {
-			f.phase = numESign
-			return resStay
-		}
-		if digit {
-			f.phase, f.count = numExp, 1
-			return resStay
-		}
-		return resReject
-	case numESign:
-		if digit {
-			f.phase, f.count = numExp, 1
-			return resStay
-		}
-		return resReject
-	case numInt:
-		if digit && f.count < maxIntDigits {
-			f.count++
-			return resStay
-		}
-	case numFrac:
-		if digit && f.count < maxFracDigits {
-			f.count++
-			return resStay
-		}
-	case numExp:
-		if digit && f.count < maxExpDigits {
-			f.count++
-			return resStay
-		}
-		return resPopFeed
-	}
-	// numZero, numInt, numFrac: a fraction or exponent may follow.
-	if frac && b == '.' && f.phase != numFrac {
-		f.phase = numDot
-		return resStay
-	}
-	if frac && (b == 'e' || b == 'E') {
-		f.phase = numE
-		return resStay
-	}
-	return resPopFeed
-}
-
 // canEnd reports whether a thread holds a complete value: the output may
 // stop here.
 func (g *Grammar) canEnd(t []frame) bool {
@@ -653,8 +529,15 @@ func (g *Grammar) canEnd(t []frame) bool {
 			if f.phase != numZero && f.phase != numInt && f.phase != numFrac && f.phase != numExp {
 				return false
 			}
+			if n.bounded && !n.inBounds(f.val) {
+				return false
+			}
 		case kindLiteral:
 			if g.lits[f.aux].term < 0 {
+				return false
+			}
+		case kindString:
+			if !n.raw || f.count < n.minLen || f.u8 != 0 {
 				return false
 			}
 		default:

@@ -76,3 +76,38 @@ func checkInput(t *testing.T, g *Grammar, v *Vocab, input []byte) ([]byte, bool)
 	}
 	return out, m.Done()
 }
+
+// FuzzCompileArguments: no parameters schema makes the compiler panic, and
+// each argument's matcher accepts a byte exactly when its mask allows it;
+// what a JSON argument accepts stays a JSON prefix, what a raw one accepts
+// holds no '<'.
+func FuzzCompileArguments(f *testing.F) {
+	f.Add([]byte(weatherParams), []byte("Paris"))
+	f.Add([]byte(`{"properties":{"u":{"enum":["c","f",1]}}}`), []byte("c"))
+	v := byteVocab(f)
+	mask := make([]uint64, v.MaskWords())
+	f.Fuzz(func(t *testing.T, schema, input []byte) {
+		args, err := CompileArguments(schema)
+		if err != nil {
+			return
+		}
+		for _, a := range args.Props {
+			m := a.Value.NewMatcher(v)
+			var out []byte
+			for _, b := range input {
+				m.Allowed(mask)
+				err := m.Accept(int(b))
+				if (err == nil) != has(mask, int(b)) {
+					t.Fatalf("%s after %q: byte %q: mask %v, Accept %v", a.Name, out, b, has(mask, int(b)), err)
+				}
+				if err != nil {
+					continue
+				}
+				out = append(out, b)
+				if a.Raw && bytes.IndexByte(out, '<') >= 0 || !a.Raw && !validPrefix(out) {
+					t.Fatalf("%s (raw %v): %q accepted", a.Name, a.Raw, out)
+				}
+			}
+		}
+	})
+}

@@ -1,6 +1,8 @@
 // Package grammar owns constrained decoding for structured output: it
 // compiles OpenAI response_format modes (json_object, and json_schema for a
-// documented subset of JSON Schema) into a grammar, and for each request a
+// documented subset of JSON Schema) into a grammar, and tool parameters
+// schemas into one grammar per argument (CompileArguments: string
+// arguments as the raw text of call markup), and for each request a
 // Matcher tells which token ids may come next so that the model's output is
 // always a prefix of a valid value, and whether the output is complete (the
 // only point where an end-of-sequence token is allowed).
@@ -97,9 +99,13 @@ type node struct {
 
 	// string
 	minLen, maxLen int32 // in characters; maxLen -1: unbounded
+	raw            bool  // raw text: no quotes and no escapes (see CompileArguments)
 
 	// number, integer
 	noMinus bool
+	// integer: minimum and maximum, inclusive (bounded: enforced)
+	bounded         bool
+	lowest, highest int64
 
 	// literal (enum, const, true/false/null)
 	lit int32 // trie of the values' JSON texts
@@ -127,6 +133,9 @@ type Grammar struct {
 	lits      []litNode
 	root      int32
 	keyString int32 // unbounded string: free object keys
+	// raw: the output is one raw string value (see CompileArguments): no
+	// whitespace around it, and it ends wherever the value may end.
+	raw bool
 }
 
 // builder adds nodes to a grammar under construction.
@@ -388,7 +397,11 @@ func (g *Grammar) firstSet(i int32, done []bool) byteSet {
 	case kindArray:
 		s.add('[')
 	case kindString:
-		s.add('"')
+		if n.raw {
+			s = rawFirst()
+		} else {
+			s.add('"')
+		}
 	case kindNumber, kindInteger:
 		s.addRange('0', '9')
 		if !n.noMinus {

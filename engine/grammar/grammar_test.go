@@ -34,6 +34,18 @@ var schemaCases = []struct {
 		},
 	},
 	{
+		name:    "bounded integer",
+		schema:  `{"type":"integer","minimum":1,"maximum":16}`,
+		valid:   []string{`1`, `16`, `9`, ` 12`},
+		invalid: []string{`0`, `17`, `-1`, `100`, `01`, `1.0`, `160`},
+	},
+	{
+		name:    "exclusive integer bounds",
+		schema:  `{"type":"object","properties":{"n":{"type":"integer","exclusiveMinimum":-3,"exclusiveMaximum":2.5}},"required":["n"]}`,
+		valid:   []string{`{"n":-2}`, `{"n":0}`, `{"n":2}`, `{"n":-0}`},
+		invalid: []string{`{"n":-3}`, `{"n":3}`, `{"n":-10}`, `{"n":20}`},
+	},
+	{
 		name:   "person",
 		schema: personSchema,
 		valid:  []string{`{"name":"Ann","ok":true}`, `{ "name": "", "ok": false }`, `{"name":"12345678901234567890","ok":true}`},

@@ -77,6 +77,11 @@ func (m *Matcher) Allowed(mask []uint64) {
 	}
 	if budget >= 0 {
 		copy(mask, m.v.plain[min(budget, len(m.v.plain)-1)])
+		if m.g.raw {
+			for i := range mask {
+				mask[i] &^= m.v.angle[i]
+			}
+		}
 	} else {
 		clear(mask)
 	}
@@ -187,3 +192,6 @@ func (m *Matcher) AcceptBytes(b []byte) error {
 	}
 	return nil
 }
+
+// Vocab is the vocabulary the matcher masks.
+func (m *Matcher) Vocab() *Vocab { return m.v }

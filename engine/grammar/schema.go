@@ -47,9 +47,10 @@ func isTypeName(s string) bool {
 // prefixItems, minItems, maxItems, enum, const, anyOf and oneOf (as
 // alternatives: oneOf's exclusivity is not enforced), allOf with one
 // member, $ref to "#", "#/$defs/..." or "#/definitions/..." (recursion
-// allowed), minLength, maxLength. Ignored: format, minimum, maximum,
-// exclusiveMinimum, exclusiveMaximum (except that a lower bound >= 0 forbids
-// a minus sign), and the annotations title, description, default, examples,
+// allowed), minLength, maxLength, and minimum, maximum, exclusiveMinimum
+// and exclusiveMaximum of integers. Ignored: format, the bounds of numbers
+// that are not integers (except that a lower bound >= 0 forbids a minus
+// sign), and the annotations title, description, default, examples,
 // $comment, deprecated, readOnly, writeOnly, $schema. Any other keyword is
 // refused with an error naming it and its location.
 func CompileJSONSchema(schema []byte) (*Grammar, error) {
@@ -329,6 +330,7 @@ func (c *compiler) typed(v *jvalue, path, typ string, key memoKey) (int32, error
 		if typ == "integer" {
 			n.kind = kindInteger
 		}
+		n.lowest, n.highest = -maxIntValue, maxIntValue
 		for _, kw := range []string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} {
 			b := v.get(kw)
 			if b == nil {
@@ -337,9 +339,31 @@ func (c *compiler) typed(v *jvalue, path, typ string, key memoKey) (int32, error
 			if b.kind != 'n' {
 				return 0, errAt(path+"/"+kw, "%s must be a number", kw)
 			}
-			if x, err := strconv.ParseFloat(b.str, 64); err == nil && x >= 0 && (kw == "minimum" || kw == "exclusiveMinimum") {
+			x, err := strconv.ParseFloat(b.str, 64)
+			if err != nil {
+				return 0, errAt(path+"/"+kw, "%s %s is out of range", kw, b.str)
+			}
+			if x >= 0 && (kw == "minimum" || kw == "exclusiveMinimum") {
 				n.noMinus = true
 			}
+			if typ != "integer" {
+				continue
+			}
+			// Integer bounds are enforced: the tightest integer bound.
+			n.bounded = true
+			switch kw {
+			case "minimum":
+				n.lowest = max(n.lowest, clampInt(math.Ceil(x)))
+			case "exclusiveMinimum":
+				n.lowest = max(n.lowest, clampInt(math.Floor(x)+1))
+			case "maximum":
+				n.highest = min(n.highest, clampInt(math.Floor(x)))
+			case "exclusiveMaximum":
+				n.highest = min(n.highest, clampInt(math.Ceil(x)-1))
+			}
+		}
+		if n.bounded && n.lowest > n.highest {
+			return 0, errAt(path, "no integer lies within minimum/maximum")
 		}
 		return c.b.add(n), nil
 	case "string":
@@ -362,6 +386,14 @@ func (c *compiler) typed(v *jvalue, path, typ string, key memoKey) (int32, error
 		return c.array(v, path, key)
 	}
 	return c.object(v, path, key)
+}
+
+// maxIntValue is the largest magnitude of an integer of maxIntDigits digits.
+const maxIntValue = 1e16 - 1
+
+// clampInt converts a bound to an int64 within +-maxIntValue.
+func clampInt(x float64) int64 {
+	return int64(max(-maxIntValue, min(maxIntValue, x)))
 }
 
 // count reads a non-negative integer keyword (def when absent).

@@ -26,7 +26,10 @@ type Vocab struct {
 	rest      trie
 	// plain[k] is the bitset of tokens that are plain string content (valid
 	// UTF-8, no quote, backslash or control byte) of at most k characters.
-	plain  [][]uint64
+	plain [][]uint64
+	// angle is the bitset of tokens holding a '<', which raw string values
+	// (see CompileArguments) never contain.
+	angle  []uint64
 	maxLen int // longest token in bytes
 }
 
@@ -98,6 +101,12 @@ func NewVocab(tokens [][]byte, excluded []bool, eos []int) (*Vocab, error) {
 	for i, id := range plainIDs {
 		for k := runes[i]; k <= maxRunes; k++ {
 			v.plain[k][id>>6] |= 1 << (id & 63)
+		}
+	}
+	v.angle = make([]uint64, words)
+	for id, t := range tokens {
+		if bytes.IndexByte(t, '<') >= 0 {
+			v.angle[id>>6] |= 1 << (id & 63)
 		}
 	}
 	return v, nil

@@ -1,11 +1,3 @@
-// Package model owns the GLM-5.2 graph (glm_moe_dsa): int8 embedding, MLA
-// attention over a compressed KV cache, the DSA lightning indexer, the
-// sigmoid router with shared and routed experts, the final norm and lm_head,
-// and the MTP draft layer. It is pure computation: weights come from a
-// Weights reader at load time, routed experts from an experts.Source at run
-// time, and per-sequence state lives in a kvcache.Sequence.
-//
-// The math follows ../shared/docs/glm52-math.md (HF transformers 5.17).
 package model
 
 import (
@@ -14,14 +6,19 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/experts"
 	"github.com/spoolhq/spool/engine/kvcache"
+	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/kernels"
 )
 
-// Model is a loaded GLM-5.2 model. Forward calls must not run concurrently.
+// Model is a loaded GLM-5.2 model: its weights, read-only after Load.
+// Forwards run in a Runner's buffers; runners may forward concurrently when
+// the expert source allows it (the resident one does, the streamed tier
+// serves one forward at a time).
 type Model struct {
 	cfg       *config.Config
 	embed     *kernels.Matrix // [V, H]
@@ -31,8 +28,18 @@ type Model struct {
 	mtp       *mtpHead
 	hasDSA    bool
 	experts   experts.Source
-	rope      *rope // MLA rope (qk_rope_head_dim)
-	scratch   scratch
+	rope      *rope   // MLA rope (qk_rope_head_dim)
+	scratch   scratch // attention's projections
+	limits    Limits
+	allKeys   bool // Options.ComputeAllKeys
+	// attnLayout is the attention workspace each runner allocates.
+	attnLayout plan.AttentionLayout
+	// expertRow maps a decoder layer (the MTP layer is NumLayers) to its
+	// row in ExpertLayers, -1 for dense layers.
+	expertRow []int
+
+	mu  sync.Mutex // guards own: the runner of Forward and MTPForward
+	own *Runner
 }
 
 // Options select optional parts of the model at load time.
@@ -42,6 +49,15 @@ type Options struct {
 	DisableDSA bool
 	// DisableMTP skips loading the MTP layer.
 	DisableMTP bool
+	// Limits bound a forward and size its buffers, attention's workspace
+	// included; the memory plan sizes them. The zero value lets the
+	// buffers grow as needed.
+	Limits Limits
+	// ComputeAllKeys makes DSA layers score every causal key and mask the
+	// unselected ones, as dense attention would, instead of computing only
+	// the selected keys. The output is the same; it is the baseline that
+	// spool bench prefill measures sparse attention against.
+	ComputeAllKeys bool
 }
 
 // Capabilities reports which optional parts a container provides.
@@ -79,7 +95,8 @@ func Load(c *config.Config, w Weights, src experts.Source, opts Options) (*Model
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{cfg: c, experts: src, hasDSA: caps.DSA && !opts.DisableDSA, rope: newRope(c.QKRopeHeadDim, c.RopeTheta)}
+	m := &Model{cfg: c, experts: src, hasDSA: caps.DSA && !opts.DisableDSA, rope: newRope(c.QKRopeHeadDim, c.RopeTheta), allKeys: opts.ComputeAllKeys}
+	m.attnLayout = plan.NewAttentionLayout(c, opts.Limits.attentionSizing(c, m.hasDSA))
 	ld := &loader{w: w}
 	m.embed = ld.mat("model.embed_tokens.weight", c.VocabSize, c.HiddenSize)
 	m.lmHead = ld.mat("lm_head.weight", c.VocabSize, c.HiddenSize)
@@ -101,11 +118,30 @@ func Load(c *config.Config, w Weights, src experts.Source, opts Options) (*Model
 			ehProj:   ld.mat(p+"eh_proj.weight", H, 2*H),
 			block:    ld.layer(c, L, true, false),
 		}
+		m.mtp.block.mtp = true
 	}
 	if ld.err != nil {
 		return nil, ld.err
 	}
+	if opts.Limits.Rows < 0 || opts.Limits.LogitRows < 0 || opts.Limits.Workers < 0 {
+		return nil, fmt.Errorf("model: limits must not be negative: %+v", opts.Limits)
+	}
+	m.limits = opts.Limits
+	m.expertRow = make([]int, c.NumLayers+1)
+	for i := range m.expertRow {
+		m.expertRow[i] = -1
+	}
+	layers := ExpertLayers(c, m.mtp != nil)
+	for r, l := range layers {
+		m.expertRow[l] = r
+	}
 	return m, nil
+}
+
+// WidestMLP is the widest intermediate size of any MLP the model applies:
+// dense layers, the shared experts and the routed experts.
+func WidestMLP(c *config.Config) int {
+	return max(c.IntermediateSize, c.MoEIntermediateSize*max(1, c.NumSharedExperts))
 }
 
 // Config returns the model's configuration.
@@ -154,9 +190,13 @@ type Request struct {
 	Tokens []int
 	// AllLogits asks for the logits of every token, not just the last.
 	AllLogits bool
+	// OnLayer, when set, is called after each decoder layer of the
+	// forward with the layers done and the layer count (prefill progress).
+	OnLayer func(done, layers int)
 }
 
-// Output is one request's result.
+// Output is one request's result. Its slices are views of the runner's
+// buffers, valid until the runner's next forward.
 type Output struct {
 	// Logits per returned row: every token with AllLogits, else the last.
 	Logits [][]float32
@@ -174,6 +214,9 @@ type Trace struct {
 	RouteWeights map[int][][]float32
 	// DSA[layer][row]: selected key positions ascending (nil = dense).
 	DSA map[int][][]int
+	// DSAScores[layer][row]: the indexer's raw scores of keys 0..pos of
+	// every row of a full layer (rows that attend densely included).
+	DSAScores map[int][][]float32
 }
 
 // row is one token in flight.
@@ -184,12 +227,32 @@ type row struct {
 	token int
 }
 
+// Forward is Runner.Forward with the model's own runner, for callers that
+// run one forward at a time (tests, tools): its outputs are valid until the
+// next Forward or MTPForward of the model. Code that forwards on several
+// goroutines gives each its own Runner.
+func (m *Model) Forward(ctx context.Context, reqs []Request, tr *Trace) ([]Output, error) {
+	r := m.ownRunner()
+	defer m.mu.Unlock()
+	return r.Forward(ctx, reqs, tr)
+}
+
+// ownRunner locks the model's own runner, creating it on first use.
+func (m *Model) ownRunner() *Runner {
+	m.mu.Lock()
+	if m.own == nil {
+		m.own = m.NewRunner()
+	}
+	return m.own
+}
+
 // Forward runs the tokens of every request through the model, appending
 // their state to the requests' sequences. On error the sequences are trimmed
-// back to where they were.
-func (m *Model) Forward(ctx context.Context, reqs []Request, tr *Trace) ([]Output, error) {
-	var rows []row
-	start := make([]int, len(reqs))
+// back to where they were. The outputs are views of r's buffers, valid
+// until r's next forward.
+func (r *Runner) Forward(ctx context.Context, reqs []Request, tr *Trace) ([]Output, error) {
+	m := r.m
+	total, logits := 0, 0
 	for i, r := range reqs {
 		if len(r.Tokens) == 0 {
 			return nil, fmt.Errorf("model: request %d has no tokens", i)
@@ -199,6 +262,18 @@ func (m *Model) Forward(ctx context.Context, reqs []Request, tr *Trace) ([]Outpu
 				return nil, fmt.Errorf("model: token id %d is outside the vocabulary (%d)", t, m.cfg.VocabSize)
 			}
 		}
+		total += len(r.Tokens)
+		logits++
+		if r.AllLogits {
+			logits += len(r.Tokens) - 1
+		}
+	}
+	if err := r.ws.reserve(total, logits); err != nil {
+		return nil, err
+	}
+	rows := r.ws.rowState[:0]
+	start := make([]int, len(reqs))
+	for i, r := range reqs {
 		start[i] = r.Seq.Len()
 		if err := r.Seq.Reserve(r.Tokens); err != nil {
 			for j := 0; j < i; j++ {
@@ -210,7 +285,7 @@ func (m *Model) Forward(ctx context.Context, reqs []Request, tr *Trace) ([]Outpu
 			rows = append(rows, row{seq: r.Seq, pos: start[i] + j, kv: start[i] + j, token: t})
 		}
 	}
-	out, err := m.forwardRows(ctx, reqs, rows, tr)
+	out, err := r.forwardRows(ctx, reqs, rows, tr)
 	if err != nil {
 		for i, r := range reqs {
 			r.Seq.Trim(start[i])
@@ -220,74 +295,56 @@ func (m *Model) Forward(ctx context.Context, reqs []Request, tr *Trace) ([]Outpu
 	return out, nil
 }
 
-func (m *Model) forwardRows(ctx context.Context, reqs []Request, rows []row, tr *Trace) ([]Output, error) {
+func (r *Runner) forwardRows(ctx context.Context, reqs []Request, rows []row, tr *Trace) ([]Output, error) {
+	m, ws := r.m, r.ws
 	c := m.cfg
 	H := c.HiddenSize
 	R := len(rows)
-	h := make([]float32, R*H)
+	r.touched.Clear()
+	p := pass{h: ws.h[:R*H], x: ws.x[:R*H], rows: rows, tr: tr, sel: r.dsaSelection()}
 	for i, r := range rows {
-		kernels.DequantRow(h[i*H:(i+1)*H], m.embed, r.token)
+		kernels.DequantRow(p.h[i*H:(i+1)*H], m.embed, r.token)
 	}
 	if tr != nil {
-		tr.Hidden = [][][]float32{splitRows(slices.Clone(h), H)}
+		tr.Hidden = [][][]float32{splitRows(slices.Clone(p.h), H)}
 	}
-	x := make([]float32, R*H)
-	var sel [][]int // DSA selection per row of the most recent full layer
-	for _, y := range m.layers {
+	for l, y := range m.layers {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		for i := 0; i < R; i++ {
-			rmsNorm(x[i*H:(i+1)*H], h[i*H:(i+1)*H], y.inputNorm, c.RMSNormEps)
-		}
-		idx := y.index
-		var attn []float32
-		attn, sel = m.attention(y, x, rows, func(s *kvcache.Sequence) *kvcache.Layer { return s.Layer(idx) }, sel)
-		if tr != nil && y.fullDSA {
-			if tr.DSA == nil {
-				tr.DSA = map[int][][]int{}
-			}
-			tr.DSA[y.index] = sel
-		}
-		for i := range h {
-			h[i] += attn[i]
-		}
-		m.scratch.put(attn)
-		for i := 0; i < R; i++ {
-			rmsNorm(x[i*H:(i+1)*H], h[i*H:(i+1)*H], y.postNorm, c.RMSNormEps)
-		}
-		ffn, err := m.mlpForward(ctx, y, x, R, tr)
-		if err != nil {
+		if err := y.forward(ctx, r, &p); err != nil {
 			return nil, err
 		}
-		for i := range h {
-			h[i] += ffn[i]
-		}
-		m.scratch.put(ffn)
 		if tr != nil {
-			tr.Hidden = append(tr.Hidden, splitRows(slices.Clone(h), H))
+			tr.Hidden = append(tr.Hidden, splitRows(slices.Clone(p.h), H))
+		}
+		for _, req := range reqs {
+			if req.OnLayer != nil {
+				req.OnLayer(l+1, len(m.layers))
+			}
 		}
 	}
 	// Final norm for every row (the MTP head consumes it), lm_head for the
 	// rows asked for.
-	hn := make([]float32, R*H)
+	hn := ws.hn[:R*H]
 	for i := 0; i < R; i++ {
-		rmsNorm(hn[i*H:(i+1)*H], h[i*H:(i+1)*H], m.finalNorm, c.RMSNormEps)
+		rmsNorm(hn[i*H:(i+1)*H], p.h[i*H:(i+1)*H], m.finalNorm, c.RMSNormEps)
 	}
 	outs := make([]Output, len(reqs))
-	r0 := 0
+	r0, l0 := 0, 0
 	for i, req := range reqs {
 		n := len(req.Tokens)
-		outs[i].Hidden = splitRows(hn[r0*H:(r0+n)*H], H)
+		outs[i].Hidden = split(ws.hiddenRows[r0:], hn[r0*H:(r0+n)*H], H)
 		first := r0 + n - 1
 		if req.AllLogits {
 			first = r0
 		}
 		cnt := r0 + n - first
-		logits := make([]float32, cnt*c.VocabSize)
+		logits := ws.logit[l0*c.VocabSize : (l0+cnt)*c.VocabSize]
 		kernels.MatMul(logits, m.lmHead, hn[first*H:(r0+n)*H], cnt)
-		outs[i].Logits = splitRows(logits, c.VocabSize)
+		outs[i].Logits = split(ws.logitRows[l0:], logits, c.VocabSize)
 		r0 += n
+		l0 += cnt
 	}
 	return outs, nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"slices"
 	"sync"
 
@@ -18,48 +17,46 @@ import (
 const minParallelExpertRows = 32
 
 // mlpForward applies the layer's MLP (dense, or shared + routed experts) to
-// the R rows of x.
-func (m *Model) mlpForward(ctx context.Context, y *layer, x []float32, R int, tr *Trace) ([]float32, error) {
+// the normed rows p.x and returns its output (the workspace's ffn rows).
+func (r *Runner) mlpForward(ctx context.Context, y *layer, p *pass) ([]float32, error) {
+	R := len(p.rows)
+	out := r.ws.ffn[:R*r.m.cfg.HiddenSize]
 	if !y.isSparse {
-		return m.denseMLP(y.dense, x, R), nil
+		denseMLP(y.dense, p.x, R, out, r.ws.workers[0])
+		return out, nil
 	}
-	return m.moe(ctx, y, x, R, tr)
+	return out, r.moe(ctx, y, p, out)
 }
 
-// denseMLP computes down(silu(gate x) * up x) for R rows.
-func (m *Model) denseMLP(p *mlp, x []float32, R int) []float32 {
-	inter := p.gate.Rows
-	g := m.scratch.get(R * inter)
-	u := m.scratch.get(R * inter)
-	kernels.MatMul(g, p.gate, x, R)
-	kernels.MatMul(u, p.up, x, R)
-	for i := range g {
-		g[i] = silu(g[i]) * u[i]
+// denseMLP writes down(silu(gate x) * up x) of the R rows of x into out,
+// ExpertBlockRows rows at a time through buf's gate and up buffers.
+func denseMLP(p *mlp, x []float32, R int, out []float32, buf *mlpBuffers) {
+	H, inter := p.gate.Cols, p.gate.Rows
+	D := p.down.Rows
+	for b := 0; b < R; b += ExpertBlockRows {
+		n := min(ExpertBlockRows, R-b)
+		g, u := buf.g[:n*inter], buf.u[:n*inter]
+		kernels.MatMul(g, p.gate, x[b*H:(b+n)*H], n)
+		kernels.MatMul(u, p.up, x[b*H:(b+n)*H], n)
+		for i := range g {
+			g[i] = silu(g[i]) * u[i]
+		}
+		kernels.MatMul(out[b*D:(b+n)*D], p.down, g, n)
 	}
-	out := m.scratch.get(R * p.down.Rows) // the caller puts it back
-	kernels.MatMul(out, p.down, g, R)
-	m.scratch.put(g)
-	m.scratch.put(u)
-	return out
 }
 
-// route holds one row's chosen experts and their final weights.
-type route struct {
-	ids     []int
-	weights []float32
-}
-
-// router picks each row's experts: sigmoid scores (float32), the correction
-// bias added for selection only, top-k by biased score (ties to the lower
-// expert id), weights = unbiased scores normalized and scaled.
-func (m *Model) router(y *layer, x []float32, R int) []route {
-	c := m.cfg
+// router picks each row's experts into the workspace's routeIDs and
+// routeWeights: sigmoid scores (float32), the correction bias added for
+// selection only, top-k by biased score (ties to the lower expert id),
+// weights = unbiased scores normalized and scaled.
+func (r *Runner) router(y *layer, x []float32, R int) {
+	c := r.m.cfg
+	ws := r.ws
 	E, k := c.NumRoutedExperts, c.ExpertsPerToken
-	logits := make([]float32, R*E)
+	logits := ws.routerLogits[:R*E]
 	kernels.MatMul(logits, y.router, x, R)
-	routes := make([]route, R)
-	score := make([]float32, E)
-	choice := make([]float32, E)
+	score, choice, taken := ws.score, ws.choice, ws.taken
+	scale := float32(c.RoutedScalingFactor)
 	for i := 0; i < R; i++ {
 		for e := 0; e < E; e++ {
 			s := sigmoid(logits[i*E+e])
@@ -69,8 +66,8 @@ func (m *Model) router(y *layer, x []float32, R int) []route {
 				choice[e] = -1e30 // never chosen ahead of a finite score
 			}
 		}
-		ids := make([]int, k)
-		taken := make([]bool, E)
+		ids := ws.routeIDs[i*k : (i+1)*k]
+		clear(taken)
 		for j := 0; j < k; j++ {
 			best := -1
 			for e := 0; e < E; e++ {
@@ -81,62 +78,85 @@ func (m *Model) router(y *layer, x []float32, R int) []route {
 			taken[best] = true
 			ids[j] = best
 		}
-		w := make([]float32, k)
+		w := ws.routeWeights[i*k : (i+1)*k]
 		var sum float32
 		for j, e := range ids {
 			w[j] = score[e]
 			sum += w[j]
 		}
-		scale := float32(c.RoutedScalingFactor)
 		for j := range w {
 			if c.NormTopKProb {
 				w[j] /= sum + 1e-20
 			}
 			w[j] *= scale
 		}
-		routes[i] = route{ids: ids, weights: w}
 	}
-	return routes
 }
 
-// moe routes every row, fetches the union of chosen experts once, applies
-// each to the rows that chose it, and sums per row in ascending expert order
-// (so the result is independent of the order experts arrive in), then adds
-// the shared expert.
-func (m *Model) moe(ctx context.Context, y *layer, x []float32, R int, tr *Trace) ([]float32, error) {
+// groupUsers lists, for every expert chosen by some row, the (row, slot)
+// pairs that chose it (as row*k+slot, ascending), and returns the chosen
+// experts in ascending order.
+func (r *Runner) groupUsers(R int) []int {
+	ws := r.ws
+	E, k := r.m.cfg.NumRoutedExperts, r.m.cfg.ExpertsPerToken
+	ids := ws.routeIDs[:R*k]
+	start := ws.usersStart
+	clear(start)
+	for _, e := range ids {
+		start[e+1]++
+	}
+	for e := 0; e < E; e++ {
+		start[e+1] += start[e]
+	}
+	next := ws.usersNext
+	copy(next, start[:E])
+	for us, e := range ids {
+		ws.users[next[e]] = int32(us)
+		next[e]++
+	}
+	union := ws.union[:0]
+	for e := 0; e < E; e++ {
+		if start[e+1] > start[e] {
+			union = append(union, e)
+		}
+	}
+	return union
+}
+
+// moe routes every row of p.x, fetches the union of chosen experts once,
+// applies each to the rows that chose it, and sums per row in ascending
+// expert order (so the result is independent of the order experts arrive
+// in), then adds the shared expert. It writes out.
+func (r *Runner) moe(ctx context.Context, y *layer, p *pass, out []float32) error {
+	x, R, tr := p.x, len(p.rows), p.tr
+	m := r.m
 	c := m.cfg
+	ws := r.ws
 	H, k := c.HiddenSize, c.ExpertsPerToken
-	routes := m.router(y, x, R)
+	r.router(y, x, R)
 	if tr != nil {
 		if tr.Routes == nil {
 			tr.Routes = map[int][][]int{}
 			tr.RouteWeights = map[int][][]float32{}
 		}
 		ids := make([][]int, R)
-		ws := make([][]float32, R)
-		for i, r := range routes {
-			ids[i], ws[i] = r.ids, r.weights
+		wts := make([][]float32, R)
+		for i := range R {
+			ids[i] = slices.Clone(ws.routeIDs[i*k : (i+1)*k])
+			wts[i] = slices.Clone(ws.routeWeights[i*k : (i+1)*k])
 		}
-		tr.Routes[y.index], tr.RouteWeights[y.index] = ids, ws
+		tr.Routes[y.index], tr.RouteWeights[y.index] = ids, wts
 	}
-
-	// users[e] lists (row, slot) pairs that chose expert e.
-	type use struct{ row, slot int }
-	users := map[int][]use{}
-	for i, r := range routes {
-		for j, e := range r.ids {
-			users[e] = append(users[e], use{i, j})
+	union := r.groupUsers(R)
+	if row := m.expertRow[y.index]; row >= 0 {
+		for _, e := range union {
+			r.touched.add(row, e, c.NumRoutedExperts)
 		}
 	}
-	union := make([]int, 0, len(users))
-	for e := range users {
-		union = append(union, e)
-	}
-	slices.Sort(union)
 
 	lease, err := m.experts.Acquire(ctx, y.index, union)
 	if err != nil {
-		return nil, fmt.Errorf("model: layer %d: %w", y.index, err)
+		return fmt.Errorf("model: layer %d: %w", y.index, err)
 	}
 	defer lease.Release()
 
@@ -144,52 +164,55 @@ func (m *Model) moe(ctx context.Context, y *layer, x []float32, R int, tr *Trace
 	// first: it needs no routed weights and overlaps reads of misses). Each
 	// writes only its own (row, slot) outputs, so the order they run in does
 	// not matter.
-	var out []float32
-	expertOut := m.scratch.get(R * k * H) // [row][slot][H]; every slot is written
-	defer m.scratch.put(expertOut)
+	expertOut := ws.expertOut[:R*k*H] // [row][slot][H]; every slot is written
 	type job struct {
 		idx int
 		ex  *experts.Expert
 	}
-	apply := func(j job) {
+	apply := func(j job, buf *mlpBuffers) {
 		if j.ex == nil {
-			out = m.denseMLP(y.shared, x, R)
+			denseMLP(y.shared, x, R, out, buf)
 			return
 		}
-		us := users[union[j.idx]]
-		n := len(us)
-		xs := m.scratch.get(n * H)
-		for b, u := range us {
-			copy(xs[b*H:(b+1)*H], x[u.row*H:(u.row+1)*H])
+		e := union[j.idx]
+		us := ws.users[ws.usersStart[e]:ws.usersStart[e+1]]
+		ex := &mlp{gate: j.ex.Gate, up: j.ex.Up, down: j.ex.Down}
+		for b := 0; b < len(us); b += ExpertBlockRows {
+			block := us[b:min(b+ExpertBlockRows, len(us))]
+			n := len(block)
+			xs, ys := buf.xs[:n*H], buf.ys[:n*H]
+			for i, u := range block {
+				row := int(u) / k
+				copy(xs[i*H:(i+1)*H], x[row*H:(row+1)*H])
+			}
+			denseMLP(ex, xs, n, ys, buf)
+			for i, u := range block {
+				copy(expertOut[int(u)*H:(int(u)+1)*H], ys[i*H:(i+1)*H])
+			}
 		}
-		ys := m.denseMLP(&mlp{gate: j.ex.Gate, up: j.ex.Up, down: j.ex.Down}, xs, n)
 		lease.Done(j.idx)
-		for b, u := range us {
-			copy(expertOut[(u.row*k+u.slot)*H:(u.row*k+u.slot+1)*H], ys[b*H:(b+1)*H])
-		}
-		m.scratch.put(xs)
-		m.scratch.put(ys)
 	}
 	// A decode step's few experts are applied inline: handing them to
 	// another goroutine costs more than it saves.
+	parallel := R*k >= minParallelExpertRows
 	jobs := make(chan job)
 	var wg sync.WaitGroup
-	if R*k >= minParallelExpertRows {
-		for range max(1, runtime.GOMAXPROCS(0)) {
+	if parallel {
+		for _, buf := range ws.workers {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				for j := range jobs {
-					apply(j)
+					apply(j, buf)
 				}
 			}()
 		}
 	}
 	submit := func(j job) {
-		if R*k >= minParallelExpertRows {
+		if parallel {
 			jobs <- j
 		} else {
-			apply(j)
+			apply(j, ws.workers[0])
 		}
 	}
 	if y.shared != nil {
@@ -210,29 +233,28 @@ func (m *Model) moe(ctx context.Context, y *layer, x []float32, R int, tr *Trace
 	close(jobs)
 	wg.Wait()
 	if leaseErr != nil {
-		return nil, leaseErr
+		return leaseErr
 	}
-	if out == nil {
-		out = m.scratch.get(R * H)
-		clear(out)
+	if y.shared == nil {
+		clear(out[:R*H])
 	}
 
-	order := make([]int, k)
-	acc := m.scratch.get(H)
-	defer m.scratch.put(acc)
-	for i, r := range routes {
+	order, acc := ws.order, ws.acc
+	for i := 0; i < R; i++ {
+		ids := ws.routeIDs[i*k : (i+1)*k]
+		wts := ws.routeWeights[i*k : (i+1)*k]
 		for j := range order {
 			order[j] = j
 		}
-		slices.SortFunc(order, func(a, b int) int { return r.ids[a] - r.ids[b] })
+		slices.SortFunc(order, func(a, b int) int { return ids[a] - ids[b] })
 		row := out[i*H : (i+1)*H]
 		clear(acc)
 		for _, j := range order {
-			kernels.Axpy(acc, r.weights[j], expertOut[(i*k+j)*H:(i*k+j+1)*H])
+			kernels.Axpy(acc, wts[j], expertOut[(i*k+j)*H:(i*k+j+1)*H])
 		}
 		for d := range row {
 			row[d] = acc[d] + row[d]
 		}
 	}
-	return out, nil
+	return nil
 }

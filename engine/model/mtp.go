@@ -8,14 +8,36 @@ import (
 	"github.com/spoolhq/spool/kernels"
 )
 
-// MTPForward runs the multi-token-prediction layer. Row j consumes the
-// final-normed main-model hidden state hidden[j] of position p = pos0+j and
-// the token next[j] at position p+1; its logits predict the token at p+2.
-// The MTP layer attends densely over its own cache (the rows absorbed so far,
-// whatever positions they had), to which the rows are appended. It returns the logits of every row (or of
-// the last row only, with lastOnly) and the layer's output hidden states
-// (pre shared_head.norm) of every row.
-func (m *Model) MTPForward(ctx context.Context, seq *kvcache.Sequence, pos0 int, hidden [][]float32, next []int, lastOnly bool) (logits, out [][]float32, err error) {
+// MTPRequest is one sequence's rows for the multi-token-prediction layer.
+// Row j consumes the final-normed main-model hidden state Hidden[j] of
+// position p = Pos+j and the token Next[j] at position p+1; its logits
+// predict the token at p+2. Hidden may be a previous forward's output.
+type MTPRequest struct {
+	Seq    *kvcache.Sequence
+	Pos    int
+	Hidden [][]float32
+	Next   []int
+	// LastOnly asks for the logits of the last row only.
+	LastOnly bool
+}
+
+// MTPForward is Runner.MTPForward with the model's own runner (see
+// Forward).
+func (m *Model) MTPForward(ctx context.Context, req MTPRequest) (logits, out [][]float32, err error) {
+	r := m.ownRunner()
+	defer m.mu.Unlock()
+	return r.MTPForward(ctx, req)
+}
+
+// MTPForward runs the multi-token-prediction layer over req's rows. The
+// MTP layer attends densely over its own cache (the rows absorbed so far,
+// whatever positions they had), to which the rows are appended. It returns
+// the logits of every row (or of the last row only, with LastOnly) and the
+// layer's output hidden states (pre shared_head.norm) of every row; both
+// are views of r's buffers, valid until r's next forward.
+func (r *Runner) MTPForward(ctx context.Context, req MTPRequest) (logits, out [][]float32, err error) {
+	m := r.m
+	seq, pos0, hidden, next, lastOnly := req.Seq, req.Pos, req.Hidden, req.Next, req.LastOnly
 	if m.mtp == nil {
 		return nil, nil, errNoMTP
 	}
@@ -24,10 +46,19 @@ func (m *Model) MTPForward(ctx context.Context, seq *kvcache.Sequence, pos0 int,
 	}
 	c := m.cfg
 	H, R := c.HiddenSize, len(next)
+	first := 0
+	if lastOnly {
+		first = R - 1
+	}
+	if err := r.ws.reserve(R, R-first); err != nil {
+		return nil, nil, err
+	}
+	ws := r.ws
 	base := seq.MTP().Len()
-	rows := make([]row, R)
-	cat := make([]float32, R*2*H)
-	emb := make([]float32, H)
+	rows := ws.rowState[:R]
+	// The inputs are read into cat before any buffer they may alias is
+	// written.
+	cat := ws.cat[:R*2*H]
 	for j, t := range next {
 		if t < 0 || t >= c.VocabSize {
 			return nil, nil, fmt.Errorf("model: token id %d is outside the vocabulary (%d)", t, c.VocabSize)
@@ -36,45 +67,23 @@ func (m *Model) MTPForward(ctx context.Context, seq *kvcache.Sequence, pos0 int,
 			return nil, nil, fmt.Errorf("model: MTP hidden state %d has %d values, want %d", j, len(hidden[j]), H)
 		}
 		rows[j] = row{seq: seq, pos: pos0 + j, kv: base + j, token: t}
-		kernels.DequantRow(emb, m.embed, t)
-		rmsNorm(cat[j*2*H:j*2*H+H], emb, m.mtp.enorm, c.RMSNormEps)
+		kernels.DequantRow(ws.emb, m.embed, t)
+		rmsNorm(cat[j*2*H:j*2*H+H], ws.emb, m.mtp.enorm, c.RMSNormEps)
 		rmsNorm(cat[j*2*H+H:(j+1)*2*H], hidden[j], m.mtp.hnorm, c.RMSNormEps)
 	}
-	h := make([]float32, R*H)
-	kernels.MatMul(h, m.mtp.ehProj, cat, R)
-
-	y := m.mtp.block
-	x := make([]float32, R*H)
-	for i := 0; i < R; i++ {
-		rmsNorm(x[i*H:(i+1)*H], h[i*H:(i+1)*H], y.inputNorm, c.RMSNormEps)
-	}
-	attn, _ := m.attention(y, x, rows, func(s *kvcache.Sequence) *kvcache.Layer { return s.MTP() }, nil)
-	for i := range h {
-		h[i] += attn[i]
-	}
-	m.scratch.put(attn)
-	for i := 0; i < R; i++ {
-		rmsNorm(x[i*H:(i+1)*H], h[i*H:(i+1)*H], y.postNorm, c.RMSNormEps)
-	}
-	ffn, err := m.moe(ctx, y, x, R, nil)
-	if err != nil {
+	r.touched.Clear()
+	p := pass{h: ws.h[:R*H], x: ws.x[:R*H], rows: rows}
+	kernels.MatMul(p.h, m.mtp.ehProj, cat, R)
+	if err := m.mtp.block.forward(ctx, r, &p); err != nil {
 		seq.TrimMTP(base)
 		return nil, nil, err
 	}
-	for i := range h {
-		h[i] += ffn[i]
-	}
-	m.scratch.put(ffn)
-	first := 0
-	if lastOnly {
-		first = R - 1
-	}
 	n := R - first
-	hn := make([]float32, n*H)
+	hn := ws.hn[:n*H]
 	for i := range n {
-		rmsNorm(hn[i*H:(i+1)*H], h[(first+i)*H:(first+i+1)*H], m.mtp.headNorm, c.RMSNormEps)
+		rmsNorm(hn[i*H:(i+1)*H], p.h[(first+i)*H:(first+i+1)*H], m.mtp.headNorm, c.RMSNormEps)
 	}
-	lg := make([]float32, n*c.VocabSize)
+	lg := ws.logit[:n*c.VocabSize]
 	kernels.MatMul(lg, m.lmHead, hn, n)
-	return splitRows(lg, c.VocabSize), splitRows(h, H), nil
+	return split(ws.logitRows, lg, c.VocabSize), split(ws.hiddenRows, p.h, H), nil
 }

@@ -67,21 +67,3 @@ func (r *rope) apply(x []float32, pos int) {
 		x[2*j+1] = b*c + a*s
 	}
 }
-
-// softmaxInPlace turns x into probabilities (max-subtracted, float64 sum).
-func softmaxInPlace(x []float32) {
-	m := float32(math.Inf(-1))
-	for _, v := range x {
-		m = max(m, v)
-	}
-	var sum float64
-	for i, v := range x {
-		e := math.Exp(float64(v - m))
-		x[i] = float32(e)
-		sum += e
-	}
-	inv := 1 / sum
-	for i := range x {
-		x[i] = float32(float64(x[i]) * inv)
-	}
-}

@@ -45,6 +45,7 @@ type layer struct {
 	bias     []float32
 	shared   *mlp
 	isSparse bool
+	mtp      bool // the MTP layer's block: its cache is the sequence's MTP cache
 }
 
 type mtpHead struct {

@@ -1,10 +1,3 @@
-// Package modeldir opens a model directory for inference: it reads the
-// config, opens and validates the container (headers only, before any
-// weight is read), loads the resident weights into the model and sets up
-// the routed-expert source. It owns the open files and closes them.
-//
-// It does not tokenize or render prompts; see engine/tokenizer and
-// engine/chat.
 package modeldir
 
 import (
@@ -18,6 +11,7 @@ import (
 	"github.com/spoolhq/spool/engine/experts"
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/kernels"
+	"github.com/spoolhq/spool/native"
 )
 
 // Options configure Open.
@@ -37,6 +31,9 @@ type Dir struct {
 	Model     *model.Model
 	// Experts is the routed-expert source the model reads from.
 	Experts experts.Source
+
+	arena     []byte // the resident weights, when the experts stream
+	arenaUsed int
 }
 
 // Open loads the model in dir: OpenHeaders, then Load.
@@ -79,13 +76,21 @@ func (d *Dir) Load(ctx context.Context, opts Options) error {
 		return fmt.Errorf("modeldir: %s is already loaded", d.Path)
 	}
 	cfg, c := d.Config, d.Container
-	w := Weights{C: c}
+	w := &Weights{C: c}
 	caps, err := model.DetectCapabilities(cfg, w)
 	if err != nil {
 		return err
 	}
 	layers := model.ExpertLayers(cfg, caps.MTP && !opts.Model.DisableMTP)
 	if opts.Experts != nil {
+		// The resident weights are copied into one arena outside the Go
+		// heap (the plan's resident weights line); the routed experts stay
+		// on disk. A shard truncated under a running model then fails the
+		// expert reads with an error instead of faulting a mapping.
+		if d.arena, err = native.AllocAligned(int(d.Summary.ResidentBytes)+arenaAlign*2*len(c.Names()), arenaAlign); err != nil {
+			return fmt.Errorf("modeldir: resident weights arena: %w", err)
+		}
+		w.arena = d.arena
 		d.Experts, err = opts.Experts(ctx, c, cfg, layers)
 	} else {
 		// Everything stays in memory: map each shard once and view it.
@@ -100,13 +105,20 @@ func (d *Dir) Load(ctx context.Context, opts Options) error {
 	if d.Model, err = model.Load(cfg, w, d.Experts, opts.Model); err != nil {
 		return err
 	}
+	d.arenaUsed = w.used
 	return nil
 }
 
-// Close releases the expert source (when it holds resources) and the
-// container's files.
+// Close releases the expert source (when it holds resources), the
+// container's files and the resident weights' arena; the model must not be
+// used afterwards.
 func (d *Dir) Close() error {
-	return errors.Join(closeSource(d.Experts), d.Container.Close())
+	err := errors.Join(closeSource(d.Experts), d.Container.Close())
+	if d.arena != nil {
+		err = errors.Join(err, native.Free(d.arena))
+		d.arena = nil
+	}
+	return err
 }
 
 func closeSource(src experts.Source) error {
@@ -117,17 +129,46 @@ func closeSource(src experts.Source) error {
 }
 
 // Weights adapts a container to model.Weights.
-type Weights struct{ C *container.Container }
+type Weights struct {
+	C *container.Container
+	// arena, when set, receives every matrix read (see Dir.Load).
+	arena []byte
+	used  int
+}
+
+// arenaAlign aligns each matrix's bytes in the arena (the kernels' widest
+// vector loads).
+const arenaAlign = 64
 
 // Has implements model.Weights.
-func (w Weights) Has(name string) bool { _, ok := w.C.Tensor(name); return ok }
+func (w *Weights) Has(name string) bool { _, ok := w.C.Tensor(name); return ok }
 
 // F32 implements model.Weights.
-func (w Weights) F32(name string, n int) ([]float32, error) { return w.C.F32(name, n) }
+func (w *Weights) F32(name string, n int) ([]float32, error) { return w.C.F32(name, n) }
 
 // Matrix implements model.Weights.
-func (w Weights) Matrix(name string, rows, cols int) (*kernels.Matrix, error) {
-	return w.C.Matrix(name, rows, cols)
+func (w *Weights) Matrix(name string, rows, cols int) (*kernels.Matrix, error) {
+	if w.arena == nil {
+		return w.C.Matrix(name, rows, cols)
+	}
+	info, err := w.C.MatrixInfo(name, rows, cols)
+	if err != nil {
+		return nil, err
+	}
+	var short bool
+	m, err := w.C.ReadMatrixInto(info, func(n int) []byte {
+		start := (w.used + arenaAlign - 1) / arenaAlign * arenaAlign
+		if start+n > len(w.arena) {
+			short = true
+			return make([]byte, n)
+		}
+		w.used = start + n
+		return w.arena[start:w.used:w.used]
+	})
+	if err == nil && short {
+		err = fmt.Errorf("modeldir: the resident weights arena of %d bytes is full at %s (the headers count fewer resident bytes)", len(w.arena), name)
+	}
+	return m, err
 }
 
 // ExpertLoader reads routed experts from a container into fresh memory.

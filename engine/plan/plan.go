@@ -11,9 +11,14 @@ import (
 const (
 	// DefaultContext is the context length planned when none is given.
 	DefaultContext = 4096
-	// DefaultBatchRows is the most rows one forward carries: the prompt
-	// chunk of a prefill (engine/generate.PrefillChunk).
-	DefaultBatchRows = 512
+	// MinPrefillChunk is the smallest prompt chunk the plan chooses (a
+	// shorter context bounds it too): below it a prompt re-reads the
+	// routed experts too often.
+	MinPrefillChunk = 256
+	// DefaultThreads is the worker goroutines planned when none is given:
+	// the performance cores of an Apple silicon Pro chip. Callers pass the
+	// process's GOMAXPROCS.
+	DefaultThreads = 10
 	// DefaultRuntimeReserve covers what no other line item counts: the Go
 	// runtime and its collector's headroom over the small allocations,
 	// goroutine stacks, the tokenizer (155k-entry vocabulary and merges),
@@ -57,8 +62,13 @@ type Options struct {
 	Context int
 	// Sequences is the number of KV slots: sequences decoded together (1).
 	Sequences int
-	// BatchRows is the most rows one forward carries (DefaultBatchRows).
+	// BatchRows, when set, fixes the prefill chunk: the prompt rows one
+	// forward carries. 0 lets the plan choose the largest chunk the
+	// activation budget allows (see Plan.PrefillChunk).
 	BatchRows int
+	// Threads is the goroutines that apply experts and attention heads
+	// (DefaultThreads); the per-worker lines grow with it.
+	Threads int
 	// WorkingSlots overrides the working bank's slot count.
 	WorkingSlots int
 	// ExpertCache is the LRU + pinned slot memory beyond the working bank;
@@ -79,13 +89,16 @@ type Item struct {
 
 // Item names.
 const (
-	ItemResident = "resident weights"
-	ItemWorking  = "working bank"
-	ItemMTPBank  = "MTP bank"
-	ItemCache    = "expert cache (LRU + pinned)"
-	ItemKV       = "KV cache"
-	ItemBuffers  = "working buffers"
-	ItemRuntime  = "runtime reserve"
+	ItemResident    = "resident weights"
+	ItemWorking     = "working bank"
+	ItemMTPBank     = "MTP bank"
+	ItemCache       = "expert cache (LRU + pinned)"
+	ItemKV          = "KV cache"
+	ItemActivations = "activations"
+	ItemLogits      = "logits"
+	ItemWorkers     = "expert workers"
+	ItemDecoders    = "decoder state"
+	ItemRuntime     = "runtime reserve"
 )
 
 // Plan is the process memory equation of one run:
@@ -109,11 +122,29 @@ type Plan struct {
 	KVBytes         int64 `json:"kv_bytes"`
 	KVBytesPerToken int64 `json:"kv_bytes_per_token"`
 
-	Context      int `json:"context"`
-	Sequences    int `json:"sequences"`
-	BatchRows    int `json:"batch_rows"`
-	WorkingSlots int `json:"working_slots"`
-	MTPSlots     int `json:"mtp_slots"`
+	Context   int `json:"context"`
+	Sequences int `json:"sequences"`
+	// PrefillChunk is the prompt tokens one forward takes: the largest
+	// chunk whose buffer lines fit the activation budget, at most the
+	// context. Each routed expert is read at most once per chunk.
+	PrefillChunk int `json:"prefill_chunk"`
+	// BatchRows is the most rows one forward carries: a prompt chunk and a
+	// decode row of every other sequence (two rows for a lone speculative
+	// one); LogitRows the most rows whose logits it returns.
+	BatchRows int `json:"batch_rows"`
+	LogitRows int `json:"logit_rows"`
+	Threads   int `json:"threads"`
+	// ActivationBudgetBytes is what the buffer lines may take: half of
+	// what the fixed lines and one cache slot per layer leave (at least
+	// the buffers of the smallest chunk); the expert cache gets the rest.
+	ActivationBudgetBytes int64 `json:"activation_budget_bytes"`
+	// GoMemoryLimitBytes is the Go runtime's memory limit: every line the
+	// Go heap holds (KV cache, buffer lines, runtime reserve). Resident
+	// weights (an arena or the mapped shards) and expert slabs live
+	// outside the heap.
+	GoMemoryLimitBytes int64 `json:"go_memory_limit_bytes"`
+	WorkingSlots       int   `json:"working_slots"`
+	MTPSlots           int   `json:"mtp_slots"`
 
 	// ExpertLayers is the number of layers with routed experts (MTP
 	// included); SlotRowBytes is one cache slot in each of them.
@@ -145,13 +176,13 @@ func (e *FitError) Error() string {
 	return msg
 }
 
-// Err returns a *FitError when the plan does not fit, else nil.
 // AllExpertsCached reports whether the expert cache holds every routed
 // expert, so nothing needs to stream from disk after the first use.
 func (p *Plan) AllExpertsCached() bool {
 	return p.Fits && p.CacheSlotsPerLayer >= p.ExpertsPerLayer
 }
 
+// Err returns a *FitError when the plan does not fit, else nil.
 func (p *Plan) Err() error {
 	if p.Fits {
 		return nil
@@ -171,8 +202,18 @@ func (p *Plan) Item(name string) (Item, bool) {
 
 // New lays out the equation for running the model of cfg, whose weights
 // are w, with opts. A plan that does not fit is returned with Fits false
-// (see Err); the error is for invalid input only.
+// (see Err) and a suggestion; the error is for invalid input only.
 func New(cfg *config.Config, w Weights, opts Options) (*Plan, error) {
+	p, err := build(cfg, w, opts)
+	if err != nil || p.Fits {
+		return p, err
+	}
+	p.Suggestion = p.suggest(cfg, w, opts)
+	return p, nil
+}
+
+// build lays out the equation without a suggestion.
+func build(cfg *config.Config, w Weights, opts Options) (*Plan, error) {
 	if cfg == nil {
 		return nil, errors.New("plan: no config")
 	}
@@ -185,7 +226,7 @@ func New(cfg *config.Config, w Weights, opts Options) (*Plan, error) {
 		RoutedBytes:         w.RoutedBytes,
 		Context:             orDefault(opts.Context, DefaultContext),
 		Sequences:           orDefault(opts.Sequences, 1),
-		BatchRows:           orDefault(opts.BatchRows, DefaultBatchRows),
+		Threads:             orDefault(opts.Threads, DefaultThreads),
 		ExpertLayers:        len(w.Layers),
 		ExpertsPerLayer:     cfg.NumRoutedExperts,
 	}
@@ -232,7 +273,7 @@ func New(cfg *config.Config, w Weights, opts Options) (*Plan, error) {
 	runtime := orDefault(opts.RuntimeReserve, DefaultRuntimeReserve)
 
 	p.Items = []Item{
-		{ItemResident, w.ResidentBytes, "every non-routed tensor, read once at startup: embedding, lm_head, attention, norms, dense MLPs, routers and shared experts" + mtpNote(w)},
+		{ItemResident, w.ResidentBytes, "every non-routed tensor, read once into memory outside the Go heap: embedding, lm_head, attention, norms, dense MLPs, routers and shared experts" + mtpNote(w)},
 		{ItemWorking, int64(p.WorkingSlots) * p.ExpertSlotBytes, fmt.Sprintf("%d slots x %s: misses of one layer stream through them, each slot recycled once its expert is applied (2 x experts_per_tok %d)", p.WorkingSlots, sizeText(p.ExpertSlotBytes), k)},
 	}
 	if p.MTPSlots > 0 {
@@ -240,20 +281,34 @@ func New(cfg *config.Config, w Weights, opts Options) (*Plan, error) {
 	}
 	p.Items = append(p.Items,
 		Item{ItemKV, p.KVBytes, fmt.Sprintf("%d sequence(s) x %d tokens x %d bytes per token (compressed MLA latent and rope key of %d layers%s, float32)", p.Sequences, p.Context, p.KVBytesPerToken, kvLayers(geo), dsaNote(geo))},
-		Item{ItemBuffers, bufferBytes(cfg, p, w.DSA), fmt.Sprintf("float32 activations of a %d-row forward, doubled for the collector's headroom, and the logits of %d row(s)", p.BatchRows, logitRows(p))},
 		Item{ItemRuntime, runtime, "Go runtime and collector headroom, stacks, tokenizer, chat template, server, read queues, binary and libraries"},
 	)
 	var fixed int64
 	for _, it := range p.Items {
 		fixed += it.Bytes
 	}
+	buffers := p.sizeBuffers(cfg, w, opts.BatchRows, fixed)
+	for _, it := range buffers {
+		fixed += it.Bytes
+	}
+	p.Items = append(p.Items, buffers...)
 	p.size(fixed, opts.ExpertCache)
 	p.Items = append(p.Items, Item{ItemCache, p.ExpertCacheBytes, p.cacheDetail(w)})
 	p.PlannedProcessBytes = fixed + p.ExpertCacheBytes
-	if !p.Fits {
-		p.Suggestion = p.suggest(cfg, w, fixed, runtime, opts)
+	p.GoMemoryLimitBytes = p.KVBytes + runtime
+	for _, it := range buffers {
+		p.GoMemoryLimitBytes += it.Bytes
 	}
 	return p, nil
+}
+
+// CheckPrompt refuses, before any work, a prompt of n tokens that the
+// plan's KV cache line cannot hold.
+func (p *Plan) CheckPrompt(n int) error {
+	if n > p.Context {
+		return fmt.Errorf("plan: a prompt of %d tokens does not fit the %s line (%d tokens per sequence); raise --context (the model allows more) or shorten the prompt", n, ItemKV, p.Context)
+	}
+	return nil
 }
 
 // size decides the cache slots per expert layer from what fixed leaves.
@@ -306,62 +361,13 @@ func (p *Plan) cacheDetail(w Weights) string {
 	return d
 }
 
-// suggest proposes the smallest memory, and where it helps, the longest
-// context or fewest sequences, with which one cache slot per layer fits.
-func (p *Plan) suggest(cfg *config.Config, w Weights, fixed, runtime int64, opts Options) string {
-	need := fixed + p.SlotRowBytes
-	if opts.ExpertCache > 0 {
-		need = fixed + max(p.SlotRowBytes, opts.ExpertCache/max(1, p.SlotRowBytes)*p.SlotRowBytes)
-	}
-	var mem int64
-	switch {
-	case !p.osDefault:
-		mem = need + p.OSReserveBytes
-	case need+MinOSReserve <= 8*MinOSReserve:
-		mem = need + MinOSReserve
-	default:
-		mem = (need*8 + 6) / 7
-	}
-	const gib = 1 << 30
-	memGiB := (mem + gib - 1) / gib
-	s := fmt.Sprintf("needs at least %d GiB of memory (--memory %dGiB)", memGiB, memGiB)
-
-	// Context: the KV cache and, with DSA, the indexer scores grow with it.
-	perToken := int64(p.Sequences) * p.KVBytesPerToken
-	if w.DSA {
-		perToken += 2 * 4 * int64(p.BatchRows)
-	}
-	base := fixed - int64(p.Context)*perToken
-	if perToken > 0 {
-		room := p.MemoryLimitBytes - base - p.SlotRowBytes
-		if opts.ExpertCache > 0 {
-			room = p.MemoryLimitBytes - base - max(p.SlotRowBytes, opts.ExpertCache/p.SlotRowBytes*p.SlotRowBytes)
-		}
-		if ctx := room / perToken / 256 * 256; ctx >= 256 && ctx < int64(p.Context) {
-			s += fmt.Sprintf(", or reduce --context to %d", ctx)
-		}
-	}
-	if p.Sequences > 1 {
-		one := opts
-		one.Sequences = 1
-		one.Memory = p.MemoryBytes
-		if q, err := New(cfg, w, one); err == nil && q.Fits {
-			s += ", or decode one sequence at a time"
-		}
-	}
-	if opts.ExpertCache > 0 && p.SlotRowBytes > 0 && opts.ExpertCache/p.SlotRowBytes >= 1 {
-		s += ", or leave --expert-cache unset to size the cache from what remains"
-	}
-	return s
-}
-
 func (o *Options) check(cfg *config.Config) error {
 	for _, f := range []struct {
 		name string
 		v    int64
 	}{
 		{"memory", o.Memory}, {"context", int64(o.Context)}, {"sequences", int64(o.Sequences)},
-		{"batch rows", int64(o.BatchRows)}, {"working slots", int64(o.WorkingSlots)},
+		{"batch rows", int64(o.BatchRows)}, {"threads", int64(o.Threads)}, {"working slots", int64(o.WorkingSlots)},
 		{"expert cache", o.ExpertCache}, {"runtime reserve", o.RuntimeReserve}, {"OS reserve", o.OSReserve},
 	} {
 		if f.v < 0 {
@@ -418,36 +424,6 @@ func mtpNote(w Weights) string {
 		return ", the MTP layer's dense part"
 	}
 	return ""
-}
-
-// logitRows is the rows whose logits one forward returns: the last token
-// and, with MTP, its draft, per sequence.
-func logitRows(p *Plan) int {
-	if p.MTPSlotBytes > 0 {
-		return 2 * p.Sequences
-	}
-	return p.Sequences
-}
-
-// bufferBytes estimates the float32 activations of one forward of
-// p.BatchRows rows — per row the residual stream and its copies (6 x
-// hidden), the query path (q_lora, heads x qk_head_dim), the KV latent,
-// the attention context (heads x v_head_dim), the per-slot expert outputs
-// (experts_per_tok x hidden), router logits, the gate and up products of
-// the widest MLP,
-// and with DSA the indexer query and its scores over the context — doubled
-// because the collector frees a layer's buffers only after the next ones
-// exist, plus the returned logits.
-func bufferBytes(cfg *config.Config, p *Plan, dsa bool) int64 {
-	H := int64(cfg.HiddenSize)
-	nh := int64(cfg.NumHeads)
-	inter := int64(max(cfg.IntermediateSize, cfg.MoEIntermediateSize*max(1, cfg.NumSharedExperts)))
-	perRow := 6*H + int64(cfg.QLoraRank) + nh*int64(cfg.QKHeadDim()) + int64(cfg.KVLoraRank+cfg.QKRopeHeadDim) +
-		nh*int64(cfg.VHeadDim) + int64(cfg.ExpertsPerToken)*H + int64(cfg.NumRoutedExperts) + 2*inter
-	if dsa {
-		perRow += int64(cfg.IndexNHeads)*int64(cfg.IndexHeadDim+1) + int64(p.Context)
-	}
-	return 2*4*int64(p.BatchRows)*perRow + 4*int64(cfg.VocabSize)*int64(logitRows(p))
 }
 
 func orDefault[T int | int64](v, def T) T {

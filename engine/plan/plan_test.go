@@ -162,17 +162,17 @@ func TestRealFits32GiB(t *testing.T) {
 	}
 }
 
-func TestRealRefused16GiB(t *testing.T) {
-	p := realPlan(t, Options{Memory: 16 * gib})
+func TestRealRefused14GiB(t *testing.T) {
+	p := realPlan(t, Options{Memory: 14 * gib})
 	if p.Fits {
-		t.Fatalf("fits in 16 GiB:\n%s", p.Table())
+		t.Fatalf("fits in 14 GiB:\n%s", p.Table())
 	}
 	var fe *FitError
 	if err := p.Err(); !errors.As(err, &fe) {
 		t.Fatalf("Err() = %v, want *FitError", err)
 	}
 	msg := p.Err().Error()
-	for _, s := range []string{ItemResident, ItemWorking, ItemKV, ItemBuffers, ItemRuntime, ItemCache, "needs at least", "not even one expert cache slot"} {
+	for _, s := range []string{ItemResident, ItemWorking, ItemKV, ItemActivations, ItemLogits, ItemWorkers, ItemAttention, ItemDecoders, ItemRuntime, ItemCache, "needs at least", "not even one expert cache slot"} {
 		if !strings.Contains(msg, s) {
 			t.Errorf("refusal lacks %q:\n%s", s, msg)
 		}

@@ -1,15 +1,3 @@
-// Package plan owns the process memory equation: given what a model's
-// weights occupy (from a container's headers or, for a bare config, from an
-// assumed artifact format) and the run's shape (memory, context length,
-// sequences, rows per forward), it lays out every line item the process
-// holds — resident weights, expert slabs (working bank, MTP bank, LRU and
-// pinned cache), compressed KV cache, working buffers and reserves — and
-// sizes the expert cache from what remains. It refuses, with the table and
-// a suggestion, a run in which not even one cache slot per expert layer
-// fits.
-//
-// It reads no weights and makes no OS calls: the machine's memory comes in
-// through Options.MachineMemory.
 package plan
 
 import (

@@ -85,12 +85,12 @@ func prefill(t testing.TB, m *model.Model, seq *kvcache.Sequence, prompt []int) 
 		if err != nil {
 			t.Fatal(err)
 		}
-		hidden = append(hidden, out[0].Hidden...)
+		hidden = append(hidden, cloneRows(out[0].Hidden)...)
 	}
 	if m.HasMTP() {
 		n := len(prompt) - 1
 		for _, r := range [][2]int{{0, n / 3}, {n / 3, n}} {
-			if _, _, err := m.MTPForward(ctx, seq, r[0], hidden[r[0]:r[1]], prompt[r[0]+1:r[1]+1], false); err != nil {
+			if _, _, err := m.MTPForward(ctx, model.MTPRequest{Seq: seq, Pos: r[0], Hidden: hidden[r[0]:r[1]], Next: prompt[r[0]+1 : r[1]+1]}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -202,15 +202,17 @@ func continueBoth(t *testing.T, m *model.Model, a, b *kvcache.Sequence, full []i
 			if err != nil {
 				t.Fatal(err)
 			}
-			logits[i] = out[0].Logits
+			logits[i] = cloneRows(out[0].Logits)
+			hid := cloneRows(out[0].Hidden)
 			// MTP rows pos-1 .. pos+len-2 pair the pending hidden states
 			// with the tokens just forwarded.
-			h := append(pend[i], out[0].Hidden[:len(tokens)-1]...)
-			mtpLogits[i], _, err = m.MTPForward(ctx, seq, pos-1, h, tokens, false)
+			h := append(pend[i], hid[:len(tokens)-1]...)
+			mtpLogits[i], _, err = m.MTPForward(ctx, model.MTPRequest{Seq: seq, Pos: pos - 1, Hidden: h, Next: tokens})
 			if err != nil {
 				t.Fatal(err)
 			}
-			pend[i] = out[0].Hidden[len(tokens)-1:]
+			mtpLogits[i] = cloneRows(mtpLogits[i])
+			pend[i] = hid[len(tokens)-1:]
 		}
 		sameBits(t, fmt.Sprintf("step %d logits", step), logits[0], logits[1])
 		sameBits(t, fmt.Sprintf("step %d MTP logits", step), mtpLogits[0], mtpLogits[1])
@@ -269,4 +271,14 @@ func TestGenerateFromRestoredPrefix(t *testing.T) {
 			}
 		})
 	}
+}
+
+// cloneRows copies forward outputs, which are views of the runner's buffers
+// valid only until its next forward.
+func cloneRows(rows [][]float32) [][]float32 {
+	out := make([][]float32, len(rows))
+	for i, r := range rows {
+		out[i] = append([]float32(nil), r...)
+	}
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spoolhq/spool/engine/generate"
 	"github.com/spoolhq/spool/engine/scheduler"
 )
 
@@ -35,7 +36,7 @@ func BenchmarkDecode(b *testing.B) {
 				var streams []*scheduler.Stream
 				for i := range c.streams {
 					prompt := slices.Concat(ps[i%len(ps)], []int{40 + i})
-					st, err := s.Submit(ctx, scheduler.Request{Prompt: prompt, MaxTokens: 128, LogitBias: noEOS, Speculative: c.spec})
+					st, err := s.Submit(ctx, scheduler.Request{Prompt: prompt, Params: generate.Params{MaxTokens: 128, LogitBias: noEOS, Speculative: c.spec}})
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -47,15 +47,15 @@ func TestLogitProcessing(t *testing.T) {
 		}
 		return collect(t, st)
 	}
-	greedy, _ := run(scheduler.Request{Prompt: prompt, MaxTokens: 16})
+	greedy, _ := run(scheduler.Request{Prompt: prompt, Params: generate.Params{MaxTokens: 16}})
 
 	// A large bias forces a token.
-	forced, _ := run(scheduler.Request{Prompt: prompt, MaxTokens: 3, LogitBias: map[int]float64{1234: 100}})
+	forced, _ := run(scheduler.Request{Prompt: prompt, Params: generate.Params{MaxTokens: 3, LogitBias: map[int]float64{1234: 100}}})
 	if !slices.Equal(ids(forced), []int{1234, 1234, 1234}) {
 		t.Errorf("logit_bias +100: %v", ids(forced))
 	}
 	// A large negative bias bans the greedy first token.
-	banned, _ := run(scheduler.Request{Prompt: prompt, MaxTokens: 1, LogitBias: map[int]float64{greedy[0].ID: -100}})
+	banned, _ := run(scheduler.Request{Prompt: prompt, Params: generate.Params{MaxTokens: 1, LogitBias: map[int]float64{greedy[0].ID: -100}}})
 	if banned[0].ID == greedy[0].ID {
 		t.Errorf("logit_bias -100 did not ban token %d", greedy[0].ID)
 	}
@@ -71,13 +71,13 @@ func TestLogitProcessing(t *testing.T) {
 		}
 		return n
 	}
-	pen, _ := run(scheduler.Request{Prompt: prompt, MaxTokens: 16, FrequencyPenalty: 2, PresencePenalty: 2})
+	pen, _ := run(scheduler.Request{Prompt: prompt, Params: generate.Params{MaxTokens: 16, FrequencyPenalty: 2, PresencePenalty: 2}})
 	if repeats(pen) >= repeats(greedy) && repeats(greedy) > 0 {
 		t.Errorf("penalties did not reduce repeats: %d with, %d without", repeats(pen), repeats(greedy))
 	}
 
 	// Logprobs: greedy picks the top alternative; probabilities are sane.
-	lp, _ := run(scheduler.Request{Prompt: prompt, MaxTokens: 8, Logprobs: true, TopLogprobs: 5})
+	lp, _ := run(scheduler.Request{Prompt: prompt, Params: generate.Params{MaxTokens: 8, Logprobs: true, TopLogprobs: 5}})
 	if !slices.Equal(ids(lp), ids(greedy[:8])) {
 		t.Errorf("logprobs changed greedy tokens: %v vs %v", ids(lp), ids(greedy[:8]))
 	}
@@ -102,14 +102,14 @@ func TestLogitProcessing(t *testing.T) {
 	want := []int{300, 301, 302, 303}
 	for _, smp := range []generate.Sampling{{}, {Temperature: 1.5, Seed: 3}} {
 		for _, spec := range []bool{false, true} {
-			toks, res := run(scheduler.Request{Prompt: prompt, MaxTokens: 10, Sampling: smp, StopTokens: eos, Speculative: spec, Constraint: &sequenceConstraint{want: want}})
+			toks, res := run(scheduler.Request{Prompt: prompt, Params: generate.Params{MaxTokens: 10, Sampling: smp, StopTokens: eos, Speculative: spec, Constraint: &sequenceConstraint{want: want}}})
 			if !slices.Equal(ids(toks), want) || res.FinishReason != scheduler.FinishStop {
 				t.Errorf("constraint (%+v, spec %v): %v %s", smp, spec, ids(toks), res.FinishReason)
 			}
 		}
 	}
 	// Without stop tokens a finished constraint still stops.
-	toks, res := run(scheduler.Request{Prompt: prompt, MaxTokens: 10, Constraint: &sequenceConstraint{want: want[:2]}})
+	toks, res := run(scheduler.Request{Prompt: prompt, Params: generate.Params{MaxTokens: 10, Constraint: &sequenceConstraint{want: want[:2]}}})
 	if !slices.Equal(ids(toks), want[:2]) || res.FinishReason != scheduler.FinishStop {
 		t.Errorf("constraint without stop tokens: %v %s", ids(toks), res.FinishReason)
 	}

@@ -26,7 +26,7 @@ type Config struct {
 	// its prefill (default 2; negative keeps none).
 	IdleSequences int
 	// PrefillChunk bounds the prompt tokens one forward takes (default
-	// generate.PrefillChunk, which keeps lone requests on generate's path).
+	// generate.DefaultPrefillChunk); the memory plan sizes it.
 	PrefillChunk int
 }
 
@@ -47,7 +47,7 @@ func (c Config) withDefaults(m *model.Model) Config {
 		c.IdleSequences = 0
 	}
 	if c.PrefillChunk <= 0 {
-		c.PrefillChunk = generate.PrefillChunk
+		c.PrefillChunk = generate.DefaultPrefillChunk
 	}
 	return c
 }
@@ -56,6 +56,7 @@ func (c Config) withDefaults(m *model.Model) Config {
 // safe for concurrent use; Run drives everything else on its own goroutine.
 type Scheduler struct {
 	m   *model.Model
+	r   *model.Runner // every forward runs in its buffers
 	cfg Config
 
 	wake chan struct{} // capacity 1: the queue changed
@@ -68,9 +69,10 @@ type Scheduler struct {
 	window  rateWindow
 
 	// Owned by Run.
-	active []*active
-	idle   []*kvcache.Sequence
-	mask   []uint64
+	active    []*active
+	idle      []*kvcache.Sequence
+	sequences int // sequences alive: active and idle, at most MaxBatch
+	reqs      []model.Request
 }
 
 // entry is a submitted request.
@@ -83,12 +85,7 @@ type entry struct {
 // New returns a scheduler for m; call Run to start it.
 func New(m *model.Model, cfg Config) *Scheduler {
 	cfg = cfg.withDefaults(m)
-	return &Scheduler{
-		m:    m,
-		cfg:  cfg,
-		wake: make(chan struct{}, 1),
-		mask: make([]uint64, (m.Config().VocabSize+63)/64),
-	}
+	return &Scheduler{m: m, r: m.NewRunner(), cfg: cfg, wake: make(chan struct{}, 1)}
 }
 
 // Config returns the effective configuration.
@@ -102,8 +99,7 @@ func (s *Scheduler) Model() *model.Model { return s.m }
 // bound, with a *kvcache.ContextError when the prompt does not fit the
 // context, and with ErrClosed after Run has returned.
 func (s *Scheduler) Submit(ctx context.Context, req Request) (*Stream, error) {
-	vocab := s.m.Config().VocabSize
-	if err := req.validate(vocab, s.cfg.ContextLength); err != nil {
+	if err := req.validate(s.m.Config().VocabSize); err != nil {
 		return nil, err
 	}
 	if len(req.Prompt) > s.cfg.ContextLength {
@@ -166,14 +162,16 @@ func (s *Scheduler) shutdown() {
 	s.stats.Queued, s.stats.Active = 0, 0
 	s.mu.Unlock()
 	for _, e := range queued {
-		e.stream.finish(&Result{FinishReason: FinishCancelled, StopToken: -1, Err: ErrClosed, PromptTokens: len(e.req.Prompt), Lane: LaneSingle})
+		r := &Result{Err: ErrClosed, Lane: LaneSingle}
+		r.FinishReason, r.StopToken, r.PromptTokens = FinishCancelled, -1, len(e.req.Prompt)
+		e.stream.finish(r)
 	}
 	for _, a := range s.active {
-		a.res.FinishReason, a.res.Err = FinishCancelled, ErrClosed
-		s.finish(a)
+		s.end(a, FinishCancelled, ErrClosed)
 	}
 	s.active = nil
 	s.idle = nil
+	s.sequences = 0
 }
 
 // admit moves queued requests into free sequences, in order.
@@ -190,16 +188,18 @@ func (s *Scheduler) admit() {
 		s.stats.Queued = len(s.queue)
 		s.mu.Unlock()
 		a := s.start(e)
-		if e.stream.ctx.Err() != nil {
-			a.res.FinishReason, a.res.Err = FinishCancelled, e.stream.ctx.Err()
-			s.finish(a)
+		if a.dec == nil {
+			continue // refused; start finished it
+		}
+		if err := e.stream.ctx.Err(); err != nil {
+			s.end(a, FinishCancelled, err)
 			continue
 		}
 		s.active = append(s.active, a)
 		e.stream.markAdmitted()
 	}
 	s.mu.Lock()
-	s.stats.Active = len(s.active)
+	s.stats.Active, s.stats.Sequences = len(s.active), s.sequences
 	s.mu.Unlock()
 }
 
@@ -207,8 +207,7 @@ func (s *Scheduler) admit() {
 func (s *Scheduler) reap() {
 	for _, a := range s.active {
 		if err := a.stream.ctx.Err(); err != nil && !a.done {
-			a.res.FinishReason, a.res.Err = FinishCancelled, err
-			s.finish(a)
+			s.end(a, FinishCancelled, err)
 		}
 	}
 	s.compact()
@@ -225,12 +224,15 @@ func (s *Scheduler) compact() {
 	clear(s.active[len(live):])
 	s.active = live
 	s.mu.Lock()
-	s.stats.Active = len(s.active)
+	s.stats.Active, s.stats.Sequences = len(s.active), s.sequences
 	s.mu.Unlock()
 }
 
 // sequenceFor takes the idle sequence sharing the longest prefix with
-// prompt (keeping at least one prompt token to forward), or a new one.
+// prompt (keeping at least one prompt token to forward), else a new one
+// while fewer than MaxBatch sequences exist, else the oldest idle one,
+// emptied: at most MaxBatch sequences (the memory plan's KV cache line)
+// ever hold state.
 func (s *Scheduler) sequenceFor(prompt []int) (*kvcache.Sequence, int) {
 	best, bestLen := -1, 0
 	for i, seq := range s.idle {
@@ -239,23 +241,28 @@ func (s *Scheduler) sequenceFor(prompt []int) (*kvcache.Sequence, int) {
 			best, bestLen = i, n
 		}
 	}
-	if best < 0 {
+	if best < 0 && (s.sequences < s.cfg.MaxBatch || len(s.idle) == 0) {
+		s.sequences++
 		return s.m.NewSequence(s.cfg.ContextLength), 0
+	}
+	if best < 0 {
+		best = 0
 	}
 	seq := s.idle[best]
 	s.idle = append(s.idle[:best], s.idle[best+1:]...)
 	seq.Trim(bestLen)
-	seq.TrimMTP(0)
 	return seq, bestLen
 }
 
-// release keeps a finished sequence for prefix reuse.
+// release keeps a finished sequence for prefix reuse, or drops it.
 func (s *Scheduler) release(seq *kvcache.Sequence) {
 	if s.cfg.IdleSequences == 0 || seq.Len() == 0 {
+		s.sequences--
 		return
 	}
 	if len(s.idle) >= s.cfg.IdleSequences {
 		s.idle = append(s.idle[:0], s.idle[1:]...)
+		s.sequences--
 	}
 	s.idle = append(s.idle, seq)
 }

@@ -98,7 +98,7 @@ func TestLoneEqualsGenerate(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				st, err := s.Submit(context.Background(), scheduler.Request{Prompt: prompt, MaxTokens: 40, Sampling: smp, StopTokens: m.Config().EOSTokenIDs, Speculative: spec})
+				st, err := s.Submit(context.Background(), scheduler.Request{Prompt: prompt, Params: generate.Params{MaxTokens: 40, Sampling: smp, StopTokens: m.Config().EOSTokenIDs, Speculative: spec}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -136,7 +136,7 @@ func TestBatchedEqualsSingle(t *testing.T) {
 			prompt = slices.Concat(prompt[:len(prompt)-1], []int{40 + i})
 		}
 		smp := samplings[i%len(samplings)]
-		req := scheduler.Request{Prompt: prompt, MaxTokens: 24 + i, Sampling: smp, StopTokens: m.Config().EOSTokenIDs, Speculative: i%2 == 0}
+		req := scheduler.Request{Prompt: prompt, Params: generate.Params{MaxTokens: 24 + i, Sampling: smp, StopTokens: m.Config().EOSTokenIDs, Speculative: i%2 == 0}}
 		want, err := generate.Generate(context.Background(), m, m.NewSequence(0), prompt, generate.Params{MaxTokens: req.MaxTokens, Sampling: smp, StopTokens: req.StopTokens}, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -177,23 +177,24 @@ func TestQueueFullAndValidation(t *testing.T) {
 	s := scheduler.New(m, scheduler.Config{MaxBatch: 1, MaxQueue: 2}) // not running: nothing is admitted
 	prompt := prompts(t)[0]
 	for range 2 {
-		if _, err := s.Submit(context.Background(), scheduler.Request{Prompt: prompt, MaxTokens: 1}); err != nil {
+		if _, err := s.Submit(context.Background(), scheduler.Request{Prompt: prompt, Params: generate.Params{MaxTokens: 1}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.Submit(context.Background(), scheduler.Request{Prompt: prompt, MaxTokens: 1}); !errors.Is(err, scheduler.ErrQueueFull) {
+	if _, err := s.Submit(context.Background(), scheduler.Request{Prompt: prompt, Params: generate.Params{MaxTokens: 1}}); !errors.Is(err, scheduler.ErrQueueFull) {
 		t.Errorf("third request: %v, want ErrQueueFull", err)
 	}
 	vocab := m.Config().VocabSize
+	type P = generate.Params
 	bad := []scheduler.Request{
-		{MaxTokens: 1},
+		{Params: P{MaxTokens: 1}},
 		{Prompt: prompt},
-		{Prompt: []int{vocab}, MaxTokens: 1},
-		{Prompt: prompt, MaxTokens: 1, Sampling: generate.Sampling{TopP: 3}},
-		{Prompt: prompt, MaxTokens: 1, PresencePenalty: 2.5},
-		{Prompt: prompt, MaxTokens: 1, LogitBias: map[int]float64{vocab: 1}},
-		{Prompt: prompt, MaxTokens: 1, LogitBias: map[int]float64{1: 101}},
-		{Prompt: prompt, MaxTokens: 1, Logprobs: true, TopLogprobs: 21},
+		{Prompt: []int{vocab}, Params: P{MaxTokens: 1}},
+		{Prompt: prompt, Params: P{MaxTokens: 1, Sampling: generate.Sampling{TopP: 3}}},
+		{Prompt: prompt, Params: P{MaxTokens: 1, PresencePenalty: 2.5}},
+		{Prompt: prompt, Params: P{MaxTokens: 1, LogitBias: map[int]float64{vocab: 1}}},
+		{Prompt: prompt, Params: P{MaxTokens: 1, LogitBias: map[int]float64{1: 101}}},
+		{Prompt: prompt, Params: P{MaxTokens: 1, Logprobs: true, TopLogprobs: 21}},
 	}
 	s2 := scheduler.New(m, scheduler.Config{ContextLength: 8})
 	for i, r := range bad {
@@ -202,7 +203,7 @@ func TestQueueFullAndValidation(t *testing.T) {
 		}
 	}
 	var ce *kvcache.ContextError
-	if _, err := s2.Submit(context.Background(), scheduler.Request{Prompt: make([]int, 9), MaxTokens: 1}); !errors.As(err, &ce) {
+	if _, err := s2.Submit(context.Background(), scheduler.Request{Prompt: make([]int, 9), Params: generate.Params{MaxTokens: 1}}); !errors.As(err, &ce) {
 		t.Errorf("overlong prompt: %v, want a context error", err)
 	}
 }
@@ -214,7 +215,7 @@ func TestCancel(t *testing.T) {
 	s := start(t, m, scheduler.Config{MaxBatch: 1})
 	prompt := prompts(t)[0]
 	for _, spec := range []bool{false, true} {
-		st, err := s.Submit(context.Background(), scheduler.Request{Prompt: prompt, MaxTokens: 1000, Speculative: spec})
+		st, err := s.Submit(context.Background(), scheduler.Request{Prompt: prompt, Params: generate.Params{MaxTokens: 1000, Speculative: spec}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,7 +235,7 @@ func TestCancel(t *testing.T) {
 	}
 	// A context that ends also cancels.
 	ctx, cancel := context.WithCancel(context.Background())
-	st, err := s.Submit(ctx, scheduler.Request{Prompt: prompt, MaxTokens: 1000})
+	st, err := s.Submit(ctx, scheduler.Request{Prompt: prompt, Params: generate.Params{MaxTokens: 1000}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +243,7 @@ func TestCancel(t *testing.T) {
 	if _, res := collect(t, st); res.FinishReason != scheduler.FinishCancelled {
 		t.Errorf("context cancel: %+v", res)
 	}
-	st, err = s.Submit(context.Background(), scheduler.Request{Prompt: prompt, MaxTokens: 3})
+	st, err = s.Submit(context.Background(), scheduler.Request{Prompt: prompt, Params: generate.Params{MaxTokens: 3}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,11 +261,11 @@ func TestStopsLimitsAndPrefixReuse(t *testing.T) {
 	}
 	s := start(t, m, scheduler.Config{ContextLength: len(prompt) + 3})
 	for _, spec := range []bool{false, true} {
-		st, _ := s.Submit(context.Background(), scheduler.Request{Prompt: prompt, MaxTokens: 12, Speculative: spec})
+		st, _ := s.Submit(context.Background(), scheduler.Request{Prompt: prompt, Params: generate.Params{MaxTokens: 12, Speculative: spec}})
 		if toks, res := collect(t, st); res.FinishReason != scheduler.FinishLength || !slices.Equal(ids(toks), ref.Tokens[:4]) {
 			t.Errorf("spec %v: context limit gave %v (%s)", spec, ids(toks), res.FinishReason)
 		}
-		st, _ = s.Submit(context.Background(), scheduler.Request{Prompt: prompt, MaxTokens: 12, StopTokens: []int{ref.Tokens[2]}, Speculative: spec})
+		st, _ = s.Submit(context.Background(), scheduler.Request{Prompt: prompt, Params: generate.Params{MaxTokens: 12, StopTokens: []int{ref.Tokens[2]}, Speculative: spec}})
 		first := slices.Index(ref.Tokens, ref.Tokens[2])
 		if toks, res := collect(t, st); res.FinishReason != scheduler.FinishStop || res.StopToken != ref.Tokens[2] || !slices.Equal(ids(toks), ref.Tokens[:first]) {
 			t.Errorf("spec %v: stop token gave %v (%+v)", spec, ids(toks), res)
@@ -273,14 +274,14 @@ func TestStopsLimitsAndPrefixReuse(t *testing.T) {
 
 	// A second turn reuses the first turn's cache.
 	s2 := start(t, m, scheduler.Config{})
-	st, _ := s2.Submit(context.Background(), scheduler.Request{Prompt: prompt, MaxTokens: 6})
+	st, _ := s2.Submit(context.Background(), scheduler.Request{Prompt: prompt, Params: generate.Params{MaxTokens: 6}})
 	first, _ := collect(t, st)
 	turn2 := slices.Concat(prompt, ids(first), []int{39, 40})
 	fresh, err := generate.Generate(context.Background(), m, m.NewSequence(0), turn2, generate.Params{MaxTokens: 6}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, _ = s2.Submit(context.Background(), scheduler.Request{Prompt: turn2, MaxTokens: 6, Speculative: true})
+	st, _ = s2.Submit(context.Background(), scheduler.Request{Prompt: turn2, Params: generate.Params{MaxTokens: 6, Speculative: true}})
 	toks, res := collect(t, st)
 	if res.CachedTokens != len(prompt)+len(first)-1 || !slices.Equal(ids(toks), fresh.Tokens) {
 		t.Errorf("second turn: %d cached (want %d), tokens %v, fresh %v", res.CachedTokens, len(prompt)+len(first)-1, ids(toks), fresh.Tokens)
@@ -292,8 +293,8 @@ func TestShutdown(t *testing.T) {
 	m := openMini(t)
 	s := scheduler.New(m, scheduler.Config{MaxBatch: 1})
 	prompt := prompts(t)[0]
-	st1, _ := s.Submit(context.Background(), scheduler.Request{Prompt: prompt, MaxTokens: 100000})
-	st2, _ := s.Submit(context.Background(), scheduler.Request{Prompt: prompt, MaxTokens: 10})
+	st1, _ := s.Submit(context.Background(), scheduler.Request{Prompt: prompt, Params: generate.Params{MaxTokens: 100000}})
+	st2, _ := s.Submit(context.Background(), scheduler.Request{Prompt: prompt, Params: generate.Params{MaxTokens: 10}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- s.Run(ctx) }()
@@ -307,7 +308,7 @@ func TestShutdown(t *testing.T) {
 			t.Errorf("stream %d after shutdown: %+v", i, res)
 		}
 	}
-	if _, err := s.Submit(context.Background(), scheduler.Request{Prompt: prompt, MaxTokens: 1}); !errors.Is(err, scheduler.ErrClosed) {
+	if _, err := s.Submit(context.Background(), scheduler.Request{Prompt: prompt, Params: generate.Params{MaxTokens: 1}}); !errors.Is(err, scheduler.ErrClosed) {
 		t.Errorf("submit after shutdown: %v", err)
 	}
 }

@@ -1,6 +1,10 @@
 package scheduler
 
-import "time"
+import (
+	"time"
+
+	"github.com/spoolhq/spool/engine/generate"
+)
 
 // Stats is a snapshot of the scheduler.
 type Stats struct {
@@ -20,6 +24,19 @@ type Stats struct {
 	// TokensPerSecond is the aggregate generation rate over the latest
 	// steps (0 when idle).
 	TokensPerSecond float64 `json:"tokens_per_second"`
+	// PrefillChunks counts the forwards that carried a prompt chunk;
+	// PrefillExpertBytes and DecodeExpertBytes split the routed-expert
+	// bytes read from storage between those forwards (with their MTP
+	// passes) and the others.
+	PrefillChunks      uint64 `json:"prefill_chunks"`
+	PrefillExpertBytes int64  `json:"prefill_expert_bytes"`
+	DecodeExpertBytes  int64  `json:"decode_expert_bytes"`
+	// PrefillExpertsTouched is the distinct (layer, expert) pairs the
+	// latest completed prefill acquired.
+	PrefillExpertsTouched int `json:"prefill_experts_touched"`
+	// Sequences counts the sequences holding state, active and idle (at
+	// most MaxBatch).
+	Sequences int `json:"sequences"`
 	// LastRequest describes the most recently finished request.
 	LastRequest *Result `json:"-"`
 }
@@ -43,6 +60,14 @@ func (s *Scheduler) Stats() Stats {
 	return st
 }
 
+// Sequences is the number of sequences holding state (active and idle),
+// at most MaxBatch.
+func (s *Scheduler) Sequences() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats.Sequences
+}
+
 // setState records the batch size of a step (0: idle).
 func (s *Scheduler) setState(batch int) {
 	s.mu.Lock()
@@ -56,13 +81,27 @@ func (s *Scheduler) setState(batch int) {
 	s.stats.LastBatch = batch
 }
 
-// recordStep adds one forward that produced tokens in elapsed.
-func (s *Scheduler) recordStep(tokens int, elapsed time.Duration) {
+// recordStep adds one forward that produced tokens in elapsed and whose
+// step read expertBytes; prefill says it carried a prompt chunk.
+func (s *Scheduler) recordStep(tokens int, elapsed time.Duration, prefill bool, expertBytes int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stats.Steps++
 	s.stats.Tokens += uint64(tokens)
+	if prefill {
+		s.stats.PrefillChunks++
+		s.stats.PrefillExpertBytes += expertBytes
+	} else {
+		s.stats.DecodeExpertBytes += expertBytes
+	}
 	s.window.add(tokens, elapsed)
+}
+
+// recordPrefill notes a completed prefill.
+func (s *Scheduler) recordPrefill(r *generate.Result) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stats.PrefillExpertsTouched = r.PrefillExpertsTouched
 }
 
 // rateWindow averages tokens per second over the latest steps.

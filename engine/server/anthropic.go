@@ -31,6 +31,25 @@ type messagesRequest struct {
 		Type         string `json:"type"`
 		BudgetTokens int    `json:"budget_tokens"`
 	} `json:"thinking"`
+	// OutputConfig.Format and the older OutputFormat constrain the reply
+	// to a JSON schema (messages.parse, structured output).
+	OutputConfig *struct {
+		Format *anthropicFormat `json:"format"`
+		Effort string           `json:"effort"`
+	} `json:"output_config"`
+	OutputFormat *anthropicFormat `json:"output_format"`
+
+	// dropped lists the tool types left out of what the model sees.
+	dropped []string
+	// count: the request is only measured (count_tokens), so a prompt
+	// over the context is no error.
+	count bool
+}
+
+// anthropicFormat is {"type": "json_schema", "schema": {...}}.
+type anthropicFormat struct {
+	Type   string          `json:"type"`
+	Schema json.RawMessage `json:"schema"`
 }
 
 type anthropicMessage struct {
@@ -159,14 +178,25 @@ func (req *messagesRequest) toChat() ([]chat.Message, []chat.Tool, error) {
 			}
 			am.Content = text.String()
 			msgs = append(msgs, am)
+		case "system":
+			// A system turn in place (Claude Code sends them).
+			text, err := blockText(param, m.Content)
+			if err != nil {
+				return nil, nil, err
+			}
+			msgs = append(msgs, chat.Message{Role: "system", Content: text})
 		default:
-			return nil, nil, invalid(fmt.Sprintf("messages[%d].role", i), "message %d has the role %q; expected user or assistant", i, m.Role)
+			return nil, nil, invalid(fmt.Sprintf("messages[%d].role", i), "message %d has the role %q; expected user, assistant or system", i, m.Role)
 		}
 	}
 	var tools []chat.Tool
 	for i, t := range req.Tools {
 		if t.Type != "" && t.Type != "custom" {
-			return nil, nil, invalid(fmt.Sprintf("tools[%d].type", i), "server tools (%q) are not supported", t.Type)
+			// Server tools (web_search_*, code_execution_*, ...) and
+			// Anthropic-defined client tools have no schema the model
+			// can call: they are left out, not refused.
+			req.dropped = append(req.dropped, t.Type)
+			continue
 		}
 		if !validName(t.Name) {
 			return nil, nil, invalid(fmt.Sprintf("tools[%d].name", i), "the tool name %q must be 1-64 characters of a-z, A-Z, 0-9, _, . and -", t.Name)
@@ -224,12 +254,14 @@ func (s *Server) messagesTurn(req *messagesRequest) (*turn, error) {
 	var thinking *bool
 	if th := req.Thinking; th != nil {
 		switch th.Type {
-		case "enabled":
+		case "enabled", "adaptive":
+			// Adaptive thinking lets the model decide; the template's
+			// switch is all this model has, so it is on.
 			thinking = new(true)
 		case "disabled":
 			thinking = new(false)
 		default:
-			return nil, invalid("thinking.type", "thinking type %q must be enabled or disabled", th.Type)
+			return nil, invalid("thinking.type", "thinking type %q must be enabled, adaptive or disabled", th.Type)
 		}
 	}
 	t := &turn{id: newID("msg_")}
@@ -240,14 +272,69 @@ func (s *Server) messagesTurn(req *messagesRequest) (*turn, error) {
 	if err := s.applySampling(sp, 1, &t.req); err != nil {
 		return nil, err
 	}
-	if err := s.renderChat(chatInput{messages: msgs, tools: tools, choice: choice, thinking: thinking}, t); err != nil {
+	constrained, err := s.messagesFormat(req, t)
+	if err != nil {
 		return nil, err
+	}
+	if len(req.dropped) > 0 {
+		s.logf("/v1/messages: left out tools the model cannot call: %s", strings.Join(req.dropped, ", "))
+	}
+	if err := s.renderChat(chatInput{messages: msgs, tools: tools, choice: choice, thinking: thinking, constrained: constrained}, t); err != nil {
+		return nil, err
+	}
+	if req.count {
+		return t, nil
+	}
+	if limit := s.eng.Scheduler.Config().ContextLength; len(t.prompt) > limit {
+		return nil, promptTooLong(len(t.prompt), limit)
 	}
 	if t.req.MaxTokens, err = s.maxTokens("max_tokens", req.MaxTokens, len(t.prompt)); err != nil {
 		return nil, err
 	}
 	s.finishTurn(t)
 	return t, nil
+}
+
+// messagesFormat applies output_config.format (or the older
+// output_format): a JSON schema the reply must follow.
+func (s *Server) messagesFormat(req *messagesRequest, t *turn) (bool, error) {
+	rf, param, err := req.responseFormat()
+	if err != nil || rf == nil {
+		return false, err
+	}
+	return s.constraint(param, rf, t)
+}
+
+// responseFormat reads output_config.format (or the older output_format)
+// as the chat response format, with the parameter it came from; nil
+// without one.
+func (req *messagesRequest) responseFormat() (*responseFormat, string, error) {
+	f, param := req.OutputFormat, "output_format"
+	if req.OutputConfig != nil && req.OutputConfig.Format != nil {
+		f, param = req.OutputConfig.Format, "output_config.format"
+	}
+	if f == nil {
+		return nil, param, nil
+	}
+	if f.Type != "json_schema" {
+		return nil, param, invalid(param+".type", "%s type %q must be json_schema", param, f.Type)
+	}
+	if schema := bytes.TrimSpace(f.Schema); len(schema) == 0 || schema[0] != '{' {
+		return nil, param, invalid(param+".schema", "%s.schema must be a JSON Schema object", param)
+	}
+	return &responseFormat{Type: "json_schema", JSONSchema: &struct {
+		Name   string          `json:"name"`
+		Schema json.RawMessage `json:"schema"`
+		Strict *bool           `json:"strict"`
+	}{Name: "output", Schema: f.Schema}}, param, nil
+}
+
+// promptTooLong is Anthropic's wording for a prompt over the context,
+// which clients such as Claude Code recognise (and then compact).
+func promptTooLong(prompt, limit int) *apiError {
+	e := contextExceeded(prompt, limit)
+	e.Param, e.Message = "", fmt.Sprintf("prompt is too long: %d tokens > %d maximum", prompt, limit)
+	return e
 }
 
 func (s *Server) handleCountTokens(w http.ResponseWriter, r *http.Request) {
@@ -259,6 +346,7 @@ func (s *Server) handleCountTokens(w http.ResponseWriter, r *http.Request) {
 	if req.MaxTokens == nil {
 		req.MaxTokens = new(1)
 	}
+	req.count = true
 	t, err := s.messagesTurn(&req)
 	if err != nil {
 		writeError(w, r, err)

@@ -166,7 +166,7 @@ func TestToolCalls(t *testing.T) {
 	ts := newTestServer(t, serverOpts{})
 	tools := []any{
 		map[string]any{"type": "function", "function": map[string]any{"name": "get_weather", "parameters": map[string]any{
-			"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}, "days": map[string]any{"type": "integer"}}, "required": []string{"city", "days"}}}},
+			"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string", "maxLength": 16}, "days": map[string]any{"type": "integer"}}, "required": []string{"city", "days"}}}},
 		map[string]any{"type": "function", "function": map[string]any{"name": "now", "parameters": map[string]any{"type": "object", "properties": map[string]any{}}}},
 	}
 	for _, choice := range []any{"required", map[string]any{"type": "function", "function": map[string]any{"name": "get_weather"}}} {
@@ -229,7 +229,7 @@ func TestToolStream(t *testing.T) {
 			content += c
 			calls = append(calls, cs...)
 		}
-		c, cs := ts.flush()
+		c, cs := ts.flush(false)
 		content += c
 		calls = append(calls, cs...)
 		if content != "Let me check.done" && content != "Let me check. done" {
@@ -239,14 +239,28 @@ func TestToolStream(t *testing.T) {
 			t.Fatalf("cut %d: calls %+v", cut, calls)
 		}
 	}
-	// An unclosed forced call is closed; an unforced one is text.
+	// When the model stops inside a call, a forced call is closed and an
+	// unforced one is text; a call cut by the token budget is dropped.
 	for _, forced := range []bool{true, false} {
 		ts := &toolStream{tools: tools, forced: forced}
 		ts.write("<tool_call>f<arg_key>s</arg_key><arg_value>abc")
-		c, cs := ts.flush()
+		c, cs := ts.flush(false)
 		if forced && (len(cs) != 1 || cs[0].Arguments != `{"s":"abc"}`) || !forced && (len(cs) != 0 || !strings.Contains(c, "abc")) {
 			t.Errorf("forced %v: %q %+v", forced, c, cs)
 		}
+		ts = &toolStream{tools: tools, forced: forced}
+		ts.write("<tool_call>f<arg_key>s</arg_key><arg_value>abc</arg_value>")
+		if c, cs := ts.flush(true); c != "" || len(cs) != 0 {
+			t.Errorf("forced %v, cut: %q %+v", forced, c, cs)
+		}
+	}
+	// A salvaged call must have every required argument.
+	req := []chat.Tool{{"type": "function", "function": map[string]any{"name": "f", "parameters": map[string]any{"type": "object",
+		"properties": map[string]any{"n": map[string]any{"type": "integer"}, "s": map[string]any{"type": "string"}}, "required": []any{"n", "s"}}}}}
+	ts := &toolStream{tools: req, forced: true}
+	ts.write("<tool_call>f<arg_key>s</arg_key><arg_value>abc</arg_value>")
+	if c, cs := ts.flush(false); c != "" || len(cs) != 0 {
+		t.Errorf("call without a required argument: %q %+v", c, cs)
 	}
 }
 
@@ -382,7 +396,7 @@ func TestAnthropicMessages(t *testing.T) {
 	}
 	// Tools: a forced tool gives a tool_use block.
 	req = map[string]any{"max_tokens": 80, "messages": []any{map[string]any{"role": "user", "content": "Weather?"}},
-		"tools":       []any{map[string]any{"name": "get_weather", "input_schema": map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []string{"city"}}}},
+		"tools":       []any{map[string]any{"name": "get_weather", "input_schema": map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string", "maxLength": 16}}, "required": []string{"city"}}}},
 		"tool_choice": map[string]any{"type": "tool", "name": "get_weather"}}
 	_, body, _ = ts.do(t, "POST", "/v1/messages", req)
 	blocks, _ := body["content"].([]any)

@@ -58,7 +58,7 @@ func TestErrorCases(t *testing.T) {
 		{"completions no prompt", "POST", "/v1/completions", map[string]any{}, 400, "prompt", ""},
 		{"responses no input", "POST", "/v1/responses", map[string]any{}, 400, "input", ""},
 		{"responses previous", "POST", "/v1/responses", map[string]any{"input": "hi", "previous_response_id": "resp_nope"}, 404, "", "previous_response_not_found"},
-		{"responses tool type", "POST", "/v1/responses", map[string]any{"input": "hi", "tools": []any{map[string]any{"type": "web_search"}}}, 400, "tools[0].type", ""},
+		{"responses tool", "POST", "/v1/responses", map[string]any{"input": "hi", "tools": []any{5}}, 400, "tools[0]", ""},
 		{"responses get unknown", "GET", "/v1/responses/resp_nope", nil, 404, "", "response_not_found"},
 	}
 	for _, c := range cases {
@@ -88,7 +88,7 @@ func TestErrorCases(t *testing.T) {
 		typ    string
 	}{
 		{"missing max_tokens", map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hi"}}}, 400, "invalid_request_error"},
-		{"bad role", map[string]any{"max_tokens": 5, "messages": []any{map[string]any{"role": "system", "content": "hi"}}}, 400, "invalid_request_error"},
+		{"bad role", map[string]any{"max_tokens": 5, "messages": []any{map[string]any{"role": "robot", "content": "hi"}}}, 400, "invalid_request_error"},
 		{"image block", map[string]any{"max_tokens": 5, "messages": []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "image"}}}}}, 400, "invalid_request_error"},
 		{"unknown model", map[string]any{"model": "gpt-9", "max_tokens": 5, "messages": []any{map[string]any{"role": "user", "content": "hi"}}}, 404, "not_found_error"},
 		{"temperature above 1", map[string]any{"max_tokens": 5, "temperature": 1.5, "messages": []any{map[string]any{"role": "user", "content": "hi"}}}, 400, "invalid_request_error"},

@@ -49,6 +49,8 @@ func FuzzMessagesRequest(f *testing.F) {
 	fuzzDecode(f, []string{
 		`{"model":"claude-x","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`,
 		`{"max_tokens":5,"system":[{"type":"text","text":"s"}],"messages":[{"role":"user","content":[{"type":"text","text":"q"}]},{"role":"assistant","content":[{"type":"thinking","thinking":"t"},{"type":"tool_use","id":"toolu_1","name":"f","input":{"a":1}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"r"}]}],"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"any"},"thinking":{"type":"enabled","budget_tokens":100},"stop_sequences":["x"]}`,
+		`{"max_tokens":5,"messages":[{"role":"user","content":"q"},{"role":"system","content":"s"}],"thinking":{"type":"adaptive"},"output_config":{"format":{"type":"json_schema","schema":{"type":"object","properties":{"a":{"enum":["x"]}}}}},"tools":[{"type":"web_search_20250305","name":"web_search"}]}`,
+		`{"max_tokens":9,"messages":[{"role":"user","content":"q"}],"tools":[{"name":"f","input_schema":{"type":"object","properties":{"u":{"type":"string","enum":["c","f"]},"n":{"type":"integer","maximum":3}},"required":["u"]}}],"tool_choice":{"type":"tool","name":"f"},"output_format":{"type":"json_schema","schema":{}}}`,
 	}, func(s *Server, body []byte) error {
 		var req messagesRequest
 		if err := decodeJSON(body, &req); err != nil {
@@ -63,6 +65,7 @@ func FuzzResponsesRequest(f *testing.F) {
 	fuzzDecode(f, []string{
 		`{"input":"hi","instructions":"be brief","max_output_tokens":4}`,
 		`{"input":[{"role":"user","content":[{"type":"input_text","text":"q"}]},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"r"}],"tools":[{"type":"function","name":"f","parameters":{"type":"object"}}],"text":{"format":{"type":"json_object"}},"reasoning":{"effort":"low"}}`,
+		`{"input":[{"type":"function_call","call_id":"c","name":"g","namespace":"n","arguments":"{}"},{"type":"custom_tool_call","call_id":"d","name":"p","input":"x"},{"type":"custom_tool_call_output","call_id":"d","output":"ok"},{"type":"web_search_call","id":"w"}],"tools":[{"type":"namespace","name":"n","tools":[{"type":"function","name":"g"},{"type":"custom","name":"p"}]},{"type":"web_search"},{"type":"custom","name":"q"}],"tool_choice":{"type":"function","name":"n.g"}}`,
 	}, func(s *Server, body []byte) error {
 		var req responsesRequest
 		if err := decodeJSON(body, &req); err != nil {
@@ -116,7 +119,7 @@ func FuzzTextStreams(f *testing.F) {
 				out += c
 				calls += len(cs)
 			}
-			c, cs := ts.flush()
+			c, cs := ts.flush(false)
 			return out + c, hit, calls + len(cs)
 		}
 		o1, h1, c1 := run([]string{text})

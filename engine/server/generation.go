@@ -77,8 +77,9 @@ func (s *Server) generate(ctx context.Context, t *turn, st *scheduler.Stream, on
 		}
 	}
 	out := &outcome{}
-	// process turns text into a piece and hands it on.
-	process := func(text string, toks []scheduler.Token, final bool) error {
+	// process turns text into a piece and hands it on; final marks the
+	// last piece, cut a generation that ran out of tokens.
+	process := func(text string, toks []scheduler.Token, final, cut bool) error {
 		p := piece{tokens: toks}
 		content := text
 		if split != nil {
@@ -92,7 +93,7 @@ func (s *Server) generate(ctx context.Context, t *turn, st *scheduler.Stream, on
 		if tools != nil {
 			c, calls := tools.write(content)
 			if final {
-				fc, fcalls := tools.flush()
+				fc, fcalls := tools.flush(cut)
 				c += fc
 				calls = append(calls, fcalls...)
 			}
@@ -150,7 +151,7 @@ func (s *Server) generate(ctx context.Context, t *turn, st *scheduler.Stream, on
 		}
 		if out.stopString != "" {
 			st.Cancel()
-			if err := process(text, used, true); err != nil {
+			if err := process(text, used, true, false); err != nil {
 				return nil, err
 			}
 			res = drain(ctx, st)
@@ -159,7 +160,7 @@ func (s *Server) generate(ctx context.Context, t *turn, st *scheduler.Stream, on
 		if res != nil {
 			text += stops.end(dec.Flush())
 		}
-		if err := process(text, used, res != nil); err != nil {
+		if err := process(text, used, res != nil, res != nil && res.FinishReason == scheduler.FinishLength); err != nil {
 			return nil, err
 		}
 	}

@@ -11,7 +11,8 @@ import (
 
 // GrammarConstraints returns the ConstraintCompiler backed by
 // engine/grammar for a tokenizer; eos are the model's end-of-sequence ids.
-// The vocabulary index is built once here.
+// The vocabulary index is built once here; forced tool calls decode their
+// arguments on the same vocabulary (see grammarVocab).
 func GrammarConstraints(tok *tokenizer.Tokenizer, eos []int) (ConstraintCompiler, error) {
 	v, err := grammar.TokenizerVocab(tok, eos)
 	if err != nil {
@@ -32,3 +33,19 @@ func GrammarConstraints(tok *tokenizer.Tokenizer, eos []int) (ConstraintCompiler
 type grammarConstraint struct{ *grammar.Matcher }
 
 func (c grammarConstraint) Mask(allowed []uint64) { c.Allowed(allowed) }
+
+// grammarVocab returns the vocabulary of a compiler made by
+// GrammarConstraints, or nil for any other compiler (or none).
+func grammarVocab(compile ConstraintCompiler) *grammar.Vocab {
+	if compile == nil {
+		return nil
+	}
+	c, err := compile(nil)
+	if err != nil {
+		return nil
+	}
+	if gc, ok := c.(grammarConstraint); ok {
+		return gc.Vocab()
+	}
+	return nil
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -90,6 +91,9 @@ func newTestServer(t *testing.T, o serverOpts) *testServer {
 	}
 	if o.cfg.ModelID == "" {
 		o.cfg.ModelID = "glm52-mini"
+	}
+	if o.cfg.Logger == nil {
+		o.cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	srv, err := New(o.cfg, eng)
 	if err != nil {

@@ -7,13 +7,15 @@ import (
 
 // modelObject is one entry of /v1/models, with Spool's capability fields.
 type modelObject struct {
-	ID            string       `json:"id"`
-	Object        string       `json:"object"`
-	Created       int64        `json:"created"`
-	OwnedBy       string       `json:"owned_by"`
-	ContextLength int          `json:"context_length"`
-	MaxOutput     int          `json:"max_output_tokens"`
-	Capabilities  capabilities `json:"capabilities"`
+	ID            string `json:"id"`
+	Object        string `json:"object"`
+	Created       int64  `json:"created"`
+	OwnedBy       string `json:"owned_by"`
+	ContextLength int    `json:"context_length"`
+	// MaxModelLen is the context under vLLM's name, which some clients read.
+	MaxModelLen  int          `json:"max_model_len"`
+	MaxOutput    int          `json:"max_output_tokens"`
+	Capabilities capabilities `json:"capabilities"`
 }
 
 // capabilities says truthfully what the served model does and does not.
@@ -43,6 +45,7 @@ func (s *Server) modelObject() modelObject {
 		Created:       s.created,
 		OwnedBy:       "spool",
 		ContextLength: ctx,
+		MaxModelLen:   ctx,
 		MaxOutput:     maxOut,
 		Capabilities: capabilities{
 			Chat:             hasTemplate,

@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	mrand "math/rand/v2"
 	"net/http"
@@ -258,4 +260,13 @@ func checkParam(param string, err error) error {
 		return ae
 	}
 	return invalid(param, "%s: %v", param, err)
+}
+
+// logf notes how a request was adjusted to what the model can do.
+func (s *Server) logf(format string, args ...any) {
+	l := s.cfg.Logger
+	if l == nil {
+		l = slog.Default()
+	}
+	l.Info(fmt.Sprintf(format, args...))
 }

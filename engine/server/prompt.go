@@ -169,7 +169,11 @@ func (s *Server) renderChat(in chatInput, t *turn) error {
 		if in.constrained {
 			return invalid("tool_choice", "a forced tool_choice cannot be combined with a JSON response format")
 		}
-		t.req.Constraint = newToolConstraint(s.toolVocab, opts.Tools, in.choice.name, s.eng.Constraints)
+		c, err := newToolConstraint(s.toolVocab, opts.Tools, in.choice.name, s.eng.Constraints)
+		if err != nil {
+			return err
+		}
+		t.req.Constraint = c
 	}
 	text += t.prefix
 	t.prompt = s.eng.Tokenizer.Encode(text)

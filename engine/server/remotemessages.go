@@ -17,7 +17,8 @@ import (
 
 // /v1/messages on a remote server: the Anthropic request is translated to
 // the remote's /v1/chat/completions (system prompt, turns, tool_use and
-// tool_result, tools and tool_choice, thinking, stop sequences, sampling)
+// tool_result, tools and tool_choice, thinking, stop sequences, sampling,
+// output_config.format as response_format)
 // and its answer back (thinking, text and tool_use blocks, stop reason,
 // usage), streamed as Anthropic's events when asked.
 
@@ -30,13 +31,14 @@ type remoteChatRequest struct {
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options,omitempty"`
-	Temperature        *float64       `json:"temperature,omitempty"`
-	TopP               *float64       `json:"top_p,omitempty"`
-	TopK               *int           `json:"top_k,omitempty"`
-	Stop               []string       `json:"stop,omitempty"`
-	Tools              []chat.Tool    `json:"tools,omitempty"`
-	ToolChoice         any            `json:"tool_choice,omitempty"`
-	ChatTemplateKwargs map[string]any `json:"chat_template_kwargs,omitempty"`
+	Temperature        *float64        `json:"temperature,omitempty"`
+	TopP               *float64        `json:"top_p,omitempty"`
+	TopK               *int            `json:"top_k,omitempty"`
+	Stop               []string        `json:"stop,omitempty"`
+	Tools              []chat.Tool     `json:"tools,omitempty"`
+	ToolChoice         any             `json:"tool_choice,omitempty"`
+	ChatTemplateKwargs map[string]any  `json:"chat_template_kwargs,omitempty"`
+	ResponseFormat     *responseFormat `json:"response_format,omitempty"`
 }
 
 // remoteChat translates an Anthropic request for the remote.
@@ -83,6 +85,9 @@ func (s *Server) remoteChat(r *http.Request, req *messagesRequest) (*remoteChatR
 			return nil, err
 		}
 		out.ChatTemplateKwargs = map[string]any{"enable_thinking": on}
+	}
+	if out.ResponseFormat, _, err = req.responseFormat(); err != nil {
+		return nil, err
 	}
 	if req.Stream {
 		out.Stream = true

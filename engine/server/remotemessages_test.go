@@ -76,6 +76,14 @@ func TestRemoteMessagesRequest(t *testing.T) {
 		jpath(resp, "content", 1, "text") != "You said: a b" || resp["stop_reason"] != "stop_sequence" || resp["stop_sequence"] != "c d" {
 		t.Fatalf("%d %v", status, resp)
 	}
+	// Structured output asks the remote for the schema.
+	schema := map[string]any{"type": "object", "properties": map[string]any{"answer": map[string]any{"type": "string"}}, "required": []string{"answer"}}
+	status, _, _ = ts.do(t, "POST", "/v1/messages", map[string]any{"max_tokens": 9, "output_config": map[string]any{"format": map[string]any{"type": "json_schema", "schema": schema}},
+		"messages": []any{map[string]any{"role": "user", "content": "x"}}})
+	got, _ = vs.Last("/v1/chat/completions")
+	if status != 200 || jpath(got.Body, "response_format", "type") != "json_schema" || jpath(got.Body, "response_format", "json_schema", "schema", "required", 0) != "answer" {
+		t.Fatalf("%d %v", status, got.Body)
+	}
 	status, resp, _ = ts.do(t, "POST", "/v1/messages", map[string]any{"max_tokens": 2, "messages": []any{map[string]any{"role": "user", "content": "a b c"}}})
 	if status != 200 || resp["stop_reason"] != "max_tokens" || jpath(resp, "content", 0, "text") != "You said:" {
 		t.Fatalf("%d %v", status, resp)
@@ -86,6 +94,7 @@ func TestRemoteMessagesRequest(t *testing.T) {
 		{"max_tokens": 5, "model": "gpt-9", "messages": []any{map[string]any{"role": "user", "content": "x"}}},
 		{"max_tokens": 5, "tool_choice": map[string]any{"type": "tool", "name": "nope"}, "tools": []any{weatherTool}, "messages": []any{map[string]any{"role": "user", "content": "x"}}},
 		{"max_tokens": 5, "thinking": map[string]any{"type": "maybe"}, "messages": []any{map[string]any{"role": "user", "content": "x"}}},
+		{"max_tokens": 5, "output_format": map[string]any{"type": "regex"}, "messages": []any{map[string]any{"role": "user", "content": "x"}}},
 	} {
 		status, resp, _ := ts.do(t, "POST", "/v1/messages", bad)
 		if status/100 != 4 || resp["type"] != "error" {

@@ -143,6 +143,16 @@ func TestRemoteSpoolMessages(t *testing.T) {
 		t.Fatalf("streamed tool use %q %v", partial, evs)
 	}
 
+	// Structured output: the remote's constrained decoding makes the text
+	// follow the schema.
+	schema := map[string]any{"type": "object", "properties": map[string]any{"answer": map[string]any{"type": "string", "maxLength": 40}}, "required": []string{"answer"}}
+	status, resp, _ = front.do(t, "POST", "/v1/messages", map[string]any{"messages": msgs, "max_tokens": 200, "temperature": 0,
+		"thinking": map[string]any{"type": "disabled"}, "output_config": map[string]any{"format": map[string]any{"type": "json_schema", "schema": schema}}})
+	var out map[string]any
+	if status != 200 || json.Unmarshal([]byte(str(jpath(resp, "content", 0, "text"))), &out) != nil || out["answer"] == nil {
+		t.Fatalf("structured output %d %v", status, resp)
+	}
+
 	// Spool has no /tokenize: count_tokens says so.
 	status, resp, _ = front.do(t, "POST", "/v1/messages/count_tokens", map[string]any{"messages": msgs})
 	if status != 404 || jpath(resp, "error", "type") != "not_found_error" || !strings.Contains(jpath(resp, "error", "message").(string), "/tokenize") {

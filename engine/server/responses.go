@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/spoolhq/spool/engine/chat"
@@ -12,17 +13,17 @@ import (
 
 // responsesRequest is an OpenAI /v1/responses request.
 type responsesRequest struct {
-	Model              string          `json:"model"`
-	Input              json.RawMessage `json:"input"`
-	Instructions       string          `json:"instructions"`
-	Tools              []responsesTool `json:"tools"`
-	ToolChoice         json.RawMessage `json:"tool_choice"`
-	MaxOutputTokens    *int            `json:"max_output_tokens"`
-	Temperature        *float64        `json:"temperature"`
-	TopP               *float64        `json:"top_p"`
-	Stream             bool            `json:"stream"`
-	PreviousResponseID string          `json:"previous_response_id"`
-	Store              *bool           `json:"store"`
+	Model              string            `json:"model"`
+	Input              json.RawMessage   `json:"input"`
+	Instructions       string            `json:"instructions"`
+	Tools              []json.RawMessage `json:"tools"`
+	ToolChoice         json.RawMessage   `json:"tool_choice"`
+	MaxOutputTokens    *int              `json:"max_output_tokens"`
+	Temperature        *float64          `json:"temperature"`
+	TopP               *float64          `json:"top_p"`
+	Stream             bool              `json:"stream"`
+	PreviousResponseID string            `json:"previous_response_id"`
+	Store              *bool             `json:"store"`
 	Reasoning          *struct {
 		Effort string `json:"effort"`
 	} `json:"reasoning"`
@@ -34,13 +35,9 @@ type responsesRequest struct {
 			Strict *bool           `json:"strict"`
 		} `json:"format"`
 	} `json:"text"`
-}
 
-type responsesTool struct {
-	Type        string          `json:"type"`
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters"`
+	// origins maps the tool names the model sees back to the client's.
+	origins map[string]toolOrigin
 }
 
 // inputItem is one element of a Responses input array.
@@ -50,7 +47,9 @@ type inputItem struct {
 	Content   json.RawMessage `json:"content"`
 	CallID    string          `json:"call_id"`
 	Name      string          `json:"name"`
+	Namespace string          `json:"namespace"`
 	Arguments string          `json:"arguments"`
+	Input     string          `json:"input"`
 	Output    json.RawMessage `json:"output"`
 }
 
@@ -86,18 +85,22 @@ func inputMessages(raw json.RawMessage) ([]chat.Message, error) {
 				return nil, invalid(param+".role", "input item %d has the role %q; expected user, system, developer or assistant", i, it.Role)
 			}
 			msgs = append(msgs, chat.Message{Role: it.Role, Content: text})
-		case "function_call":
+		case "function_call", "custom_tool_call":
 			args := it.Arguments
+			if it.Type == "custom_tool_call" {
+				b, _ := json.Marshal(map[string]string{"input": it.Input})
+				args = string(b)
+			}
 			if args == "" {
 				args = "{}"
 			}
-			call := chat.ToolCall{ID: it.CallID, Type: "function", Function: chat.FunctionCall{Name: it.Name, Arguments: args}}
+			call := chat.ToolCall{ID: it.CallID, Type: "function", Function: chat.FunctionCall{Name: flatName(it.Namespace, it.Name), Arguments: args}}
 			if n := len(msgs); n > 0 && msgs[n-1].Role == "assistant" && msgs[n-1].ToolCalls != nil {
 				msgs[n-1].ToolCalls = append(msgs[n-1].ToolCalls, call)
 			} else {
 				msgs = append(msgs, chat.Message{Role: "assistant", Content: "", ToolCalls: []chat.ToolCall{call}})
 			}
-		case "function_call_output":
+		case "function_call_output", "custom_tool_call_output":
 			text, err := responsesText(param+".output", it.Output)
 			if err != nil {
 				return nil, err
@@ -105,6 +108,9 @@ func inputMessages(raw json.RawMessage) ([]chat.Message, error) {
 			msgs = append(msgs, chat.Message{Role: "tool", Content: text, ToolCallID: it.CallID})
 		case "reasoning":
 		default:
+			if hostedCallItem(it.Type) {
+				continue
+			}
 			return nil, invalid(param+".type", "input items of type %q are not supported", it.Type)
 		}
 	}
@@ -168,28 +174,18 @@ func (s *Server) responsesTurn(req *responsesRequest) (*turn, []chat.Message, er
 		history = append(history, prev.history...)
 	}
 	history = append(history, input...)
-	var tools []chat.Tool
-	for i, t := range req.Tools {
-		if t.Type != "function" {
-			return nil, nil, invalid(fmt.Sprintf("tools[%d].type", i), "tools of type %q are not supported; only function tools", t.Type)
-		}
-		fn := map[string]any{"name": t.Name}
-		if t.Description != "" {
-			fn["description"] = t.Description
-		}
-		if len(t.Parameters) > 0 && !bytes.Equal(t.Parameters, []byte("null")) {
-			var p map[string]any
-			if err := json.Unmarshal(t.Parameters, &p); err != nil {
-				return nil, nil, invalid(fmt.Sprintf("tools[%d].parameters", i), "parameters must be a JSON Schema object")
-			}
-			fn["parameters"] = p
-		}
-		tools = append(tools, chat.Tool{"type": "function", "function": fn})
+	tools, origins, dropped, err := responsesTools(req.Tools)
+	if err != nil {
+		return nil, nil, err
+	}
+	req.origins = origins
+	if len(dropped) > 0 {
+		s.logf("/v1/responses: left out hosted tools the model cannot run: %s", strings.Join(dropped, ", "))
 	}
 	if err := checkTools("tools", tools); err != nil {
 		return nil, nil, err
 	}
-	choice, err := parseToolChoice(req.ToolChoice, tools)
+	choice, err := parseToolChoice(flatToolChoice(req.ToolChoice), tools)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -241,25 +237,25 @@ func (s *Server) responsesTurn(req *responsesRequest) (*turn, []chat.Message, er
 
 // responseObject is a Responses API response.
 type responseObject struct {
-	ID                 string           `json:"id"`
-	Object             string           `json:"object"`
-	CreatedAt          int64            `json:"created_at"`
-	Status             string           `json:"status"`
-	Error              any              `json:"error"`
-	IncompleteDetails  any              `json:"incomplete_details"`
-	Instructions       *string          `json:"instructions"`
-	Model              string           `json:"model"`
-	Output             []map[string]any `json:"output"`
-	OutputText         string           `json:"output_text"`
-	PreviousResponseID *string          `json:"previous_response_id"`
-	ParallelToolCalls  bool             `json:"parallel_tool_calls"`
-	Tools              []responsesTool  `json:"tools"`
-	ToolChoice         any              `json:"tool_choice"`
-	Temperature        float64          `json:"temperature"`
-	TopP               float64          `json:"top_p"`
-	Store              bool             `json:"store"`
-	Metadata           map[string]any   `json:"metadata"`
-	Usage              *responsesUsage  `json:"usage"`
+	ID                 string            `json:"id"`
+	Object             string            `json:"object"`
+	CreatedAt          int64             `json:"created_at"`
+	Status             string            `json:"status"`
+	Error              any               `json:"error"`
+	IncompleteDetails  any               `json:"incomplete_details"`
+	Instructions       *string           `json:"instructions"`
+	Model              string            `json:"model"`
+	Output             []map[string]any  `json:"output"`
+	OutputText         string            `json:"output_text"`
+	PreviousResponseID *string           `json:"previous_response_id"`
+	ParallelToolCalls  bool              `json:"parallel_tool_calls"`
+	Tools              []json.RawMessage `json:"tools"`
+	ToolChoice         any               `json:"tool_choice"`
+	Temperature        float64           `json:"temperature"`
+	TopP               float64           `json:"top_p"`
+	Store              bool              `json:"store"`
+	Metadata           map[string]any    `json:"metadata"`
+	Usage              *responsesUsage   `json:"usage"`
 }
 
 type responsesUsage struct {
@@ -306,7 +302,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		Temperature: t.req.Temperature, TopP: t.req.TopP, Store: req.Store == nil || *req.Store, Metadata: map[string]any{},
 	}
 	if resp.Tools == nil {
-		resp.Tools = []responsesTool{}
+		resp.Tools = []json.RawMessage{}
 	}
 	if req.Instructions != "" {
 		resp.Instructions = &req.Instructions
@@ -314,7 +310,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	if req.PreviousResponseID != "" {
 		resp.PreviousResponseID = &req.PreviousResponseID
 	}
-	b := &responsesBuilder{resp: resp}
+	b := &responsesBuilder{resp: resp, origins: req.origins}
 	var sse *sseWriter
 	if req.Stream {
 		if sse, err = startSSE(w); err != nil {
@@ -338,7 +334,10 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	}
 	var idle func() error
 	if sse != nil {
-		idle = func() error { return sse.comment("keep-alive") }
+		// An event, not a comment: clients such as Codex time out a
+		// stream that sends no event for minutes, which a long prefill on
+		// this machine can take.
+		idle = func() error { return b.send("response.in_progress", map[string]any{"response": resp}) }
 	}
 	o, err := s.generate(r.Context(), t, st, b.add, idle)
 	if err != nil {
@@ -396,6 +395,7 @@ type responsesBuilder struct {
 	itemText  string // text of the open item
 	reasoning string
 	calls     []chat.ToolCall
+	origins   map[string]toolOrigin
 }
 
 func (b *responsesBuilder) send(name string, ev map[string]any) error {
@@ -477,16 +477,26 @@ func (b *responsesBuilder) add(p piece) error {
 		}
 	}
 	for _, c := range p.calls {
-		args, _ := c.Function.Arguments.(string)
-		item := map[string]any{"type": "function_call", "id": newID("fc_"), "call_id": c.ID, "name": c.Function.Name, "arguments": "", "status": "in_progress"}
+		done := callItem(c, b.origins)
+		// The item is announced in progress, its text streamed, then done.
+		item := map[string]any{}
+		for k, v := range done {
+			item[k] = v
+		}
+		field, event := "arguments", "response.function_call_arguments"
+		if item["type"] == "custom_tool_call" {
+			field, event = "input", "response.custom_tool_call_input"
+		}
+		text := done[field]
+		item[field], item["status"] = "", "in_progress"
 		if err := b.startItem("function_call", item); err != nil {
 			return err
 		}
-		if err := b.send("response.function_call_arguments.delta", map[string]any{"item_id": item["id"], "output_index": b.index(), "delta": args}); err != nil {
+		if err := b.send(event+".delta", map[string]any{"item_id": item["id"], "output_index": b.index(), "delta": text}); err != nil {
 			return err
 		}
-		item["arguments"], item["status"] = args, "completed"
-		if err := b.send("response.function_call_arguments.done", map[string]any{"item_id": item["id"], "output_index": b.index(), "arguments": args}); err != nil {
+		item[field], item["status"] = text, "completed"
+		if err := b.send(event+".done", map[string]any{"item_id": item["id"], "output_index": b.index(), field: text}); err != nil {
 			return err
 		}
 		b.calls = append(b.calls, c)

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -65,6 +66,9 @@ type Config struct {
 	// StoredResponses bounds the /v1/responses kept for
 	// previous_response_id (default 128).
 	StoredResponses int
+	// Logger receives notes about requests served with adjustments, such
+	// as hosted tools left out (default slog.Default()).
+	Logger *slog.Logger
 }
 
 func (c Config) withDefaults() Config {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 
@@ -114,23 +115,28 @@ func (t *toolStream) write(text string) (string, []chat.ParsedCall) {
 	return out.String(), calls
 }
 
-// flush ends the stream: an unclosed call is parsed with the salvage rules
-// of chat.ParseToolCalls, or else emitted as text.
-func (t *toolStream) flush() (string, []chat.ParsedCall) {
+// flush ends the stream. cut says the generation ran out of tokens: an
+// unclosed call is then incomplete and dropped, never reported as a call
+// (the finish reason says "length"). Otherwise (the model stopped) an
+// unclosed call is parsed with the salvage rules of chat.ParseToolCalls
+// and kept when it has every required argument; a forced call is dropped
+// rather than shown as text.
+func (t *toolStream) flush(cut bool) (string, []chat.ParsedCall) {
 	var out strings.Builder
 	rest := t.buf
 	t.buf = ""
 	if t.inCall {
 		t.inCall = false
-		if calls := t.parse(toolCallOpen + rest); calls != nil {
-			return "", calls
+		if cut {
+			return "", nil
 		}
-		if t.forced {
-			// A forced call cut short (max tokens) is closed where it
-			// stopped.
-			if calls := t.parse(toolCallOpen + closeMarkup(rest)); calls != nil {
-				return "", calls
-			}
+		calls := t.parse(toolCallOpen + rest)
+		if calls == nil && t.forced {
+			calls = t.parse(toolCallOpen + closeMarkup(rest))
+		}
+		calls = slices.DeleteFunc(calls, func(c chat.ParsedCall) bool { return len(chat.MissingArguments(c, t.tools)) > 0 })
+		if len(calls) > 0 || t.forced {
+			return "", calls
 		}
 		rest = toolCallOpen + rest
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/spoolhq/spool/engine/chat"
-	"github.com/spoolhq/spool/engine/scheduler"
+	"github.com/spoolhq/spool/engine/grammar"
 	"github.com/spoolhq/spool/engine/tokenizer"
 )
 
@@ -16,21 +16,23 @@ import (
 //
 //	<tool_call>NAME<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>…</tool_call>
 //
-// NAME is one of the tools, each KEY a parameter not yet given (the
-// required ones first), and the call closes only once every required
-// parameter is there. A string value
-// is raw text without '<'; any other value is JSON constrained by the
-// parameter's schema (through the response-format compiler). The markup
-// tags are single tokens of the GLM vocabulary.
+// NAME is one of the tools, each KEY a declared parameter not yet given
+// (the required ones first), and the call closes only once every required
+// parameter is there. Each VALUE is decoded under its parameter's schema,
+// compiled with the tool's whole parameters schema by the response-format
+// compiler (grammar.CompileArguments): a string parameter is raw text
+// (enum, const, minLength and maxLength enforced), any other JSON. The
+// markup tags are single tokens of the GLM vocabulary.
 
-// maxRawValueTokens bounds a raw string argument.
-const maxRawValueTokens = 1024
+// maxValueTokens bounds an argument value: past it, a value that is
+// complete must end.
+const maxValueTokens = 1024
 
 // toolVocab is the per-tokenizer index the tool-call constraint uses.
 type toolVocab struct {
 	tokens [][]byte
-	// plain marks tokens that may appear in a raw value: not special,
-	// not empty, no '<'.
+	// plain marks tokens that may appear in a key or an unconstrained raw
+	// value: not special, not empty, no '<'.
 	plain                                          []uint64
 	argKey, argKeyEnd, argValue, argValueEnd, done int
 	eos                                            []int
@@ -67,97 +69,88 @@ func (v *toolVocab) usable() bool {
 
 // toolSpec is what the constraint needs of one tool.
 type toolSpec struct {
-	name     string
-	params   []string
-	required []string
-	schemas  map[string]json.RawMessage
+	name string
+	args *grammar.Arguments
 }
 
-func toolSpecs(tools []chat.Tool) []toolSpec {
+func (s *toolSpec) arg(name string) *grammar.Argument {
+	for i := range s.args.Props {
+		if s.args.Props[i].Name == name {
+			return &s.args.Props[i]
+		}
+	}
+	return nil
+}
+
+// toolSpecs compiles the parameters of the tools (only the one named
+// name, when set); a schema the compiler refuses is a 400 naming the tool.
+func toolSpecs(tools []chat.Tool, name string) ([]toolSpec, error) {
 	var out []toolSpec
 	for _, t := range tools {
 		fn, _ := t["function"].(map[string]any)
-		name, _ := fn["name"].(string)
-		spec := toolSpec{name: name, schemas: map[string]json.RawMessage{}}
-		params, _ := fn["parameters"].(map[string]any)
-		props, _ := params["properties"].(map[string]any)
-		for k, v := range props {
-			spec.params = append(spec.params, k)
-			if raw, err := json.Marshal(v); err == nil {
-				spec.schemas[k] = raw
+		n, _ := fn["name"].(string)
+		if name != "" && n != name {
+			continue
+		}
+		var raw []byte
+		if p, ok := fn["parameters"]; ok && p != nil {
+			var err error
+			if raw, err = json.Marshal(p); err != nil {
+				return nil, invalid("tools", "tool %q: parameters: %v", n, err)
 			}
 		}
-		slices.Sort(spec.params)
-		req, _ := params["required"].([]any)
-		for _, r := range req {
-			if s, ok := r.(string); ok && slices.Contains(spec.params, s) {
-				spec.required = append(spec.required, s)
-			}
+		args, err := grammar.CompileArguments(raw)
+		if err != nil {
+			return nil, invalid("tools", "tool %q: its arguments cannot be decoded under its parameters schema for a forced tool_choice: %v", n, err)
 		}
-		out = append(out, spec)
+		out = append(out, toolSpec{name: n, args: args})
 	}
-	return out
-}
-
-// rawString reports whether a parameter's schema makes its value raw text.
-func rawString(schema json.RawMessage) bool {
-	var s struct {
-		Type any `json:"type"`
-	}
-	if json.Unmarshal(schema, &s) != nil {
-		return true
-	}
-	switch t := s.Type.(type) {
-	case nil:
-		return true
-	case string:
-		return t == "string"
-	case []any:
-		return slices.Contains(t, any("string"))
-	}
-	return true
+	return out, nil
 }
 
 type toolPhase int
 
 const (
-	phaseName      toolPhase = iota // writing the function name
-	phaseArgs                       // expecting <arg_key> or </tool_call>
-	phaseKey                        // writing a parameter name
-	phaseKeyEnd                     // expecting <arg_value>
-	phaseRawValue                   // writing a raw string value
-	phaseJSONValue                  // writing a JSON value
+	phaseName   toolPhase = iota // writing the function name
+	phaseArgs                    // expecting <arg_key> or </tool_call>
+	phaseKey                     // writing a parameter name
+	phaseKeyEnd                  // expecting <arg_value>
+	phaseValue                   // writing a value
 	phaseDone
 )
 
 // toolConstraint implements scheduler.Constraint for one forced call.
 type toolConstraint struct {
-	v       *toolVocab
-	specs   []toolSpec
-	compile ConstraintCompiler
+	v *toolVocab
+	// gv is the response-format compiler's vocabulary; nil leaves values
+	// unconstrained (raw text of plain tokens).
+	gv    *grammar.Vocab
+	specs []toolSpec
 
 	phase  toolPhase
 	text   string    // name or key written so far
 	tool   *toolSpec // chosen tool
 	used   []string  // parameters given
-	key    string    // the parameter being written
-	value  scheduler.Constraint
-	tokens int // tokens of the current raw value
+	value  *grammar.Matcher
+	tokens int // tokens of the current value
 }
 
 // newToolConstraint starts after "<tool_call>" (name == "") or after
 // "<tool_call>name".
-func newToolConstraint(v *toolVocab, tools []chat.Tool, name string, compile ConstraintCompiler) *toolConstraint {
-	c := &toolConstraint{v: v, specs: toolSpecs(tools), compile: compile}
+func newToolConstraint(v *toolVocab, tools []chat.Tool, name string, compile ConstraintCompiler) (*toolConstraint, error) {
+	specs, err := toolSpecs(tools, name)
+	if err != nil {
+		return nil, err
+	}
+	if len(specs) == 0 {
+		return nil, invalid("tool_choice", "tool_choice names the function %q, which is not among the tools", name)
+	}
+	c := &toolConstraint{v: v, gv: grammarVocab(compile), specs: specs}
 	if name != "" {
-		for i := range c.specs {
-			if c.specs[i].name == name {
-				c.tool = &c.specs[i]
-			}
-		}
+		c.tool = &c.specs[0]
 		c.phase = phaseArgs
 	}
-	return c
+	return c, nil
 }
 
 func set(mask []uint64, id int) {
@@ -185,26 +178,25 @@ func (c *toolConstraint) extend(mask []uint64, candidates []string) {
 // unused lists the parameters that may come next: the required ones not
 // given yet, or once they are all there, the optional ones not given.
 func (c *toolConstraint) unused() []string {
-	var out []string
-	for _, p := range c.tool.required {
-		if !slices.Contains(c.used, p) {
-			out = append(out, p)
+	var req, opt []string
+	for _, p := range c.tool.args.Props {
+		switch {
+		case slices.Contains(c.used, p.Name):
+		case p.Required:
+			req = append(req, p.Name)
+		default:
+			opt = append(opt, p.Name)
 		}
 	}
-	if len(out) > 0 {
-		return out
+	if len(req) > 0 {
+		return req
 	}
-	for _, p := range c.tool.params {
-		if !slices.Contains(c.used, p) {
-			out = append(out, p)
-		}
-	}
-	return out
+	return opt
 }
 
 func (c *toolConstraint) canClose() bool {
-	for _, r := range c.tool.required {
-		if !slices.Contains(c.used, r) {
+	for _, p := range c.tool.args.Props {
+		if p.Required && !slices.Contains(c.used, p.Name) {
 			return false
 		}
 	}
@@ -219,10 +211,10 @@ func (c *toolConstraint) Mask(mask []uint64) {
 		for _, s := range c.specs {
 			names = append(names, s.name)
 			if s.name == c.text {
-				if len(s.params) > 0 {
+				if len(s.args.Props) > 0 {
 					set(mask, c.v.argKey)
 				}
-				if len(s.required) == 0 {
+				if !slices.ContainsFunc(s.args.Props, func(a grammar.Argument) bool { return a.Required }) {
 					set(mask, c.v.done)
 				}
 			}
@@ -243,19 +235,24 @@ func (c *toolConstraint) Mask(mask []uint64) {
 		c.extend(mask, unused)
 	case phaseKeyEnd:
 		set(mask, c.v.argValue)
-	case phaseRawValue:
-		if c.tokens < maxRawValueTokens {
-			copy(mask, c.v.plain)
+	case phaseValue:
+		if c.value == nil {
+			if c.tokens < maxValueTokens {
+				copy(mask, c.v.plain)
+			}
+			set(mask, c.v.argValueEnd)
+			return
 		}
-		set(mask, c.v.argValueEnd)
-	case phaseJSONValue:
-		c.value.Mask(mask)
-		for _, e := range c.v.eos {
-			if e/64 < len(mask) {
-				mask[e/64] &^= 1 << (e % 64)
+		done := c.value.Done()
+		if !done || c.tokens < maxValueTokens {
+			c.value.Allowed(mask)
+			for _, e := range c.v.eos {
+				if e/64 < len(mask) {
+					mask[e/64] &^= 1 << (e % 64)
+				}
 			}
 		}
-		if c.value.Done() {
+		if done {
 			set(mask, c.v.argValueEnd)
 		}
 	}
@@ -270,6 +267,9 @@ func (c *toolConstraint) Accept(id int) error {
 				if c.specs[i].name == c.text {
 					c.tool = &c.specs[i]
 				}
+			}
+			if c.tool == nil {
+				return errToolCallMarkup
 			}
 			c.text = ""
 			c.phase = phaseKey
@@ -287,31 +287,25 @@ func (c *toolConstraint) Accept(id int) error {
 		}
 	case phaseKey:
 		if id == c.v.argKeyEnd {
-			c.key, c.phase = c.text, phaseKeyEnd
 			c.used = append(c.used, c.text)
+			c.phase, c.tokens, c.value = phaseKeyEnd, 0, nil
+			if a := c.tool.arg(c.text); a != nil && c.gv != nil {
+				c.value = a.Value.NewMatcher(c.gv)
+			}
 			return nil
 		}
 		c.text += string(c.v.tokens[id])
 	case phaseKeyEnd:
-		c.phase, c.tokens, c.value = phaseRawValue, 0, nil
-		schema := c.tool.schemas[c.key]
-		if c.compile != nil && !rawString(schema) {
-			if v, err := c.compile(schema); err == nil {
-				c.value, c.phase = v, phaseJSONValue
-			}
-		}
-	case phaseRawValue:
-		if id == c.v.argValueEnd {
-			c.phase = phaseArgs
-			return nil
-		}
-		c.tokens++
-	case phaseJSONValue:
+		c.phase = phaseValue
+	case phaseValue:
 		if id == c.v.argValueEnd {
 			c.phase, c.value = phaseArgs, nil
 			return nil
 		}
-		return c.value.Accept(id)
+		c.tokens++
+		if c.value != nil {
+			return c.value.Accept(id)
+		}
 	case phaseDone:
 		return errToolCallDone
 	}
@@ -321,4 +315,7 @@ func (c *toolConstraint) Accept(id int) error {
 // Done implements scheduler.Constraint.
 func (c *toolConstraint) Done() bool { return c.phase == phaseDone }
 
-var errToolCallDone = &apiError{Status: 500, Type: "server_error", Message: "the tool call is complete"}
+var (
+	errToolCallDone   = &apiError{Status: 500, Type: "server_error", Message: "the tool call is complete"}
+	errToolCallMarkup = &apiError{Status: 500, Type: "server_error", Message: "the tool call names no declared tool"}
+)

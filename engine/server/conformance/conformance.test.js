@@ -1,21 +1,13 @@
 // Conformance of `spool serve` with the official OpenAI and Anthropic
-// clients, unmodified. The server is started here on a free port:
-//
-//   SPOOL_BIN=../../../bin/spool SPOOL_MODEL=../../../assets/models/glm52-mini node --test
-//
-// or an already running one is used with SPOOL_BASE_URL (and SPOOL_API_KEY).
-import { test, before, after } from 'node:test';
+// clients, unmodified (run by run.mjs, which starts the server).
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import path from 'node:path';
 import OpenAI from 'openai';
+import { zodFunction, zodResponseFormat, zodResponsesFunction } from 'openai/helpers/zod';
 import Anthropic from '@anthropic-ai/sdk';
+import { zodOutputFormat } from '@anthropic-ai/sdk/helpers/zod';
+import { Answer, Forecast, KEY, MODEL, QUESTION, baseURL, checkForecast, forecastJSON } from './common.js';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const root = path.resolve(here, '../../..');
-const KEY = process.env.SPOOL_API_KEY ?? 'conformance-key';
-const QUESTION = 'What does the function os.path.join do?';
 const WEATHER = {
   type: 'function',
   function: {
@@ -23,47 +15,18 @@ const WEATHER = {
     description: 'Current weather of a city',
     parameters: {
       type: 'object',
-      properties: { city: { type: 'string' }, days: { type: 'integer' } },
+      properties: { city: { type: 'string', maxLength: 16 }, days: { type: 'integer' } },
       required: ['city'],
     },
   },
 };
+const FORECAST = { type: 'function', function: { name: 'forecast', description: 'Weather forecast', parameters: forecastJSON } };
 
-let server;
-let baseURL;
-let openai;
-let anthropic;
-
-before(async () => {
-  baseURL = process.env.SPOOL_BASE_URL;
-  if (!baseURL) {
-    const bin = process.env.SPOOL_BIN ?? path.join(root, 'bin/spool');
-    const model = process.env.SPOOL_MODEL ?? path.join(root, 'assets/models/glm52-mini');
-    server = spawn(bin, ['serve', '--model', model, '--port', '0', '--api-key', KEY, '--max-batch', '4'], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    baseURL = await new Promise((resolve, reject) => {
-      let err = '';
-      const timer = setTimeout(() => reject(new Error(`spool serve did not start: ${err}`)), 60000);
-      server.stderr.on('data', (d) => {
-        err += d;
-        const m = /on (http:\/\/\S+)/.exec(err);
-        if (m) {
-          clearTimeout(timer);
-          resolve(m[1]);
-        }
-      });
-      server.on('exit', (code) => reject(new Error(`spool serve exited with ${code}: ${err}`)));
-    });
-  }
-  openai = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: KEY, maxRetries: 0 });
-  anthropic = new Anthropic({ baseURL, apiKey: KEY, maxRetries: 0 });
-});
-
-after(() => server?.kill('SIGTERM'));
+const openai = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: KEY, maxRetries: 0 });
+const anthropic = new Anthropic({ baseURL, apiKey: KEY, maxRetries: 0 });
 
 const ask = (extra = {}) => ({
-  model: 'glm52-mini',
+  model: MODEL,
   messages: [{ role: 'user', content: QUESTION }],
   temperature: 0,
   max_tokens: 24,
@@ -265,4 +228,109 @@ test('anthropic tools round trip and errors', async () => {
   const streamed = await anthropic.messages.stream({ model: 'claude-x', max_tokens: 120, tools, tool_choice: { type: 'any' }, messages: messages.slice(0, 1) }).finalMessage();
   assert.ok(streamed.content.some((b) => b.type === 'tool_use' && typeof b.input.city === 'string'));
   await assert.rejects(anthropic.messages.create({ model: 'gpt-9', max_tokens: 5, messages }), Anthropic.NotFoundError);
+});
+
+test('forced tool calls honour enum, const, maxLength and required', async () => {
+  for (const [i, tool_choice] of [{ type: 'function', function: { name: 'forecast' } }, 'required'].entries()) {
+    const r = await openai.chat.completions.create(ask({ tools: [FORECAST], tool_choice, max_tokens: 120, temperature: 1, seed: i }));
+    assert.equal(r.choices[0].finish_reason, 'tool_calls');
+    checkForecast(r.choices[0].message.tool_calls[0].function.arguments);
+  }
+  // Streamed, the one call arrives whole.
+  const stream = await openai.chat.completions.create(ask({ tools: [FORECAST], tool_choice: 'required', max_tokens: 120, stream: true }));
+  let args = '';
+  for await (const chunk of stream) for (const tc of chunk.choices[0]?.delta?.tool_calls ?? []) args += tc.function?.arguments ?? '';
+  checkForecast(args);
+});
+
+test('a forced call cut by max_tokens is reported incomplete, not as a call', async () => {
+  const r = await openai.chat.completions.create(ask({ tools: [FORECAST], tool_choice: 'required', max_tokens: 4 }));
+  assert.equal(r.choices[0].finish_reason, 'length');
+  assert.equal(r.choices[0].message.tool_calls, undefined);
+  await assert.rejects(
+    openai.chat.completions.parse(ask({ tools: [zodFunction({ name: 'forecast', parameters: Forecast })], tool_choice: 'required', max_tokens: 4 })),
+    OpenAI.LengthFinishReasonError,
+  );
+});
+
+test('openai parse: zodFunction and zodResponseFormat', async () => {
+  const r = await openai.chat.completions.parse(ask({
+    tools: [zodFunction({ name: 'forecast', parameters: Forecast })], tool_choice: { type: 'function', function: { name: 'forecast' } }, max_tokens: 120,
+  }));
+  checkForecast(r.choices[0].message.tool_calls[0].function.parsed_arguments);
+  const j = await openai.chat.completions.parse(ask({ response_format: zodResponseFormat(Answer, 'answer'), max_tokens: 120, temperature: 1 }));
+  assert.ok(Answer.safeParse(j.choices[0].message.parsed).success, JSON.stringify(j.choices[0].message));
+});
+
+test('responses: namespace and hosted tools, forced namespaced call', async () => {
+  const tools = [
+    { type: 'namespace', name: 'weather', description: 'Weather tools', tools: [{ type: 'function', name: 'forecast', parameters: forecastJSON, strict: false }] },
+    { type: 'web_search', external_web_access: false },
+    zodResponsesFunction({ name: 'lookup', parameters: Answer }),
+  ];
+  const auto = await openai.responses.create({ model: MODEL, input: QUESTION, tools, max_output_tokens: 16 });
+  assert.ok(['completed', 'incomplete'].includes(auto.status));
+  const r = await openai.responses.create({ model: MODEL, input: QUESTION, tools, max_output_tokens: 120, tool_choice: { type: 'function', name: 'weather.forecast' } });
+  const call = r.output.find((o) => o.type === 'function_call');
+  assert.equal(call.name, 'forecast');
+  assert.equal(call.namespace, 'weather');
+  checkForecast(call.arguments);
+  // The call and its output go back in the next turn.
+  const next = await openai.responses.create({
+    model: MODEL, tools, max_output_tokens: 8,
+    input: [{ role: 'user', content: QUESTION }, call, { type: 'function_call_output', call_id: call.call_id, output: 'Sunny' }],
+  });
+  assert.ok(next.usage.input_tokens > r.usage.input_tokens);
+});
+
+test('anthropic: forced tools honour the schema; system turns and adaptive thinking', async () => {
+  const tools = [{ name: 'forecast', description: 'Weather forecast', input_schema: forecastJSON }];
+  for (const tool_choice of [{ type: 'tool', name: 'forecast' }, { type: 'any' }]) {
+    const m = await anthropic.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 120, tools, tool_choice, messages: [{ role: 'user', content: QUESTION }] });
+    assert.equal(m.stop_reason, 'tool_use');
+    checkForecast(m.content.find((b) => b.type === 'tool_use').input);
+  }
+  const cut = await anthropic.messages.create({ model: 'claude-x', max_tokens: 4, tools, tool_choice: { type: 'any' }, messages: [{ role: 'user', content: QUESTION }] });
+  assert.equal(cut.stop_reason, 'max_tokens');
+  assert.ok(!cut.content.some((b) => b.type === 'tool_use'));
+  const params = {
+    model: 'claude-opus-4-1', max_tokens: 24, thinking: { type: 'adaptive' },
+    messages: [{ role: 'user', content: QUESTION }, { role: 'assistant', content: 'It joins paths.' }, { role: 'system', content: 'Be brief.' }, { role: 'user', content: 'And os.path.split?' }],
+  };
+  const m = await anthropic.messages.create(params);
+  assert.equal(m.type, 'message');
+  const streamed = await anthropic.messages.stream(params).finalMessage();
+  assert.ok(['end_turn', 'max_tokens'].includes(streamed.stop_reason));
+});
+
+test('anthropic: messages.parse with output_config.format; output_format', async () => {
+  const m = await anthropic.messages.parse({
+    model: 'claude-sonnet-4-5', max_tokens: 160, messages: [{ role: 'user', content: QUESTION }], output_config: { format: zodOutputFormat(Answer) },
+  });
+  assert.ok(Answer.safeParse(m.parsed_output).success, JSON.stringify(m.content));
+  const old = await anthropic.messages.create({
+    model: 'claude-sonnet-4-5', max_tokens: 160, messages: [{ role: 'user', content: QUESTION }], output_format: { type: 'json_schema', schema: forecastJSON },
+  });
+  checkForecast(old.content[0].text);
+  await assert.rejects(
+    anthropic.messages.create({ model: 'claude-x', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }], output_config: { format: { type: 'yaml' } } }),
+    Anthropic.BadRequestError,
+  );
+});
+
+test('anthropic: overflow says "prompt is too long"', async () => {
+  const long = 'word '.repeat(9000);
+  await assert.rejects(
+    anthropic.messages.create({ model: 'claude-x', max_tokens: 8, messages: [{ role: 'user', content: long }] }),
+    (e) => e instanceof Anthropic.BadRequestError && /^prompt is too long: \d+ tokens > 8192 maximum$/.test(e.error.error.message),
+  );
+  await assert.rejects(openai.chat.completions.create(ask({ messages: [{ role: 'user', content: long }] })), (e) => e.code === 'context_length_exceeded');
+});
+
+test('models report the served context', async () => {
+  const m = await openai.models.retrieve(MODEL);
+  assert.equal(m.context_length, 8192);
+  assert.equal(m.max_model_len, 8192);
+  const head = await fetch(`${baseURL}/`, { method: 'HEAD' });
+  assert.equal(head.status, 200);
 });

@@ -1,4 +1,4 @@
-package benchmodel
+package synthetic
 
 import (
 	"bytes"
@@ -31,7 +31,7 @@ func TestConfigIsGLM52(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := glm52().encode()
+	raw, err := glm52().Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,8 +134,8 @@ func TestGenerateSmall(t *testing.T) {
 }
 
 func TestDeterministic(t *testing.T) {
-	cfg := benchConfig(&Options{SparseLayers: 1, Experts: 8})
-	shards := layout(&cfg, int4Row)
+	cfg := modelConfig(&Options{SparseLayers: 1, Experts: 8})
+	shards := layout(cfg, int4Row)
 	// The dense layer's norms and the first matrices, and one expert.
 	ts := append(append([]tensor(nil), shards[0].tensors[:8]...), shards[1].tensors[:6]...)
 	write := func(seed uint64) []byte {
@@ -268,5 +268,36 @@ func TestCancel(t *testing.T) {
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		t.Errorf("cancelled run left %s", e.Name())
+	}
+}
+
+// TestCodesAreSymmetric checks the code maps: every int4 and int8 value
+// but the mirrorless one keeps its probability, that one becomes 0, and
+// the mean over all inputs is exactly 0.
+func TestCodesAreSymmetric(t *testing.T) {
+	var sum4, sum8 int
+	for n := range 16 {
+		v := int(symmetricInt4(uint64(n))&15) - 8
+		if n == 0 && v != 0 || n != 0 && v != n-8 {
+			t.Errorf("nibble %d maps to value %d", n, v)
+		}
+		sum4 += v
+	}
+	for b := range 256 {
+		v := int(int8(byte(symmetricInt8(uint64(b)))))
+		if b == 0x80 && v != 0 || b != 0x80 && v != int(int8(byte(b))) {
+			t.Errorf("byte %#x maps to value %d", b, v)
+		}
+		sum8 += v
+	}
+	if sum4 != 0 || sum8 != 0 {
+		t.Errorf("code sums %d (int4) and %d (int8), want 0", sum4, sum8)
+	}
+	// The maps act on every nibble and byte of a word independently.
+	if got := symmetricInt4(0x0f0f_00f0_1234_0000); got != 0x8f8f_88f8_1234_8888 {
+		t.Errorf("int4 word %#x", got)
+	}
+	if got := symmetricInt8(0x8080_7f01_8000_0080); got != 0x0000_7f01_0000_0000 {
+		t.Errorf("int8 word %#x", got)
 	}
 }

@@ -1,9 +1,10 @@
-package benchmodel
+package synthetic
 
 import (
 	"fmt"
 	"math"
 
+	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/container"
 )
 
@@ -11,7 +12,8 @@ import (
 type fill uint8
 
 const (
-	fillBytes   fill = iota // uniform random bytes: packed int4 nibbles or int8 values
+	fillInt4    fill = iota // packed int4 codes, symmetric about 0 (see fillChunk)
+	fillInt8                // int8 codes, symmetric about 0
 	fillScales              // F32 quantization scales in [0.75, 1.25) x base
 	fillUniform             // F32 uniform values with standard deviation base
 	fillOnes                // F32 ones (norm weights)
@@ -37,11 +39,16 @@ const (
 	int8Row
 )
 
-// Standard deviations of a uniform random code: int4 nibbles 0..15 minus
-// 8, and int8 values -128..127.
+// Standard deviations of the random codes: int4 values -7..7 and int8
+// values -127..127, each uniform but for 0, which is twice as likely (the
+// one code without a mirror image, -8 or -128, becomes 0). The codes are
+// symmetric about 0 as a trained model's are: uniform nibbles 0..15 minus 8
+// average -0.5, and that bias, the same in every row, gives every
+// projection a shared direction that the routers then prefer, so a prompt
+// would crowd onto a few experts instead of spreading over them.
 const (
-	int4Std = 4.61
-	int8Std = 73.9
+	int4Std = 4.183300132670378 // sqrt(2 (1²+...+7²) / 16)
+	int8Std = 73.4676799688135  // sqrt(2 (1²+...+127²) / 256)
 )
 
 // quantized returns the weight and scale tensors of W[rows, cols]. Scales
@@ -59,7 +66,11 @@ func quantized(name string, rows, cols int, q quant) (w, qs tensor) {
 	default:
 		wBytes, nScales, std = R*((C+1)/2), R, int4Std
 	}
-	w = tensor{name: name, dtype: "U8", shape: []int64{wBytes}, size: wBytes, fill: fillBytes}
+	codes := fillInt4
+	if q == int8Row {
+		codes = fillInt8
+	}
+	w = tensor{name: name, dtype: "U8", shape: []int64{wBytes}, size: wBytes, fill: codes}
 	qs = tensor{
 		name: name + container.ScalesSuffix, dtype: "F32", shape: []int64{nScales}, size: 4 * nScales,
 		fill: fillScales, base: float32(1 / (std * math.Sqrt(float64(cols)))),
@@ -89,7 +100,7 @@ func (s *shardSpec) matrix(name string, rows, cols int, q quant) {
 // experts each; out-mtp-00000 the MTP layer (int8 per row) and its
 // experts. Each expert's three weight blobs are adjacent (one read), then
 // its three scale arrays (a second read).
-func layout(c *configJSON, int4 quant) []shardSpec {
+func layout(c *config.Config, int4 quant) []shardSpec {
 	H := c.HiddenSize
 	core := shardSpec{name: "out-00000.safetensors"}
 	embed, embedScales := quantized("model.embed_tokens.weight", c.VocabSize, H, int8Row)
@@ -98,31 +109,31 @@ func layout(c *configJSON, int4 quant) []shardSpec {
 	core.add(embed, embedScales)
 	core.matrix("lm_head.weight", c.VocabSize, H, int8Row)
 	core.add(vector("model.norm.weight", H, fillOnes))
-	for l := 0; l < c.NumHiddenLayers; l++ {
-		layerTensors(&core, c, l, l >= c.FirstKDenseReplace, int4)
+	for l := 0; l < c.NumLayers; l++ {
+		layerTensors(&core, c, l, c.SparseLayer[l], int4)
 	}
 	shards := []shardSpec{core}
-	for l := c.FirstKDenseReplace; l < c.NumHiddenLayers; l++ {
+	for _, l := range c.SparseLayers() {
 		s := shardSpec{name: fmt.Sprintf("out-%05d.safetensors", len(shards))}
-		experts(&s, c, l, int4)
+		routedExperts(&s, c, l, int4)
 		shards = append(shards, s)
 	}
 	if c.NumNextNPredictLayers > 0 {
-		L := c.NumHiddenLayers
+		L := c.NumLayers
 		p := fmt.Sprintf("model.layers.%d.", L)
 		s := shardSpec{name: "out-mtp-00000.safetensors"}
 		s.matrix(p+"eh_proj.weight", H, 2*H, int8Row)
 		s.add(vector(p+"enorm.weight", H, fillOnes), vector(p+"hnorm.weight", H, fillOnes), vector(p+"shared_head.norm.weight", H, fillOnes))
 		layerTensors(&s, c, L, true, int8Row)
-		experts(&s, c, L, int8Row)
+		routedExperts(&s, c, L, int8Row)
 		shards = append(shards, s)
 	}
 	return shards
 }
 
 // layerTensors adds decoder layer l's tensors, routed experts excluded.
-func layerTensors(s *shardSpec, c *configJSON, l int, sparse bool, q quant) {
-	H, nh := c.HiddenSize, c.NumAttentionHeads
+func layerTensors(s *shardSpec, c *config.Config, l int, sparse bool, q quant) {
+	H, nh := c.HiddenSize, c.NumHeads
 	p := fmt.Sprintf("model.layers.%d.", l)
 	s.add(vector(p+"input_layernorm.weight", H, fillOnes), vector(p+"post_attention_layernorm.weight", H, fillOnes))
 	s.matrix(p+"self_attn.q_a_proj.weight", c.QLoraRank, H, q)
@@ -139,24 +150,24 @@ func layerTensors(s *shardSpec, c *configJSON, l int, sparse bool, q quant) {
 		s.matrix(p+"mlp.down_proj.weight", H, D, q)
 		return
 	}
-	E := c.NRoutedExperts
+	E := c.NumRoutedExperts
 	s.add(tensor{
 		name: p + "mlp.gate.weight", dtype: "F32", shape: []int64{int64(E), int64(H)}, size: 4 * int64(E) * int64(H),
 		fill: fillUniform, base: float32(1 / math.Sqrt(float64(H))),
 	})
 	s.add(vector(p+"mlp.gate.e_score_correction_bias", E, fillZeros))
-	if S := c.MoEIntermediateSize * c.NSharedExperts; S > 0 {
+	if S := c.MoEIntermediateSize * c.NumSharedExperts; S > 0 {
 		s.matrix(p+"mlp.shared_experts.gate_proj.weight", S, H, q)
 		s.matrix(p+"mlp.shared_experts.up_proj.weight", S, H, q)
 		s.matrix(p+"mlp.shared_experts.down_proj.weight", H, S, q)
 	}
 }
 
-// experts adds every routed expert of layer l: per expert the gate, up and
+// routedExperts adds every routed expert of layer l: per expert the gate, up and
 // down weights back to back, then their scales.
-func experts(s *shardSpec, c *configJSON, l int, q quant) {
+func routedExperts(s *shardSpec, c *config.Config, l int, q quant) {
 	H, I := c.HiddenSize, c.MoEIntermediateSize
-	for e := 0; e < c.NRoutedExperts; e++ {
+	for e := 0; e < c.NumRoutedExperts; e++ {
 		gw, gs := quantized(container.ExpertName(l, e, "gate_proj"), I, H, q)
 		uw, us := quantized(container.ExpertName(l, e, "up_proj"), I, H, q)
 		dw, ds := quantized(container.ExpertName(l, e, "down_proj"), H, I, q)

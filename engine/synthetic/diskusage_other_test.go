@@ -1,6 +1,6 @@
 //go:build !unix
 
-package benchmodel
+package synthetic
 
 import "testing"
 

@@ -1,15 +1,19 @@
-package kernels
+package bench
 
 import (
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"sync"
 	"time"
+
+	"github.com/spoolhq/spool/kernels"
+	"github.com/spoolhq/spool/native"
 )
 
-// BenchOptions configures BenchKernels.
-type BenchOptions struct {
+// KernelOptions configures Kernels.
+type KernelOptions struct {
 	// Seconds is the time spent on each measurement (0 means 1).
 	Seconds float64
 	// WorkingSet is the bytes of weights each measurement cycles through, and
@@ -20,10 +24,10 @@ type BenchOptions struct {
 	Threads int
 }
 
-// BenchResult is what BenchKernels measured. Matrix figures count every
+// KernelResult is what Kernels measured. Matrix figures count every
 // byte a product streams, packed weights plus scales, per second of wall
 // time; the matrices are GLM-5.2's attention output shape, 6144x16384.
-type BenchResult struct {
+type KernelResult struct {
 	Threads         int    `json:"threads"`
 	CPUFeatures     string `json:"cpu_features"`
 	GOARCH          string `json:"goarch"`
@@ -63,10 +67,10 @@ const (
 	benchCols = 16384
 )
 
-// BenchKernels measures the matrix-vector kernels against the machine's
-// memory bandwidth, measured the same way (same threads, same working-set
-// size). It allocates about 1.2x WorkingSet and takes about 8x Seconds.
-func BenchKernels(ctx context.Context, opts BenchOptions) (BenchResult, error) {
+// Kernels measures the matrix-vector kernels against the machine's memory
+// bandwidth, measured the same way (same threads, same working-set size).
+// It allocates about 1.2x WorkingSet and takes about 8x Seconds.
+func Kernels(ctx context.Context, opts KernelOptions) (KernelResult, error) {
 	if opts.Seconds <= 0 {
 		opts.Seconds = 1
 	}
@@ -76,26 +80,26 @@ func BenchKernels(ctx context.Context, opts BenchOptions) (BenchResult, error) {
 	if opts.Threads <= 0 {
 		opts.Threads = runtime.GOMAXPROCS(0)
 	}
-	res := BenchResult{
+	res := KernelResult{
 		Threads:     opts.Threads,
-		CPUFeatures: Features(),
+		CPUFeatures: kernels.Features(),
 		GOARCH:      runtime.GOARCH,
 		Rows:        benchRows,
 		Cols:        benchCols,
 	}
 	b := newBencher(ctx, opts)
 
-	i4g := b.matrices(Int4Group)
+	i4g := b.matrices(kernels.Int4Group)
 	res.WorkingSetBytes = int64(len(b.slab))
 	x := make([]float32, 8*benchCols)
 	for i := range x {
 		x[i] = float32(b.rng.NormFloat64())
 	}
 	y := make([]float32, 8*benchRows)
-	matVec := func(ms []*Matrix, n int) func(int) int64 {
+	matVec := func(ms []*kernels.Matrix, n int) func(int) int64 {
 		return func(i int) int64 {
 			m := ms[i%len(ms)]
-			matMul(y, m, x, n, opts.Threads)
+			kernels.MatMulThreads(y, m, x, n, opts.Threads)
 			return int64(len(m.Data) + 4*len(m.Scales))
 		}
 	}
@@ -111,11 +115,11 @@ func BenchKernels(ctx context.Context, opts BenchOptions) (BenchResult, error) {
 		res.Int4G64MatVecCPUBytesPerS = max(res.Int4G64MatVecCPUBytesPerS, cpu)
 	}
 	res.Int4G64MatMul8BytesPerS, _ = b.rate(matVec(i4g, 8))
-	res.Int4RowMatVecBytesPerS, _ = b.rate(matVec(b.matrices(Int4Row), 1))
-	res.Int8RowMatVecBytesPerS, _ = b.rate(matVec(b.matrices(Int8Row), 1))
+	res.Int4RowMatVecBytesPerS, _ = b.rate(matVec(b.matrices(kernels.Int4Row), 1))
+	res.Int8RowMatVecBytesPerS, _ = b.rate(matVec(b.matrices(kernels.Int8Row), 1))
 	res.MemoryCopyBytesPerS, _ = b.rate(b.copy)
 	if b.err != nil {
-		return BenchResult{}, fmt.Errorf("kernels: benchmark: %w", b.err)
+		return KernelResult{}, fmt.Errorf("bench: kernels: %w", b.err)
 	}
 	if res.MemoryReadBytesPerS > 0 {
 		res.Ratio = res.Int4G64MatVecBytesPerS / res.MemoryReadBytesPerS
@@ -129,14 +133,14 @@ func BenchKernels(ctx context.Context, opts BenchOptions) (BenchResult, error) {
 // bencher holds one benchmark run's buffers; err is the first cancellation.
 type bencher struct {
 	ctx  context.Context
-	opts BenchOptions
+	opts KernelOptions
 	rng  *rand.Rand
 	slab []byte
 	err  error
 	sink uint64
 }
 
-func newBencher(ctx context.Context, opts BenchOptions) *bencher {
+func newBencher(ctx context.Context, opts KernelOptions) *bencher {
 	b := &bencher{ctx: ctx, opts: opts, rng: rand.New(rand.NewPCG(1, 2))}
 	b.slab = make([]byte, opts.WorkingSet)
 	// Fill with random bytes: touches every page, and makes the weights
@@ -153,13 +157,13 @@ func newBencher(ctx context.Context, opts BenchOptions) *bencher {
 
 // matrices carves as many 6144x16384 matrices of format f out of the slab as
 // fit (at least one, views over the same bytes), with their own scales.
-func (b *bencher) matrices(f Format) []*Matrix {
-	proto := Matrix{Format: f, Rows: benchRows, Cols: benchCols, GroupSize: 64}
+func (b *bencher) matrices(f kernels.Format) []*kernels.Matrix {
+	proto := kernels.Matrix{Format: f, Rows: benchRows, Cols: benchCols, GroupSize: 64}
 	size := benchRows * proto.RowBytes()
 	if size > len(b.slab) {
 		b.slab = append(b.slab, make([]byte, size-len(b.slab))...)
 	}
-	var out []*Matrix
+	var out []*kernels.Matrix
 	for off := 0; off+size <= len(b.slab); off += size {
 		m := proto
 		m.Data = b.slab[off : off+size]
@@ -181,7 +185,7 @@ func (b *bencher) rate(op func(i int) int64) (wall, cpu float64) {
 	}
 	op(0)
 	var bytes int64
-	start, cpu0 := time.Now(), processCPUTime()
+	start, cpu0 := time.Now(), native.ProcessCPUTime()
 	budget := time.Duration(b.opts.Seconds * float64(time.Second))
 	for i := 1; ; i++ {
 		if err := b.ctx.Err(); err != nil {
@@ -191,7 +195,7 @@ func (b *bencher) rate(op func(i int) int64) (wall, cpu float64) {
 		bytes += op(i)
 		if el := time.Since(start); el >= budget {
 			wall = float64(bytes) / el.Seconds()
-			if c := processCPUTime() - cpu0; cpu0 > 0 && c > 0 {
+			if c := native.ProcessCPUTime() - cpu0; cpu0 > 0 && c > 0 {
 				cpu = float64(bytes) / (c.Seconds() / float64(b.opts.Threads))
 			}
 			return wall, cpu
@@ -203,11 +207,9 @@ func (b *bencher) rate(op func(i int) int64) (wall, cpu float64) {
 func (b *bencher) read(int) int64 {
 	sums := make([]uint64, b.opts.Threads)
 	part := (len(b.slab)/b.opts.Threads + 127) / 128 * 128
-	split(b.opts.Threads, b.opts.Threads, 1, func(t0, t1 int) {
-		for t := t0; t < t1; t++ {
-			lo := min(t*part, len(b.slab))
-			sums[t] = readSum(b.slab[lo:min(lo+part, len(b.slab))])
-		}
+	onThreads(b.opts.Threads, func(t int) {
+		lo := min(t*part, len(b.slab))
+		sums[t] = kernels.ReadSum(b.slab[lo:min(lo+part, len(b.slab))])
 	})
 	for _, s := range sums {
 		b.sink += s
@@ -220,12 +222,25 @@ func (b *bencher) copy(int) int64 {
 	half := len(b.slab) / 2
 	src, dst := b.slab[:half], b.slab[half:2*half]
 	part := (half + b.opts.Threads - 1) / b.opts.Threads
-	split(b.opts.Threads, b.opts.Threads, 1, func(t0, t1 int) {
-		for t := t0; t < t1; t++ {
-			lo := min(t*part, half)
-			hi := min(lo+part, half)
-			copy(dst[lo:hi], src[lo:hi])
-		}
+	onThreads(b.opts.Threads, func(t int) {
+		lo := min(t*part, half)
+		hi := min(lo+part, half)
+		copy(dst[lo:hi], src[lo:hi])
 	})
 	return int64(half)
+}
+
+// onThreads runs fn(0), ..., fn(n-1) on n goroutines (fn(n-1) on the
+// caller's) and waits for them.
+func onThreads(n int, fn func(t int)) {
+	var wg sync.WaitGroup
+	for t := 0; t < n-1; t++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(t)
+		}()
+	}
+	fn(n - 1)
+	wg.Wait()
 }

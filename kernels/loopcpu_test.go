@@ -1,6 +1,10 @@
 package kernels
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/spoolhq/spool/native"
+)
 
 // loopCPU runs body under b.Loop and reports the process CPU time per
 // iteration as "cpu-ns/op" (when the platform has the clock): on a shared
@@ -8,11 +12,11 @@ import "testing"
 // does not.
 func loopCPU(b *testing.B, body func()) {
 	b.Helper()
-	c0 := processCPUTime()
+	c0 := native.ProcessCPUTime()
 	for b.Loop() {
 		body()
 	}
 	if c0 > 0 {
-		b.ReportMetric(float64(processCPUTime()-c0)/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64(native.ProcessCPUTime()-c0)/float64(b.N), "cpu-ns/op")
 	}
 }

@@ -1,15 +1,4 @@
-// Package benchmodel writes synthetic GLM-5.2 models to measure on: a
-// deterministic (seeded) container in the Colibri layout whose routed
-// experts have the real per-expert geometry (hidden 6144, expert width
-// 2048: 18,915,328 bytes per expert with per-row int4 scales, 21,233,664
-// with group-64 scales) around a small everything-else, or a full 78-layer
-// skeleton of the real artifact whose payloads are holes, for scale tests
-// of bookkeeping.
-//
-// It streams every payload (a 256-expert layer is 4.8 GB; nothing holds a
-// whole tensor file in memory). It does not read models, run them or
-// decide what a benchmark measures.
-package benchmodel
+package synthetic
 
 import (
 	"context"
@@ -74,11 +63,11 @@ const MaxSparseLayers = 255
 
 func (o *Options) normalize() error {
 	if o.GroupSize != 0 && o.GroupSize != 64 {
-		return fmt.Errorf("benchmodel: group size %d is not supported (0 for per-row scales, or 64)", o.GroupSize)
+		return fmt.Errorf("synthetic: group size %d is not supported (0 for per-row scales, or 64)", o.GroupSize)
 	}
 	if o.SparseFiles {
 		if o.SparseLayers != 0 || o.Experts != 0 {
-			return errors.New("benchmodel: the sparse-files skeleton has GLM-5.2's 75 sparse layers of 256 experts; leave SparseLayers and Experts unset")
+			return errors.New("synthetic: the sparse-files skeleton has GLM-5.2's 75 sparse layers of 256 experts; leave SparseLayers and Experts unset")
 		}
 		return nil
 	}
@@ -89,10 +78,10 @@ func (o *Options) normalize() error {
 		o.Experts = 256
 	}
 	if o.SparseLayers < 1 || o.SparseLayers > MaxSparseLayers {
-		return fmt.Errorf("benchmodel: %d sparse layers is out of range (1..%d)", o.SparseLayers, MaxSparseLayers)
+		return fmt.Errorf("synthetic: %d sparse layers is out of range (1..%d)", o.SparseLayers, MaxSparseLayers)
 	}
 	if o.Experts < 8 || o.Experts > 4096 {
-		return fmt.Errorf("benchmodel: %d experts per layer is out of range (8..4096; 8 are routed per token)", o.Experts)
+		return fmt.Errorf("synthetic: %d experts per layer is out of range (8..4096; 8 are routed per token)", o.Experts)
 	}
 	return nil
 }
@@ -107,18 +96,18 @@ func Generate(ctx context.Context, dir string, opts Options) (*Result, error) {
 	if err := prepareDir(dir); err != nil {
 		return nil, err
 	}
-	cfg := benchConfig(&opts)
-	cfgJSON, err := cfg.encode()
+	cfg := modelConfig(&opts)
+	cfgJSON, err := cfg.Encode()
 	if err != nil {
 		return nil, err
 	}
 	int4 := int4Row
-	res := &Result{Dir: dir, ExpertBytes: ExpertBytesInt4Row, ExpertsPerLayer: cfg.NRoutedExperts}
+	res := &Result{Dir: dir, ExpertBytes: ExpertBytesInt4Row, ExpertsPerLayer: cfg.NumRoutedExperts}
 	if opts.GroupSize == 64 {
 		int4, res.ExpertBytes = int4Group64, ExpertBytesInt4Group64
 	}
-	shards := layout(&cfg, int4)
-	res.ExpertLayers = cfg.NumHiddenLayers - cfg.FirstKDenseReplace + cfg.NumNextNPredictLayers
+	shards := layout(cfg, int4)
+	res.ExpertLayers = expertLayers(cfg)
 	meta := map[string]string{
 		"format":      "pt",
 		"spool_bench": fmt.Sprintf("seed=%d group_size=%d sparse_files=%t", opts.Seed, opts.GroupSize, opts.SparseFiles),
@@ -155,13 +144,13 @@ func prepareDir(dir string) error {
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("benchmodel: %w", err)
+			return fmt.Errorf("synthetic: %w", err)
 		}
 		return nil
 	case err != nil:
-		return fmt.Errorf("benchmodel: %w", err)
+		return fmt.Errorf("synthetic: %w", err)
 	case len(entries) > 0:
-		return fmt.Errorf("benchmodel: %s is not empty (%d entries); write into a new directory", dir, len(entries))
+		return fmt.Errorf("synthetic: %s is not empty (%d entries); write into a new directory", dir, len(entries))
 	}
 	return nil
 }
@@ -169,11 +158,11 @@ func prepareDir(dir string) error {
 func writeFileAtomic(path string, data []byte) error {
 	tmp := path + ".partial"
 	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return fmt.Errorf("benchmodel: %w", err)
+		return fmt.Errorf("synthetic: %w", err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("benchmodel: %w", err)
+		return fmt.Errorf("synthetic: %w", err)
 	}
 	return nil
 }

@@ -1,0 +1,421 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/bits"
+	"math/rand/v2"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spoolhq/spool/engine/config"
+	"github.com/spoolhq/spool/engine/container"
+	"github.com/spoolhq/spool/engine/experts"
+	"github.com/spoolhq/spool/engine/generate"
+	"github.com/spoolhq/spool/engine/model"
+	"github.com/spoolhq/spool/engine/modeldir"
+	"github.com/spoolhq/spool/engine/plan"
+	"github.com/spoolhq/spool/native"
+)
+
+// prefillBench is the result of spool bench prefill.
+type prefillBench struct {
+	Model        string `json:"model"`
+	PromptTokens int    `json:"prompt_tokens"`
+	Context      int    `json:"context"`
+	// ChunkRows is the most prompt rows one forward carries.
+	ChunkRows int  `json:"chunk_rows"`
+	DSA       bool `json:"dsa"`
+
+	Streamed           bool  `json:"streamed"`
+	DirectIO           bool  `json:"direct_io"`
+	CacheSlotsPerLayer int   `json:"cache_slots_per_layer"`
+	ExpertLayers       int   `json:"expert_layers"`
+	ExpertsPerLayer    int   `json:"experts_per_layer"`
+	RoutedBytes        int64 `json:"routed_bytes"`
+
+	// Prefill is the measured prefill: sparse DSA attention where the model
+	// has it. AllKeys, with --compare-all-keys, is the same prefill with
+	// every key computed and the DSA selection applied as a mask.
+	Prefill prefillLeg  `json:"prefill"`
+	AllKeys *prefillLeg `json:"all_keys,omitempty"`
+	// DSASpeedup is AllKeys seconds over Prefill seconds (best of each).
+	DSASpeedup float64 `json:"dsa_speedup,omitempty"`
+	// SameFirstToken says both legs sampled the same first token.
+	SameFirstToken *bool `json:"same_first_token,omitempty"`
+
+	PlannedProcessBytes     int64 `json:"planned_process_bytes"`
+	AttentionWorkspaceBytes int64 `json:"attention_workspace_bytes"`
+	// PeakRSSBytes and PeakFootprintBytes are the process's peaks over the
+	// whole run (load included): the kernel's peak RSS, and the footprint
+	// sampled every 100 ms. PeakOverPlan is PeakRSSBytes /
+	// PlannedProcessBytes.
+	PeakRSSBytes       int64   `json:"peak_rss_bytes"`
+	PeakFootprintBytes int64   `json:"peak_footprint_bytes"`
+	PeakOverPlan       float64 `json:"peak_over_plan"`
+}
+
+// prefillLeg is one way of running the prefill, measured over --repeat runs.
+type prefillLeg struct {
+	// Seconds is the fastest run's prefill time; TokensPerSecond follows
+	// from it.
+	Seconds         float64   `json:"seconds"`
+	TokensPerSecond float64   `json:"tokens_per_second"`
+	RunSeconds      []float64 `json:"run_seconds"`
+	FirstToken      int       `json:"first_token"`
+
+	// With streamed experts, of the first run: bytes read from storage
+	// (aligned spans under direct I/O), per prompt token and per byte of
+	// the model's routed experts; the experts read (cache misses); the
+	// distinct layer/expert pairs routed and their bytes; and the bytes
+	// read as a multiple of those (1 = every routed expert read once; small
+	// experts add the alignment of direct reads).
+	ExpertBytesRead         int64   `json:"expert_bytes_read,omitempty"`
+	ExpertsRead             int64   `json:"experts_read,omitempty"`
+	ExpertBytesPerToken     float64 `json:"expert_bytes_per_token,omitempty"`
+	ExpertBytesPerModelByte float64 `json:"expert_bytes_per_model_byte,omitempty"`
+	ExpertsTouched          int     `json:"experts_touched,omitempty"`
+	TouchedExpertBytes      int64   `json:"touched_expert_bytes,omitempty"`
+	ReadOverTouched         float64 `json:"read_over_touched,omitempty"`
+	// MinLayerTouchedShare is the smallest share of one layer's experts
+	// the prompt routed to.
+	MinLayerTouchedShare float64 `json:"min_layer_touched_share,omitempty"`
+}
+
+type prefillFlags struct {
+	model      string
+	mem        memoryFlags
+	tokens     int
+	context    int
+	cacheSlots int
+	stream     bool
+	allKeys    bool
+	repeat     int
+	seed       uint64
+	asJSON     bool
+}
+
+func newBenchPrefillCmd() *cobra.Command {
+	var f prefillFlags
+	cmd := &cobra.Command{
+		Use:   "prefill --model DIR",
+		Short: "Measure prefill speed, expert bytes read and peak memory against the plan",
+		Long: `Prefill runs one prompt of --tokens seeded random ids through the model the
+way spool run does (chunked prefill, the plan's buffers) and reports prefill
+tok/s, the process's peak footprint against the plan's planned process bytes,
+and with streamed experts (--stream, or when the plan cannot keep every
+expert) the expert bytes read from storage: per prompt token, per byte of
+the model's routed experts, and as a multiple of the experts the prompt was
+routed to (1 = each read once).
+
+--compare-all-keys runs the same prefill a second way in the same run: DSA
+layers compute every causal key and mask the unselected ones, as attention
+did before it was sparse. dsa_speedup is that time over the sparse time
+(best of --repeat runs each, alternated).
+
+Use the gen-bench model for real I/O and the sparse-files skeleton for the
+real geometry.`,
+		Example: `  spool bench prefill --model assets/models/glm52-mini --tokens 16000 --compare-all-keys --json
+  spool gen-bench --out /tmp/bench --sparse-layers 4 --experts 64
+  spool bench prefill --model /tmp/bench --tokens 2048 --stream --cache-slots 2 --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.tokens < 1 {
+				return fmt.Errorf("--tokens must be positive, got %d", f.tokens)
+			}
+			if f.repeat < 1 {
+				return fmt.Errorf("--repeat must be positive, got %d", f.repeat)
+			}
+			if f.cacheSlots < 0 {
+				return fmt.Errorf("--cache-slots must not be negative, got %d", f.cacheSlots)
+			}
+			if f.cacheSlots > 0 && f.mem.expertCache != "" {
+				return errors.New("--cache-slots and --expert-cache both size the expert cache; give one")
+			}
+			if f.context == 0 {
+				f.context = f.tokens + 1
+			}
+			if f.context <= f.tokens {
+				return fmt.Errorf("--context %d must exceed --tokens %d (the prompt and the token sampled after it)", f.context, f.tokens)
+			}
+			dir, err := resolveModelDir(f.model)
+			if err != nil {
+				return err
+			}
+			res, err := runPrefillBench(cmd.Context(), dir, &f)
+			if err != nil {
+				return err
+			}
+			return printPrefillBench(cmd, res, f.asJSON)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.model, "model", "", "model directory (default: $SPOOL_MODEL, then the demo model)")
+	f.mem.register(fl)
+	fl.IntVar(&f.tokens, "tokens", 2048, "prompt tokens")
+	fl.IntVar(&f.context, "context", 0, "context length planned (default: --tokens + 1)")
+	fl.IntVar(&f.cacheSlots, "cache-slots", 0, "expert cache slots per expert layer (instead of --expert-cache)")
+	fl.BoolVar(&f.stream, "stream", false, "stream experts from disk even when the plan could keep them all")
+	fl.BoolVar(&f.allKeys, "compare-all-keys", false, "also run the prefill with every key computed on DSA layers and report the speedup")
+	fl.IntVar(&f.repeat, "repeat", 1, "runs of each leg (alternated; the fastest counts)")
+	fl.Uint64Var(&f.seed, "seed", 1, "seed of the prompt ids")
+	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object")
+	return cmd
+}
+
+func runPrefillBench(ctx context.Context, dir string, f *prefillFlags) (*prefillBench, error) {
+	peak := startPeakSampler(100 * time.Millisecond)
+	defer peak.stop()
+
+	cfg, w, err := weightsFromModel(dir)
+	if err != nil {
+		return nil, err
+	}
+	if f.allKeys && !w.DSA {
+		return nil, fmt.Errorf("%s has no DSA indexer weights: --compare-all-keys has nothing to compare", dir)
+	}
+	p, err := planPrefill(cfg, w, f)
+	if err != nil {
+		return nil, err
+	}
+	res := &prefillBench{
+		Model: dir, PromptTokens: f.tokens, Context: f.context, ChunkRows: p.PrefillChunk,
+		CacheSlotsPerLayer: p.CacheSlotsPerLayer, ExpertLayers: p.ExpertLayers, ExpertsPerLayer: p.ExpertsPerLayer,
+		RoutedBytes: p.RoutedBytes, PlannedProcessBytes: p.PlannedProcessBytes,
+	}
+	rng := rand.New(rand.NewPCG(f.seed, 0x9e3779b9))
+	prompt := make([]int, f.tokens)
+	for i := range prompt {
+		prompt[i] = rng.IntN(cfg.VocabSize)
+	}
+
+	legs := []bool{false}
+	if f.allKeys {
+		legs = append(legs, true)
+		res.AllKeys = &prefillLeg{}
+	}
+	// Each run loads the model afresh (the attention mode is a load
+	// option), so every run meets the same cold expert cache.
+	b := &prefillRun{dir: dir, plan: p, weights: w, flags: f, prompt: prompt, res: res}
+	for run := 0; run < f.repeat; run++ {
+		for _, allKeys := range legs {
+			leg := &res.Prefill
+			if allKeys {
+				leg = res.AllKeys
+			}
+			if err := b.run(ctx, allKeys, run == 0, leg); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if f.allKeys {
+		res.DSASpeedup = res.AllKeys.Seconds / res.Prefill.Seconds
+		same := res.AllKeys.FirstToken == res.Prefill.FirstToken
+		res.SameFirstToken = &same
+	}
+	rss, fp := peak.stop()
+	res.PeakRSSBytes, res.PeakFootprintBytes = int64(rss), int64(fp)
+	if res.PlannedProcessBytes > 0 {
+		res.PeakOverPlan = float64(res.PeakRSSBytes) / float64(res.PlannedProcessBytes)
+	}
+	return res, nil
+}
+
+// planPrefill plans the run: one sequence of --context tokens, the prefill
+// chunk the plan's activation budget allows, and the expert cache of
+// --cache-slots or the memory flags.
+func planPrefill(cfg *config.Config, w plan.Weights, f *prefillFlags) (*plan.Plan, error) {
+	opts, err := f.mem.options()
+	if err != nil {
+		return nil, err
+	}
+	opts.Context, opts.Sequences = f.context, 1
+	if f.cacheSlots > 0 {
+		probe, err := plan.New(cfg, w, opts)
+		if err != nil {
+			return nil, err
+		}
+		opts.ExpertCache = int64(f.cacheSlots) * probe.SlotRowBytes
+	}
+	p, err := plan.New(cfg, w, opts)
+	if err != nil {
+		return nil, err
+	}
+	return p, p.Err()
+}
+
+// prefillRun is what every run of the benchmark shares.
+type prefillRun struct {
+	dir     string
+	plan    *plan.Plan
+	weights plan.Weights
+	flags   *prefillFlags
+	prompt  []int
+	res     *prefillBench
+}
+
+// run loads the model in one attention mode, prefills the prompt once and
+// records the run in leg (and, on the first run, the expert I/O).
+func (b *prefillRun) run(ctx context.Context, allKeys, first bool, leg *prefillLeg) error {
+	p, f, res, prompt := b.plan, b.flags, b.res, b.prompt
+	var src *experts.Streamed
+	opts := modeldir.Options{Model: plannedModel(p, model.Options{DisableMTP: true, ComputeAllKeys: allKeys})}
+	if f.stream || !p.AllExpertsCached() {
+		opts.Experts = func(ctx context.Context, c *container.Container, cfg *config.Config, layers []int) (experts.Source, error) {
+			var err error
+			src, err = experts.NewStreamed(ctx, c, cfg, layers, experts.StreamOptions{
+				CacheBytes: p.ExpertCacheBytes, WorkingSlots: p.WorkingSlots, FootprintLimit: p.MemoryLimitBytes,
+			})
+			return src, err
+		}
+	}
+	d, err := modeldir.Open(ctx, b.dir, opts) // on error it closes src
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	m := d.Model
+	res.DSA = m.HasDSA()
+	res.AttentionWorkspaceBytes = m.AttentionWorkspaceBytes()
+	if src != nil {
+		res.Streamed, res.DirectIO = true, src.Direct()
+		src.ResetTurn()
+		src.HitBitmap()
+	}
+	out, err := generate.Generate(ctx, m, m.NewSequence(f.context), prompt, generate.Params{MaxTokens: 1, PrefillChunk: p.PrefillChunk}, nil)
+	if err != nil {
+		return err
+	}
+	s := out.PrefillTime.Seconds()
+	leg.RunSeconds = append(leg.RunSeconds, s)
+	if leg.Seconds == 0 || s < leg.Seconds {
+		leg.Seconds = s
+		leg.TokensPerSecond = float64(len(prompt)) / s
+	}
+	leg.FirstToken = out.Tokens[0]
+	if src != nil && first {
+		recordExpertIO(src, p, b.weights, len(prompt), leg)
+	}
+	return nil
+}
+
+// recordExpertIO fills leg's expert I/O figures from the streamed tier's
+// counters of the prefill just run.
+func recordExpertIO(src *experts.Streamed, p *plan.Plan, w plan.Weights, tokens int, leg *prefillLeg) {
+	expertBytes := map[int]int64{}
+	for _, l := range w.Layers {
+		expertBytes[l.Layer] = l.ExpertBytes
+	}
+	st := src.Stats()
+	hits := src.HitBitmap()
+	E := p.ExpertsPerLayer
+	leg.ExpertBytesRead, leg.ExpertsRead = st.Turn.BytesRead, st.Turn.Misses
+	leg.ExpertBytesPerToken = float64(st.Turn.BytesRead) / float64(tokens)
+	if p.RoutedBytes > 0 {
+		leg.ExpertBytesPerModelByte = float64(st.Turn.BytesRead) / float64(p.RoutedBytes)
+	}
+	leg.MinLayerTouchedShare = 1
+	for row, ls := range st.Layers {
+		n := 0
+		for e := range E {
+			b := row*E + e
+			n += bits.OnesCount8(hits[b>>3] >> (b & 7) & 1)
+		}
+		if ls.Turn.Hits+ls.Turn.Misses == 0 {
+			continue // a layer the prefill did not route through (MTP)
+		}
+		leg.ExpertsTouched += n
+		leg.TouchedExpertBytes += int64(n) * expertBytes[ls.Layer]
+		leg.MinLayerTouchedShare = min(leg.MinLayerTouchedShare, float64(n)/float64(E))
+	}
+	if leg.TouchedExpertBytes > 0 {
+		leg.ReadOverTouched = float64(leg.ExpertBytesRead) / float64(leg.TouchedExpertBytes)
+	}
+}
+
+// peakSampler records the process's largest RSS and footprint.
+type peakSampler struct {
+	done    chan struct{}
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	rss, fp uint64
+	once    sync.Once
+}
+
+func startPeakSampler(every time.Duration) *peakSampler {
+	s := &peakSampler{done: make(chan struct{})}
+	s.sample()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.done:
+				return
+			case <-t.C:
+				s.sample()
+			}
+		}
+	}()
+	return s
+}
+
+func (s *peakSampler) sample() {
+	fs, err := native.Footprint()
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	s.rss, s.fp = max(s.rss, fs.RSS, native.PeakRSS()), max(s.fp, fs.Footprint)
+	s.mu.Unlock()
+}
+
+// stop ends sampling (once; later calls only read) and returns the peaks.
+func (s *peakSampler) stop() (rss, footprint uint64) {
+	s.once.Do(func() {
+		close(s.done)
+		s.wg.Wait()
+		s.sample()
+	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rss, s.fp
+}
+
+func printPrefillBench(cmd *cobra.Command, r *prefillBench, asJSON bool) error {
+	out := cmd.OutOrStdout()
+	if asJSON {
+		return json.NewEncoder(out).Encode(r)
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "model\t%s (%d expert layers x %d experts, DSA %v)\n", r.Model, r.ExpertLayers, r.ExpertsPerLayer, r.DSA)
+	fmt.Fprintf(tw, "prompt\t%d tokens, context %d, chunks of %d rows\n", r.PromptTokens, r.Context, r.ChunkRows)
+	leg := func(name string, l *prefillLeg) {
+		fmt.Fprintf(tw, "%s\t%.2fs: %.1f tok/s (runs %v)\n", name, l.Seconds, l.TokensPerSecond, l.RunSeconds)
+		if r.Streamed && l.ExpertBytesRead > 0 {
+			fmt.Fprintf(tw, "  expert bytes read\t%s in %d reads: %s per token, %.3f per model byte, %.3fx the %d experts routed (%s)\n",
+				plan.SizeText(l.ExpertBytesRead), l.ExpertsRead, plan.SizeText(int64(l.ExpertBytesPerToken)), l.ExpertBytesPerModelByte,
+				l.ReadOverTouched, l.ExpertsTouched, plan.SizeText(l.TouchedExpertBytes))
+			fmt.Fprintf(tw, "  experts routed\tat least %.1f%% of each layer's\n", 100*l.MinLayerTouchedShare)
+		}
+	}
+	leg("prefill", &r.Prefill)
+	if r.AllKeys != nil {
+		leg("all keys computed", r.AllKeys)
+		fmt.Fprintf(tw, "DSA speedup\t%.2fx\t(all keys / sparse; same first token %v)\n", r.DSASpeedup, *r.SameFirstToken)
+	}
+	if r.Streamed {
+		fmt.Fprintf(tw, "expert cache\t%d slots per layer, direct I/O %v\n", r.CacheSlotsPerLayer, r.DirectIO)
+	}
+	fmt.Fprintf(tw, "peak\tRSS %s, footprint %s; plan %s (%.2f of it); attention workspace %s\n",
+		plan.SizeText(r.PeakRSSBytes), plan.SizeText(r.PeakFootprintBytes), plan.SizeText(r.PlannedProcessBytes), r.PeakOverPlan,
+		plan.SizeText(r.AttentionWorkspaceBytes))
+	return tw.Flush()
+}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestBenchPrefill runs spool bench prefill on the demo model: past
+// index_topk with the all-keys comparison (both legs sample the same first
+// token), and with streamed experts and two cache slots per layer (the
+// expert I/O figures are filled in and consistent).
+func TestBenchPrefill(t *testing.T) {
+	const model = "../assets/models/glm52-mini"
+	out, err := runSpool(t, "bench", "prefill", "--model", model, "--tokens", "200", "--memory", "4GiB", "--compare-all-keys", "--json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var r prefillBench
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("output is not one JSON object: %v\n%s", err, out)
+	}
+	if !r.DSA || r.AllKeys == nil || r.SameFirstToken == nil || !*r.SameFirstToken {
+		t.Errorf("the all-keys comparison is missing or disagrees: %s", out)
+	}
+	if !(r.Prefill.TokensPerSecond > 0 && r.DSASpeedup > 0 && r.PeakRSSBytes > 0 && r.PeakOverPlan > 0 && r.AttentionWorkspaceBytes > 0) {
+		t.Errorf("figures missing: %s", out)
+	}
+	if r.PeakRSSBytes > r.PlannedProcessBytes {
+		t.Errorf("peak RSS %d exceeds the plan's %d", r.PeakRSSBytes, r.PlannedProcessBytes)
+	}
+
+	out, err = runSpool(t, "bench", "prefill", "--model", model, "--tokens", "64", "--memory", "4GiB", "--stream", "--cache-slots", "2", "--json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	r = prefillBench{}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("output is not one JSON object: %v\n%s", err, out)
+	}
+	l := r.Prefill
+	if !r.Streamed || r.CacheSlotsPerLayer != 2 || l.ExpertBytesRead <= 0 || l.ExpertsTouched <= 0 {
+		t.Fatalf("streamed figures missing: %s", out)
+	}
+	// One 64-row chunk reads every routed expert exactly once (and direct
+	// reads' alignment adds bytes to the demo model's small experts).
+	if l.ExpertsRead != int64(l.ExpertsTouched) || l.ReadOverTouched < 1 {
+		t.Errorf("%d reads, %d bytes for %d routed experts of %d bytes (%.3fx)", l.ExpertsRead, l.ExpertBytesRead, l.ExpertsTouched, l.TouchedExpertBytes, l.ReadOverTouched)
+	}
+
+	if out, err := runSpool(t, "bench", "prefill", "--model", model, "--tokens", "8", "--context", "8"); err == nil || !strings.Contains(err.Error(), "--context 8 must exceed --tokens 8") {
+		t.Errorf("a context no longer than the prompt: %v\n%s", err, out)
+	}
+}

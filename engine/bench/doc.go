@@ -1,0 +1,8 @@
+// Package bench holds the measurement harnesses behind spool bench that are
+// more than a command's flags and printing: the compute kernels measured
+// against the machine's memory bandwidth in the same run (Kernels).
+//
+// It measures; it does not decide what a result means. Figures are ratios to
+// a limit measured alongside them, never absolute speeds compared with a
+// constant.
+package bench

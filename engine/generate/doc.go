@@ -1,0 +1,11 @@
+// Package generate owns the decode core: one sequence's generation as a
+// state machine (Decoder) that prefills the prompt in chunks, processes
+// logits (logit bias, presence and frequency penalties, logprobs, the
+// constraint's mask), samples, stops (stop tokens, a completed constraint,
+// the token limit, the context limit) and speculates with the model's MTP
+// layer, which also absorbs the prompt chunk by chunk. Generate drives one
+// Decoder alone (spool run); engine/scheduler drives many and forwards
+// their rows together. Either way a sequence's tokens are the same.
+//
+// It does not render prompts, detokenize or queue requests.
+package generate

@@ -1,0 +1,106 @@
+package generate
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Finish reasons.
+const (
+	FinishStop   = "stop"   // a stop token was sampled, or the constraint completed
+	FinishLength = "length" // MaxTokens reached, or the context is full
+)
+
+// DefaultPrefillChunk is the prompt tokens one forward takes when Params
+// leave it unset; a memory plan sizes it instead (plan.Plan.PrefillChunk).
+const DefaultPrefillChunk = 512
+
+// Params controls one generation.
+type Params struct {
+	// MaxTokens is the most tokens to generate (must be positive).
+	MaxTokens int
+	Sampling
+	// StopTokens end generation when sampled; the stop token is reported in
+	// Result.StopToken and not counted as output. Nil means never stop early.
+	StopTokens []int
+	// Speculative drafts tokens with the model's MTP layer (when it has one)
+	// and verifies them in the same forward. The tokens are exactly those of
+	// the plain path: each position is sampled from the main model's logits
+	// with the same random stream, and a draft only saves the forward that
+	// would have produced the same token.
+	Speculative bool
+
+	// PresencePenalty and FrequencyPenalty (-2..2) lower the logits of
+	// tokens already generated: by PresencePenalty once and by
+	// FrequencyPenalty per occurrence, as OpenAI defines them.
+	PresencePenalty, FrequencyPenalty float64
+	// LogitBias is added to the logits of the given token ids (-100..100).
+	LogitBias map[int]float64
+	// Logprobs reports each token's log probability and the TopLogprobs
+	// (0..20) most likely alternatives, taken from the log-softmax of the
+	// logits after logit bias and penalties, before temperature and the
+	// constraint's mask.
+	Logprobs    bool
+	TopLogprobs int
+	// Constraint, when set, masks the logits before every sample.
+	Constraint Constraint
+
+	// PrefillChunk bounds the prompt tokens one forward takes (default
+	// DefaultPrefillChunk). Every routed expert a chunk routes to is read
+	// once for the whole chunk, so larger chunks read the model fewer
+	// times; the memory plan sizes it.
+	PrefillChunk int
+	// OnPrefill, when set, is called with the prompt tokens whose state is
+	// in the cache (reused ones included) and the prompt length: once when
+	// the generation starts, then after every decoder layer of every prompt
+	// chunk. It runs on the generating goroutine and must not block.
+	OnPrefill func(done, total int)
+}
+
+// processed reports whether the logits change before sampling.
+func (p *Params) processed() bool {
+	return p.PresencePenalty != 0 || p.FrequencyPenalty != 0 || len(p.LogitBias) > 0 || p.Logprobs || p.Constraint != nil
+}
+
+// Validate checks a prompt and the parameters against a vocabulary of
+// vocab ids; the messages name the offending parameter.
+func (p *Params) Validate(prompt []int, vocab int) error {
+	if len(prompt) == 0 {
+		return errors.New("empty prompt")
+	}
+	for _, t := range prompt {
+		if t < 0 || t >= vocab {
+			return fmt.Errorf("prompt token id %d is outside the vocabulary (%d)", t, vocab)
+		}
+	}
+	if p.MaxTokens <= 0 {
+		return fmt.Errorf("max tokens %d must be positive", p.MaxTokens)
+	}
+	if err := p.Sampling.Validate(); err != nil {
+		return err
+	}
+	for _, pen := range []struct {
+		name string
+		v    float64
+	}{{"presence_penalty", p.PresencePenalty}, {"frequency_penalty", p.FrequencyPenalty}} {
+		if pen.v < -2 || pen.v > 2 || math.IsNaN(pen.v) {
+			return fmt.Errorf("%s %g is out of range (-2..2)", pen.name, pen.v)
+		}
+	}
+	for t, b := range p.LogitBias {
+		if t < 0 || t >= vocab {
+			return fmt.Errorf("logit_bias token id %d is outside the vocabulary (%d)", t, vocab)
+		}
+		if b < -100 || b > 100 || math.IsNaN(b) {
+			return fmt.Errorf("logit_bias %g for token %d is out of range (-100..100)", b, t)
+		}
+	}
+	if p.TopLogprobs < 0 || p.TopLogprobs > 20 {
+		return fmt.Errorf("top_logprobs %d is out of range (0..20)", p.TopLogprobs)
+	}
+	if p.PrefillChunk < 0 {
+		return fmt.Errorf("prefill chunk %d must not be negative", p.PrefillChunk)
+	}
+	return nil
+}

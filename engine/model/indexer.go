@@ -1,0 +1,158 @@
+package model
+
+import (
+	"math"
+
+	"github.com/spoolhq/spool/kernels"
+)
+
+// The DSA lightning indexer of a full layer (glm52-math.md 3.4): a row at
+// position t scores every causal key s with
+// I(t,s) = Σ_j w_j(t) ReLU(qI_j(t)·kI(s) / sqrt(d_I)) and, when it has
+// more than index_topk keys, attends only to the index_topk best (score
+// descending, position ascending on ties).
+
+// indexerKeys computes kI = RoPE(LayerNorm(wk x)) for every row (a scratch
+// buffer the caller puts back).
+func (r *Runner) indexerKeys(y *layer, x []float32, rows []row) []float32 {
+	m := r.m
+	c := m.cfg
+	dI := c.IndexHeadDim
+	k := m.scratch.get(len(rows) * dI)
+	kernels.MatMul(k, y.indexer.wk, x, len(rows))
+	for i, r := range rows {
+		v := k[i*dI : (i+1)*dI]
+		layerNorm(v, v, y.indexer.kNormW, y.indexer.kNormB, 1e-6)
+		m.rope.apply(v[:c.QKRopeHeadDim], r.pos)
+	}
+	return k
+}
+
+// indexerSelect runs the indexer of a full layer and replaces sel with
+// the rows' selections. It needs the rows' q latent cq; the keys come from
+// the layer cache, which already holds this forward's rows. Each row
+// scores its keys tile by tile into a bounded top-k heap, so nothing grows
+// with the context. With tr it records every row's scores as well, rows
+// that attend densely included.
+func (r *Runner) indexerSelect(y *layer, x, cq []float32, rows []row, sel *selection, tr *Trace) {
+	m := r.m
+	c := m.cfg
+	R, K := len(rows), c.IndexTopK
+	selecting := 0
+	for _, r := range rows {
+		if r.pos+1 > K {
+			selecting++
+		}
+	}
+	var scores [][]float32
+	if tr != nil {
+		scores = make([][]float32, R)
+		for i, r := range rows {
+			scores[i] = make([]float32, r.pos+1)
+		}
+	}
+	if selecting == 0 {
+		sel.rows = sel.rows[:0]
+	} else {
+		sel.reset(R)
+	}
+	if selecting > 0 || tr != nil {
+		r.indexerScore(y, x, cq, rows, sel, scores)
+	}
+	if tr != nil {
+		recordDSA(tr, y.index, sel, R, scores)
+	}
+}
+
+// indexerScore computes the rows' indexer scores: into sel for the rows
+// with more than index_topk keys, and into scores[i] for every row when
+// scores is set.
+func (r *Runner) indexerScore(y *layer, x, cq []float32, rows []row, sel *selection, scores [][]float32) {
+	m := r.m
+	c := m.cfg
+	R, K := len(rows), c.IndexTopK
+	nI, dI, dr := c.IndexNHeads, c.IndexHeadDim, c.QKRopeHeadDim
+	qI := m.scratch.get(R * nI * dI)
+	defer m.scratch.put(qI)
+	kernels.MatMul(qI, y.indexer.wqB, cq, R)
+	w := m.scratch.get(R * nI)
+	defer m.scratch.put(w)
+	kernels.MatMul(w, y.indexer.weights, x, R)
+	wScale := float32(1 / math.Sqrt(float64(nI)))
+	for i := range w {
+		w[i] *= wScale
+	}
+	kScale := float32(1 / math.Sqrt(float64(dI)))
+
+	tile := r.attn.layout.IndexerTile
+	work := 0
+	for _, r := range rows {
+		work += (r.pos + 1) * nI * dI
+	}
+	parallelFor(len(r.attn.workers), R, work, func(wi, lo, hi int) {
+		wk := &r.attn.workers[wi]
+		for i := lo; i < hi; i++ {
+			r := rows[i]
+			n := r.pos + 1
+			selects := n > K
+			if !selects && scores == nil {
+				continue
+			}
+			qi := qI[i*nI*dI : (i+1)*nI*dI]
+			for hd := range nI {
+				m.rope.apply(qi[hd*dI:hd*dI+dr], r.pos)
+			}
+			index := r.seq.Layer(y.index).Index
+			wk.top.reset(K)
+			for t0 := 0; t0 < n; t0 += tile {
+				nt := min(tile, n-t0)
+				dots := wk.dots[:nI*nt]
+				kernels.DotRowsMultiThreads(dots, qi, nI, index[t0*dI:(t0+nt)*dI], dI, 1)
+				s := wk.idxScore[:nt]
+				clear(s)
+				for hd := range nI {
+					// ReLU without a branch: a clipped head adds an exact 0.
+					wh := w[i*nI+hd]
+					for j, d := range dots[hd*nt : (hd+1)*nt] {
+						s[j] += wh * max(d*kScale, 0)
+					}
+				}
+				if scores != nil {
+					copy(scores[i][t0:], s)
+				}
+				if selects {
+					for j, v := range s {
+						if !wk.top.rejects(v) {
+							wk.top.push(v, int32(t0+j))
+						}
+					}
+				}
+			}
+			if selects {
+				sel.rows[i] = wk.top.positions(sel.slot(i))
+			}
+		}
+	})
+}
+
+// recordDSA stores a full layer's selections and scores in the trace.
+func recordDSA(tr *Trace, layer int, sel *selection, R int, scores [][]float32) {
+	if tr.DSA == nil {
+		tr.DSA = map[int][][]int{}
+		tr.DSAScores = map[int][][]float32{}
+	}
+	var rows [][]int
+	for i := range R {
+		if keys := sel.row(i); keys != nil {
+			if rows == nil {
+				rows = make([][]int, R)
+			}
+			rows[i] = make([]int, len(keys))
+			for j, k := range keys {
+				rows[i][j] = int(k)
+			}
+		}
+	}
+	tr.DSA[layer] = rows
+	tr.DSAScores[layer] = scores
+}

@@ -1,0 +1,100 @@
+// Codex CLI and Claude Code in their default configurations, pointed at
+// `spool serve` (run by run.mjs), each complete one turn without an error
+// from Spool. The demo model's text is not meaningful: what is checked is
+// that the agent exits cleanly, reports no API error, and that Spool
+// served its request (the default system prompts and tools are 10-20k
+// tokens, which is what makes these slow).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const baseURL = process.env.SPOOL_BASE_URL;
+const KEY = process.env.SPOOL_API_KEY;
+const bin = (name) => path.join(here, 'node_modules/.bin', name);
+const TIMEOUT = 15 * 60 * 1000;
+
+// A fresh home and working directory, so that no user configuration leaks in.
+function sandbox(name) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `spool-${name}-`));
+  const home = path.join(dir, 'home');
+  const work = path.join(dir, 'work');
+  fs.mkdirSync(home);
+  fs.mkdirSync(work);
+  fs.writeFileSync(path.join(work, 'README.md'), '# demo\n');
+  return { dir, home, work };
+}
+
+function run(cmd, args, opts) {
+  return new Promise((resolve, reject) => {
+    const p = spawn(cmd, args, { ...opts, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    p.stdout.on('data', (d) => (out += d));
+    p.stderr.on('data', (d) => (out += d));
+    const timer = setTimeout(() => p.kill('SIGKILL'), TIMEOUT);
+    p.on('error', reject);
+    p.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, out });
+    });
+  });
+}
+
+async function stats() {
+  const r = await fetch(`${baseURL}/stats`, { headers: { authorization: `Bearer ${KEY}` } });
+  return (await r.json()).engine.scheduler;
+}
+
+test('codex exec completes a turn', { timeout: TIMEOUT }, async () => {
+  const box = sandbox('codex');
+  const codexHome = path.join(box.home, '.codex');
+  fs.mkdirSync(codexHome);
+  // The provider is the only setting a local model needs; update checks
+  // and analytics are off, and retries too (each would be a new prefill).
+  fs.writeFileSync(path.join(codexHome, 'config.toml'), `model = "glm52-mini"
+model_provider = "spool"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[model_providers.spool]
+name = "Spool"
+base_url = "${baseURL}/v1"
+env_key = "SPOOL_API_KEY"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+`);
+  const before = (await stats()).requests;
+  const r = await run(bin('codex'), ['exec', '--skip-git-repo-check', 'Say hello.'], {
+    cwd: box.work, env: { PATH: process.env.PATH, HOME: box.home, CODEX_HOME: codexHome, SPOOL_API_KEY: KEY },
+  });
+  fs.rmSync(box.dir, { recursive: true, force: true });
+  assert.equal(r.code, 0, r.out);
+  assert.doesNotMatch(r.out, /^ERROR/m, r.out);
+  assert.ok((await stats()).requests > before, 'spool served no request');
+});
+
+test('claude -p completes a turn', { timeout: TIMEOUT }, async () => {
+  const box = sandbox('claude');
+  const before = (await stats()).requests;
+  const r = await run(bin('claude'), ['-p', 'Say hello.'], {
+    cwd: box.work,
+    env: {
+      PATH: process.env.PATH, HOME: box.home,
+      ANTHROPIC_BASE_URL: baseURL, ANTHROPIC_API_KEY: KEY,
+      // Claude Code's switch for everything but the model: no telemetry,
+      // error reports, update checks or feedback.
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    },
+  });
+  fs.rmSync(box.dir, { recursive: true, force: true });
+  assert.equal(r.code, 0, r.out);
+  assert.doesNotMatch(r.out, /API Error|prompt is too long/, r.out);
+  assert.ok((await stats()).requests > before, 'spool served no request');
+});

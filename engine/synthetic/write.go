@@ -1,0 +1,142 @@
+package synthetic
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math"
+	"math/rand/v2"
+
+	"github.com/spoolhq/spool/engine/container"
+)
+
+// chunkBytes is the payload generated and written at a time.
+const chunkBytes = 1 << 20
+
+// writeShard writes one safetensors file and returns its size. With
+// sparse the payloads are left as holes: the header is written and the
+// file is extended to its full length without writing data.
+func writeShard(ctx context.Context, path string, ts []tensor, meta map[string]string, seed uint64, sparse bool) (int64, error) {
+	specs := make([]container.TensorSpec, len(ts))
+	var total int64
+	for i, t := range ts {
+		specs[i] = container.TensorSpec{Name: t.name, DType: t.dtype, Shape: t.shape}
+		total += t.size
+	}
+	w, err := container.NewWriter(path, specs, meta)
+	if err != nil {
+		return 0, fmt.Errorf("synthetic: %w", err)
+	}
+	if sparse {
+		err = w.Hole(total)
+	} else {
+		buf := make([]byte, chunkBytes)
+		for _, t := range ts {
+			if err = writePayload(ctx, w, t, seed, buf); err != nil {
+				err = fmt.Errorf("synthetic: %s: tensor %q: %w", path, t.name, err)
+				break
+			}
+		}
+	}
+	if err != nil {
+		w.Close() // removes the partial file
+		return 0, err
+	}
+	if err := w.Close(); err != nil {
+		return 0, fmt.Errorf("synthetic: %w", err)
+	}
+	return w.Size(), nil
+}
+
+// tensorRNG is the generator of one tensor's values: a function of the
+// seed and the tensor's name only, so values do not depend on the layout.
+func tensorRNG(seed uint64, name string) *rand.PCG {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return rand.NewPCG(seed, h.Sum64())
+}
+
+// writePayload generates t's payload chunk by chunk into buf and writes it.
+func writePayload(ctx context.Context, w io.Writer, t tensor, seed uint64, buf []byte) error {
+	rng := tensorRNG(seed, t.name)
+	for left := t.size; left > 0; {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n := min(left, int64(len(buf)))
+		chunk := buf[:n]
+		fillChunk(chunk, t, rng)
+		if _, err := w.Write(chunk); err != nil {
+			return err
+		}
+		left -= n
+	}
+	return nil
+}
+
+// fillChunk generates the next len(chunk) bytes of t (a multiple of 4 for
+// float tensors, since chunks are 4-aligned).
+func fillChunk(chunk []byte, t tensor, rng *rand.PCG) {
+	switch t.fill {
+	case fillInt4, fillInt8:
+		next := func() uint64 {
+			if t.fill == fillInt4 {
+				return symmetricInt4(rng.Uint64())
+			}
+			return symmetricInt8(rng.Uint64())
+		}
+		i := 0
+		for ; i+8 <= len(chunk); i += 8 {
+			binary.LittleEndian.PutUint64(chunk[i:], next())
+		}
+		if i < len(chunk) {
+			var tail [8]byte
+			binary.LittleEndian.PutUint64(tail[:], next())
+			copy(chunk[i:], tail[:])
+		}
+		return
+	case fillOnes:
+		for i := 0; i+4 <= len(chunk); i += 4 {
+			binary.LittleEndian.PutUint32(chunk[i:], math.Float32bits(1))
+		}
+		return
+	case fillZeros:
+		clear(chunk)
+		return
+	}
+	for i := 0; i+4 <= len(chunk); i += 4 {
+		u := float32(rng.Uint64()>>40) / (1 << 24) // [0, 1)
+		var v float32
+		if t.fill == fillScales {
+			v = t.base * (0.75 + 0.5*u)
+		} else { // fillUniform: standard deviation base
+			v = t.base * sqrt3 * (2*u - 1)
+		}
+		binary.LittleEndian.PutUint32(chunk[i:], math.Float32bits(v))
+	}
+}
+
+// symmetricInt4 maps 16 uniform random nibbles to int4 codes symmetric
+// about 0: the code 0 (value -8, which has no mirror) becomes 8 (value 0).
+func symmetricInt4(u uint64) uint64 {
+	z := ^u
+	z &= z >> 1
+	z &= z >> 2 // bit 0 of each nibble: the nibble was 0
+	return u | (z&0x1111111111111111)<<3
+}
+
+// symmetricInt8 maps 8 uniform random bytes to int8 codes symmetric about
+// 0: the code 0x80 (value -128, which has no mirror) becomes 0.
+func symmetricInt8(u uint64) uint64 {
+	for b := 0; b < 64; b += 8 {
+		if byte(u>>b) == 0x80 {
+			u &^= 0xff << b
+		}
+	}
+	return u
+}
+
+// sqrt3 scales a uniform [-1, 1) value to unit standard deviation.
+const sqrt3 = 1.7320508075688772
