@@ -161,8 +161,10 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 		UsagePath: usagePath(dir),
 		Remote:    rcfg,
 	}
-	if cfg.Context, err = serveContext(dir, cfg); err != nil {
-		return err
+	if rcfg.URL == "" {
+		if cfg.Context, err = serveContext(dir, cfg); err != nil {
+			return err
+		}
 	}
 	assets, _ := frontend.Assets()
 	downloads := newDownloadManager(nil)

@@ -251,6 +251,11 @@ func TestServeRemote(t *testing.T) {
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
 	deadline := time.Now().Add(20 * time.Second)
 	for !strings.Contains(out.String(), "serving the remote engine at "+remoteURL+" on "+base) {
+		select {
+		case err := <-done:
+			t.Fatalf("serve ended: %v\n%s", err, out.String())
+		default:
+		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no ready line: %s", out.String())
 		}
