@@ -147,3 +147,19 @@ func TestPullDefaultTarget(t *testing.T) {
 		}
 	}
 }
+
+func TestPullRefusesARevisionOutsideTheCache(t *testing.T) {
+	repo, cache := pullEnv(t)
+	evil := filepath.Join(t.TempDir(), "evil_ref")
+	rel, err := filepath.Rel(filepath.Join(cache, hfcache.Folder(repo.ID), "refs"), evil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := runPullCmd(t, "pull", repo.ID, "--revision", rel)
+	if err == nil || !strings.Contains(out+err.Error(), "revision") {
+		t.Fatalf("pull --revision %s: %v\n%s", rel, err, out)
+	}
+	if _, err := os.Stat(evil); err == nil {
+		t.Fatal("pull wrote a file outside the cache")
+	}
+}

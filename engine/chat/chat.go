@@ -9,6 +9,10 @@
 //
 // It does not tokenize, generate or serve HTTP; it holds no model weights
 // and does no I/O beyond reading the template files in LoadTemplate.
+//
+// Templates are untrusted input (they come with downloaded models): every
+// render is bounded in steps, output, list sizes, call depth and time, and
+// is cancelled with its context; see Limits.
 package chat
 
 import (
@@ -70,6 +74,8 @@ type Options struct {
 	// Extra holds other chat_template_kwargs (for example
 	// reasoning_effort). The fixed variables above take precedence.
 	Extra map[string]any
+	// Limits bound the render; zero fields take DefaultLimits.
+	Limits Limits
 }
 
 // UnmarshalJSON decodes a message, accepting content as null, a string or

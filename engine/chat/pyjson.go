@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/ardanlabs/jinja"
+	"github.com/spoolhq/spool/engine/chat/internal/jinja"
 )
 
 // dumpOptions are the keyword arguments of Python's json.dumps that the
@@ -20,12 +20,21 @@ type dumpOptions struct {
 	itemSep     string
 	keySep      string
 	sortKeys    bool
+	// maxBytes bounds the output.
+	maxBytes int
 }
 
 // tojsonFilter implements transformers' tojson filter:
 // tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False)
-// which is json.dumps with those arguments.
-func tojsonFilter(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+// which is json.dumps with those arguments, refusing output of more than
+// maxBytes.
+func tojsonFilter(maxBytes int) func(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+	return func(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+		return tojson(args, kwargs, maxBytes)
+	}
+}
+
+func tojson(args []jinja.Value, kwargs map[string]jinja.Value, maxBytes int) (jinja.Value, error) {
 	if len(args) == 0 {
 		return jinja.Value{}, fmt.Errorf("tojson: missing value")
 	}
@@ -47,7 +56,7 @@ func tojsonFilter(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Valu
 		params[k] = v
 	}
 
-	var o dumpOptions
+	o := dumpOptions{maxBytes: maxBytes}
 	if v, ok := params["ensure_ascii"]; ok {
 		o.ensureASCII = v.IsTruthy()
 	}
@@ -86,7 +95,10 @@ func tojsonFilter(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Valu
 // dumpValue writes v as Python's json.dumps would.
 func dumpValue(b *strings.Builder, v jinja.Value, o dumpOptions, level int) error {
 	if level > 512 {
-		return fmt.Errorf("value nested deeper than 512 levels")
+		return fmt.Errorf("%w: the value is nested deeper than 512 levels (does it contain itself?)", ErrTemplateLimit)
+	}
+	if b.Len() > o.maxBytes {
+		return fmt.Errorf("%w: the JSON text would be larger than %d bytes", ErrTemplateLimit, o.maxBytes)
 	}
 	switch {
 	case v.IsUndefined(), v.IsNone():

@@ -1,14 +1,15 @@
 package chat
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 
-	"github.com/ardanlabs/jinja"
+	"github.com/spoolhq/spool/engine/chat/internal/jinja"
+	"github.com/spoolhq/spool/internal/regularfile"
 )
 
 // The engine is github.com/ardanlabs/jinja, written for chat templates
@@ -33,6 +34,31 @@ import (
 // tojsonName is the filter name that tojson uses are renamed to.
 const tojsonName = "spool_tojson"
 
+// Templates come with downloaded models, so they are untrusted: a render is
+// bounded in steps, output size, list size, call depth and time, and stops
+// when its context ends (the engine is a patched copy of
+// github.com/ardanlabs/jinja in internal/jinja, which has no such limits
+// upstream). Exceeding a limit returns an error wrapping ErrTemplateLimit.
+
+// Limits bound one render; zero fields take DefaultLimits.
+type Limits = jinja.Limits
+
+// LimitError reports the limit a render ran into.
+type LimitError = jinja.LimitError
+
+// DefaultLimits are the limits of a render whose Options set none.
+var DefaultLimits = jinja.DefaultLimits
+
+// ErrTemplateLimit is wrapped by the error of a render that exceeded a limit.
+var ErrTemplateLimit = jinja.ErrLimit
+
+// MaxTemplateBytes bounds the size of a chat template's source.
+const MaxTemplateBytes = 1 << 20
+
+// maxConfigBytes bounds tokenizer_config.json and chat_template.json, which
+// may hold a vocabulary's added tokens besides the template.
+const maxConfigBytes = 64 << 20
+
 // RaisedError reports a template's call of raise_exception(message);
 // Render returns it wrapped.
 type RaisedError struct {
@@ -53,6 +79,9 @@ type Template struct {
 
 // ParseTemplate parses a Jinja chat template.
 func ParseTemplate(source string) (tmpl *Template, err error) {
+	if len(source) > MaxTemplateBytes {
+		return nil, fmt.Errorf("chat: parsing template: the template is %d bytes, more than the %d a chat template may have", len(source), MaxTemplateBytes)
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			tmpl, err = nil, fmt.Errorf("chat: parsing template: engine failure: %v", r)
@@ -75,7 +104,7 @@ func (t *Template) Source() string { return t.source }
 func LoadTemplate(modelDir string) (*Template, error) {
 	cfgPath := filepath.Join(modelDir, "tokenizer_config.json")
 	var cfg map[string]json.RawMessage
-	cfgData, err := os.ReadFile(cfgPath)
+	cfgData, err := regularfile.Read(cfgPath, maxConfigBytes)
 	switch {
 	case err == nil:
 		if err := json.Unmarshal(cfgData, &cfg); err != nil {
@@ -115,7 +144,7 @@ var ErrNoTemplate = errors.New("chat: no chat template")
 
 func findTemplateSource(modelDir string, cfg map[string]json.RawMessage) (source, from string, err error) {
 	jinjaPath := filepath.Join(modelDir, "chat_template.jinja")
-	data, err := os.ReadFile(jinjaPath)
+	data, err := regularfile.Read(jinjaPath, MaxTemplateBytes)
 	if err == nil {
 		return string(data), jinjaPath, nil
 	}
@@ -124,7 +153,7 @@ func findTemplateSource(modelDir string, cfg map[string]json.RawMessage) (source
 	}
 
 	jsonPath := filepath.Join(modelDir, "chat_template.json")
-	data, err = os.ReadFile(jsonPath)
+	data, err = regularfile.Read(jsonPath, maxConfigBytes)
 	if err == nil {
 		var f map[string]json.RawMessage
 		if err := json.Unmarshal(data, &f); err != nil {
@@ -199,8 +228,17 @@ func specialToken(raw json.RawMessage) (string, error) {
 }
 
 // Render renders the conversation as transformers' apply_chat_template
-// does with tokenize=False.
-func (t *Template) Render(msgs []Message, opts Options) (out string, err error) {
+// does with tokenize=False, within opts.Limits.
+func (t *Template) Render(msgs []Message, opts Options) (string, error) {
+	return t.RenderContext(context.Background(), msgs, opts)
+}
+
+// RenderContext is Render stopping when ctx ends.
+func (t *Template) RenderContext(ctx context.Context, msgs []Message, opts Options) (out string, err error) {
+	lim := opts.Limits
+	if lim.MaxOutput <= 0 {
+		lim.MaxOutput = DefaultLimits.MaxOutput
+	}
 	vars := make(map[string]jinja.Value, len(opts.Extra)+len(t.specials)+8)
 	for k, v := range opts.Extra {
 		val, err := goValue(v, false)
@@ -243,7 +281,7 @@ func (t *Template) Render(msgs []Message, opts Options) (out string, err error) 
 		vars["enable_thinking"] = jinja.NewBool(*opts.EnableThinking)
 	}
 	vars["raise_exception"] = jinja.NewCallable("raise_exception", raiseException)
-	vars[tojsonName] = jinja.NewCallable(tojsonName, tojsonFilter)
+	vars[tojsonName] = jinja.NewCallable(tojsonName, tojsonFilter(lim.MaxOutput))
 
 	// The engine indexes values with unchecked type assertions in a few
 	// places; a template that trips one must not take the server down.
@@ -252,7 +290,7 @@ func (t *Template) Render(msgs []Message, opts Options) (out string, err error) 
 			out, err = "", fmt.Errorf("chat: rendering template: engine failure: %v", r)
 		}
 	}()
-	out, err = t.tmpl.RenderValues(vars)
+	out, err = t.tmpl.RenderContext(ctx, vars, lim)
 	if err != nil {
 		return "", fmt.Errorf("chat: rendering template: %w", err)
 	}

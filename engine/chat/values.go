@@ -10,7 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/ardanlabs/jinja"
+	"github.com/spoolhq/spool/engine/chat/internal/jinja"
 )
 
 // The template engine sees Python-like values: dicts keep insertion order,

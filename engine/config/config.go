@@ -15,6 +15,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/spoolhq/spool/internal/regularfile"
 )
 
 // IndexerType says whether a layer runs its own DSA indexer or reuses the
@@ -124,13 +126,16 @@ func (c *Config) IsEOS(id int) bool {
 	return false
 }
 
+// maxConfigBytes bounds config.json and generation_config.json.
+const maxConfigBytes = 16 << 20
+
 // Load reads dir/config.json and, when present, dir/generation_config.json.
 func Load(dir string) (*Config, error) {
-	raw, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	raw, err := regularfile.Read(filepath.Join(dir, "config.json"), maxConfigBytes)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	gen, err := os.ReadFile(filepath.Join(dir, "generation_config.json"))
+	gen, err := regularfile.Read(filepath.Join(dir, "generation_config.json"), maxConfigBytes)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("config: %w", err)
 	}
@@ -319,8 +324,12 @@ func (c *Config) checkGeometry(r *rawConfig) error {
 	if r.NumKeyValueHeads != nil && *r.NumKeyValueHeads != c.NumHeads {
 		return fmt.Errorf("num_key_value_heads = %d must equal num_attention_heads = %d (MLA)", *r.NumKeyValueHeads, c.NumHeads)
 	}
-	if g := deref(r.NGroup, 1); g != 1 {
+	g := deref(r.NGroup, 1)
+	if g != 1 {
 		return fmt.Errorf("n_group = %d: group-limited routing is not supported (GLM-5.x uses 1)", g)
+	}
+	if tg := deref(r.TopKGroup, g); tg < 1 || tg > g {
+		return fmt.Errorf("topk_group = %d is out of range (1..n_group = %d)", tg, g)
 	}
 	if r.ScoringFunc != "" && r.ScoringFunc != "sigmoid" {
 		return fmt.Errorf("scoring_func %q is not supported (only sigmoid)", r.ScoringFunc)
@@ -345,6 +354,9 @@ func (c *Config) checkGeometry(r *rawConfig) error {
 	}
 	if c.IndexTopK < 0 || c.IndexNHeads < 0 || c.IndexHeadDim < 0 || c.IndexNHeads > 1024 || c.IndexHeadDim > 1<<16 {
 		return fmt.Errorf("indexer geometry (index_topk %d, index_n_heads %d, index_head_dim %d) is out of range", c.IndexTopK, c.IndexNHeads, c.IndexHeadDim)
+	}
+	if c.IndexNHeads > 0 && (c.IndexTopK < 1 || c.IndexTopK > c.MaxPositionEmbeddings) {
+		return fmt.Errorf("index_topk = %d is out of range (1..max_position_embeddings = %d): the sparse attention indexer must keep at least one key", c.IndexTopK, c.MaxPositionEmbeddings)
 	}
 	if c.IndexHeadDim > 0 && c.IndexHeadDim < c.QKRopeHeadDim {
 		return fmt.Errorf("index_head_dim = %d is smaller than qk_rope_head_dim = %d", c.IndexHeadDim, c.QKRopeHeadDim)

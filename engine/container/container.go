@@ -113,6 +113,12 @@ func Open(dir string) (*Container, error) {
 
 func (c *Container) addShard(name string) error {
 	path := filepath.Join(c.dir, name)
+	// Check before opening: opening a FIFO blocks until a writer comes.
+	if fi, err := os.Stat(path); err != nil {
+		return fmt.Errorf("container: %w", err)
+	} else if !fi.Mode().IsRegular() {
+		return fmt.Errorf("container: %s is not a regular file (%s); a shard must be one", path, fi.Mode().Type())
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("container: %w", err)

@@ -9,7 +9,9 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/spoolhq/spool/engine/download/hub"
 )
@@ -20,6 +22,8 @@ const (
 	crashChildEnv = "SPOOL_DOWNLOAD_CRASH_CHILD"
 	crashHubEnv   = "SPOOL_DOWNLOAD_CRASH_HUB"
 	crashCacheEnv = "SPOOL_DOWNLOAD_CRASH_CACHE"
+	// crashOptsEnv, when set, is "chunk,checkpointBytes,checkpointMs,connections".
+	crashOptsEnv = "SPOOL_DOWNLOAD_CRASH_OPTS"
 )
 
 // TestCrashChild is the child side of TestCrashResume; it does nothing in a
@@ -31,6 +35,13 @@ func TestCrashChild(t *testing.T) {
 	}
 	o := testOptions(os.Getenv(crashHubEnv), os.Getenv(crashCacheEnv), nil)
 	o.ProgressInterval = 2_000_000 // 2 ms
+	if v := os.Getenv(crashOptsEnv); v != "" {
+		var ms int64
+		if _, err := fmt.Sscanf(v, "%d,%d,%d,%d", &o.ChunkSize, &o.CheckpointBytes, &ms, &o.Connections); err != nil {
+			t.Fatalf("%s=%q: %v", crashOptsEnv, v, err)
+		}
+		o.CheckpointInterval = time.Duration(ms) * time.Millisecond
+	}
 	o.OnEvent = func(e Event) {
 		if e.Kind == EventProgress || e.Kind == EventFileDone {
 			fmt.Fprintf(os.Stdout, "progress %d\n", e.Progress.Done)
@@ -129,8 +140,15 @@ func mustPlanBlobs(t *testing.T, url, cache string) []int64 {
 // killed and the last progress it reported.
 func runChild(t *testing.T, url, cache string, kill bool, threshold int64) (killed bool, done int64) {
 	t.Helper()
+	return runChildWith(t, url, cache, kill, threshold, 0, "")
+}
+
+// runChildWith is runChild that can also kill the child killAfter after
+// its start and pass it options (crashOptsEnv).
+func runChildWith(t *testing.T, url, cache string, kill bool, threshold int64, killAfter time.Duration, opts string) (killed bool, done int64) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashChildEnv+"=1", crashHubEnv+"="+url, crashCacheEnv+"="+cache)
+	cmd.Env = append(os.Environ(), crashChildEnv+"=1", crashHubEnv+"="+url, crashCacheEnv+"="+cache, crashOptsEnv+"="+opts)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
@@ -139,6 +157,14 @@ func runChild(t *testing.T, url, cache string, kill bool, threshold int64) (kill
 	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
+	}
+	var timedKill atomic.Bool
+	if killAfter > 0 {
+		timer := time.AfterFunc(killAfter, func() {
+			timedKill.Store(true)
+			cmd.Process.Kill()
+		})
+		defer timer.Stop()
 	}
 	var tail []string
 	sc := bufio.NewScanner(out)
@@ -158,7 +184,7 @@ func runChild(t *testing.T, url, cache string, kill bool, threshold int64) (kill
 		}
 	}
 	err = cmd.Wait()
-	if killed {
+	if killed || timedKill.Load() && err != nil {
 		return true, done
 	}
 	if err != nil {

@@ -41,6 +41,7 @@ const (
 	DefaultConnections         = 8
 	DefaultChunkSize           = 64 << 20
 	DefaultCheckpointBytes     = 16 << 20
+	DefaultCheckpointInterval  = 500 * time.Millisecond
 	DefaultStallTimeout        = 30 * time.Second
 	DefaultMaxRetries          = 12
 	DefaultRetryBase           = time.Second
@@ -63,10 +64,13 @@ type Options struct {
 	Connections int   // parallel range requests (default 8)
 	ChunkSize   int64 // bytes per range request (default 64 MiB)
 	// CheckpointBytes is how many bytes of a range a worker writes between
-	// two checkpoints (default 16 MiB, at most ChunkSize). A crash loses at
-	// most this much per connection.
-	CheckpointBytes int64
-	StallTimeout    time.Duration // abort a request that moves no byte for this long (default 30 s)
+	// two checkpoints (default 16 MiB, at most ChunkSize), and
+	// CheckpointInterval the longest time between two (default 500 ms), so
+	// that a slow link checkpoints too. A crash loses at most the smaller
+	// of the two per connection.
+	CheckpointBytes    int64
+	CheckpointInterval time.Duration
+	StallTimeout       time.Duration // abort a request that moves no byte for this long (default 30 s)
 	// MaxRetries is how many failed requests in a row, without a byte of
 	// progress, one range may have before the job fails (default 12).
 	MaxRetries int
@@ -107,6 +111,9 @@ func (o *Options) setDefaults() {
 		o.CheckpointBytes = DefaultCheckpointBytes
 	}
 	o.CheckpointBytes = min(o.CheckpointBytes, o.ChunkSize)
+	if o.CheckpointInterval <= 0 {
+		o.CheckpointInterval = DefaultCheckpointInterval
+	}
 	if o.StallTimeout <= 0 {
 		o.StallTimeout = DefaultStallTimeout
 	}
@@ -184,6 +191,11 @@ type Job struct {
 func New(opts Options) (*Job, error) {
 	if err := hub.ValidateRepoID(opts.Repo); err != nil {
 		return nil, fmt.Errorf("download: %w", err)
+	}
+	if opts.Revision != "" {
+		if err := hub.ValidateRevision(opts.Revision); err != nil {
+			return nil, fmt.Errorf("download: %w", err)
+		}
 	}
 	if opts.CacheDir == "" {
 		return nil, errors.New("download: no cache directory")

@@ -1,12 +1,14 @@
 package download
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/spoolhq/spool/engine/download/hub"
@@ -15,6 +17,14 @@ import (
 // errStalled is the cause of a request aborted because no byte arrived for
 // StallTimeout.
 var errStalled = errors.New("stalled: no data received")
+
+// errPieceCovered ends a piece whose bytes another worker's sequential
+// stream of the same blob fetches; errPieceRequeued one that must wait for
+// such a stream to start before it.
+var (
+	errPieceCovered  = errors.New("piece covered by the blob's sequential stream")
+	errPieceRequeued = errors.New("piece requeued behind the blob's sequential stream")
+)
 
 // fetchPiece fetches the rest of a piece into the partial file, retrying
 // temporary failures with exponential backoff and jitter. The failure count
@@ -26,6 +36,9 @@ func (j *Job) fetchPiece(ctx context.Context, rs *runState, t *blobTask, p *piec
 		err := j.fetchOnce(ctx, rs, t, p, buf)
 		if err == nil {
 			continue
+		}
+		if errors.Is(err, errPieceCovered) || errors.Is(err, errPieceRequeued) {
+			return err
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -83,9 +96,28 @@ func (j *Job) fetchOnce(ctx context.Context, rs *runState, t *blobTask, p *piece
 		return stalled(err)
 	}
 	defer body.Close()
+	if !body.Whole || pos == 0 && p.end == t.file.Size {
+		j.rangesHonored(rs, t)
+	} else {
+		// The server ignored the range and sends the whole file: fetch
+		// this blob as one sequential stream instead of paying for the
+		// bytes before every piece.
+		if err := j.goSequential(rs, t, p); err != nil {
+			return err
+		}
+		for skip := pos - body.Start; skip > 0; {
+			timer.Reset(j.opts.StallTimeout)
+			n, rerr := body.Read(buf[:min(int64(len(buf)), skip)])
+			skip -= int64(n)
+			if rerr != nil && skip > 0 {
+				return stalled(rerr)
+			}
+		}
+	}
 	t.ioMu.Lock()
 	f := t.f
 	t.ioMu.Unlock()
+	lastCheckpoint := time.Now()
 	for {
 		timer.Reset(j.opts.StallTimeout)
 		n, rerr := body.Read(buf)
@@ -97,12 +129,13 @@ func (j *Job) fetchOnce(ctx context.Context, rs *runState, t *blobTask, p *piece
 			w := p.written.Add(int64(n))
 			t.progress.Add(int64(n))
 			rs.fetched.Add(int64(n))
-			if w >= j.opts.CheckpointBytes && pos < p.end {
+			if pos < p.end && (w >= j.opts.CheckpointBytes || time.Since(lastCheckpoint) >= j.opts.CheckpointInterval) {
 				// Syncing and hashing are not the server's stall.
 				timer.Stop()
 				if err := j.checkpointPiece(ctx, rs, t, p); err != nil {
 					return err
 				}
+				lastCheckpoint = time.Now()
 			}
 		}
 		if rerr == io.EOF {
@@ -126,7 +159,8 @@ func retryable(err error) bool {
 	var we *writeError
 	var df *DiskFullError
 	switch {
-	case errors.As(err, &we), errors.As(err, &df), errors.Is(err, hub.ErrSizeMismatch):
+	case errors.As(err, &we), errors.As(err, &df), errors.Is(err, hub.ErrSizeMismatch),
+		errors.Is(err, hub.ErrBadContentRange), errors.Is(err, hub.ErrRedirectLoop):
 		return false
 	}
 	return true
@@ -139,8 +173,72 @@ func transient(err error) bool {
 	if errors.As(err, &se) {
 		return se.Temporary()
 	}
+	if errors.Is(err, hub.ErrRedirectLoop) {
+		return false
+	}
 	var ue *url.Error
 	return errors.As(err, &ue) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// rangesHonored records that the blob's server answered a range, letting
+// the other pieces of the blob go out.
+func (j *Job) rangesHonored(rs *runState, t *blobTask) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if !t.rangesKnown {
+		t.rangesKnown = true
+		rs.broadcast()
+	}
+}
+
+// goSequential switches a blob whose server ignores ranges to one stream:
+// the first piece not yet fetched becomes the stream to the end of the
+// blob, and every other piece is dropped (covered by it) or waits for it.
+// It returns nil when p is (now) the stream, errPieceCovered when another
+// worker's stream fetches p's bytes, and errPieceRequeued when p was put
+// back because bytes before it are still missing.
+func (j *Job) goSequential(rs *runState, t *blobTask, p *piece) error {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	t.rangesKnown = true
+	if !t.sequential {
+		t.sequential = true
+		j.emit(Event{Kind: EventWarning, File: t.paths[0],
+			Message: fmt.Sprintf("%s: the server ignores byte ranges; fetching it as one stream", t.paths[0])})
+	}
+	switch s := t.streamer; {
+	case s == p:
+		return nil // the stream itself, asking again after a failure
+	case s != nil && p.off >= t.streamFrom:
+		delete(t.inflight, p)
+		return errPieceCovered
+	case s != nil:
+		// A piece before the stream's start reads its own bytes.
+		return nil
+	}
+	for q := range t.inflight {
+		if q != p && q.off < p.off {
+			// A piece before p is in flight: it becomes the stream.
+			delete(t.inflight, p)
+			t.pending = append([]*piece{p}, t.pending...)
+			rs.broadcast()
+			return errPieceRequeued
+		}
+	}
+	for _, q := range t.pending {
+		if q.off < p.off {
+			delete(t.inflight, p)
+			t.pending = append(t.pending, p)
+			slices.SortFunc(t.pending, func(a, b *piece) int { return cmp.Compare(a.off, b.off) })
+			rs.broadcast()
+			return errPieceRequeued
+		}
+	}
+	t.streamer, t.streamFrom = p, p.off
+	p.end = t.file.Size
+	t.pending = nil
+	rs.broadcast()
+	return nil
 }
 
 // backoff is the wait before retry number failures (1-based): RetryBase

@@ -41,12 +41,21 @@ type blobTask struct {
 	pending  []*piece // ranges to fetch, in order
 	inflight map[*piece]bool
 	done     Ranges // ranges written completely (checkpointed or about to be)
+	recorded Ranges // ranges of the last resume record written
 	active   bool   // a piece was handed out and the blob is not finished
 	finished bool
 	hashing  bool  // a worker is hashing or finalizing
 	rehash   bool  // more prefix arrived while hashing
 	hashed   int64 // bytes of the prefix fed to hasher
 	failures int   // verification failures
+	// rangesKnown: a content answer for the blob said whether its server
+	// honors ranges; until then one piece of it is in flight at a time.
+	// sequential: the server ignores ranges, so the blob is fetched by
+	// one stream (streamer) from streamFrom to its end.
+	rangesKnown bool
+	sequential  bool
+	streamer    *piece
+	streamFrom  int64
 
 	// Used by one worker at a time (the one holding hashing).
 	hasher blobHasher
@@ -161,7 +170,12 @@ func (j *Job) run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return fmt.Errorf("download of %s stopped (%v), progress kept: %w", j.opts.Repo, context.Cause(ctx), ErrCancelled)
 		}
-		return err
+		if cause != nil && !errors.Is(err, cause) {
+			// The run was stopped from outside its workers (the
+			// free-space guard).
+			err = cause
+		}
+		return j.decorate(rs, err)
 	}
 }
 
@@ -179,7 +193,7 @@ func (j *Job) newRunState(plan *Plan) *runState {
 		partial := j.cache.IncompletePath(b.file.Etag())
 		t := &blobTask{
 			file: b.file, paths: b.paths, partialPath: partial, recordPath: recordPath(partial),
-			inflight: map[*piece]bool{}, done: b.done, hasher: newBlobHasher(b.file),
+			inflight: map[*piece]bool{}, done: b.done, recorded: b.done, hasher: newBlobHasher(b.file),
 		}
 		t.pending = splitPieces(b.done.Missing(b.file.Size), b.file.Size, j.opts.ChunkSize)
 		t.progress.Store(b.done.Len())
@@ -269,17 +283,33 @@ func (j *Job) runOnce(ctx context.Context, rs *runState) error {
 		return context.Cause(ctx)
 	}
 	if cause := context.Cause(gctx); cause != nil {
-		return j.decorate(rs, cause)
+		return cause
 	}
 	return stopErr
 }
 
-// decorate adds progress figures to a disk-full error.
+// decorate adds the figures a disk-full error tells the user: the bytes
+// kept (what a new run credits: complete blobs and checkpointed ranges),
+// the bytes left, and the space to free for the rest and the reserve.
 func (j *Job) decorate(rs *runState, err error) error {
 	var df *DiskFullError
-	if errors.As(err, &df) {
-		p := rs.snapshot(nil, time.Now())
-		df.Kept, df.Left = p.Done, p.Total-p.Done
+	if !errors.As(err, &df) {
+		return err
+	}
+	rs.mu.Lock()
+	kept := rs.presentBase
+	for _, t := range rs.tasks {
+		if t.finished {
+			kept += t.file.Size
+		} else {
+			kept += t.recorded.Len()
+		}
+	}
+	rs.mu.Unlock()
+	df.Kept, df.Left = kept, rs.total-kept
+	df.Free = df.Left + j.reserveFor(df.Left)
+	if ds, derr := j.opts.DiskFree(j.opts.CacheDir); derr == nil {
+		df.Free = max(df.Free-clampInt64(ds.Available), 0)
 	}
 	return err
 }
@@ -295,6 +325,9 @@ func (j *Job) worker(ctx context.Context, rs *runState, buf []byte) error {
 			return err
 		}
 		if err := j.fetchPiece(ctx, rs, t, p, buf); err != nil {
+			if errors.Is(err, errPieceCovered) || errors.Is(err, errPieceRequeued) {
+				continue
+			}
 			return err
 		}
 		if err := j.pieceDone(ctx, rs, t, p); err != nil {
@@ -315,6 +348,11 @@ func (rs *runState) next(ctx context.Context) (*blobTask, *piece, error) {
 				continue
 			}
 			all = false
+			if (t.sequential || !t.rangesKnown) && len(t.inflight) > 0 {
+				// One stream per blob whose server ignores ranges, and
+				// one request until the first answer says which it is.
+				continue
+			}
 			if len(t.pending) > 0 {
 				p := t.pending[0]
 				t.pending = t.pending[1:]
@@ -394,6 +432,9 @@ func (j *Job) writeRecordLocked(rs *runState, t *blobTask) error {
 	if err := hfcache.WriteFileAtomic(t.recordPath, b); err != nil {
 		return j.diskErr(t, err)
 	}
+	rs.mu.Lock()
+	t.recorded = done
+	rs.mu.Unlock()
 	return nil
 }
 
@@ -404,18 +445,47 @@ func (j *Job) diskErr(t *blobTask, err error) error {
 	return &writeError{t.partialPath, err}
 }
 
-// report publishes progress every ProgressInterval until ctx ends.
+// diskMargin is the free space below which a download stops by itself,
+// checkpointing while there is still room for its resume records.
+const diskMargin = 64 << 20
+
+// diskCheckInterval is the time between two free-space checks.
+const diskCheckInterval = time.Second
+
+// report publishes progress every ProgressInterval and checks free space
+// every diskCheckInterval until ctx ends.
 func (j *Job) report(ctx context.Context, rs *runState) {
 	m := newMeter()
 	tick := time.NewTicker(j.opts.ProgressInterval)
 	defer tick.Stop()
+	lastCheck := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 			j.publishProgress(rs, m)
+			if time.Since(lastCheck) >= diskCheckInterval {
+				lastCheck = time.Now()
+				j.checkFreeSpace()
+			}
 		}
+	}
+}
+
+// checkFreeSpace stops the running fetch with a *DiskFullError when the
+// volume is about to fill up.
+func (j *Job) checkFreeSpace() {
+	ds, err := j.opts.DiskFree(j.opts.CacheDir)
+	if err != nil || clampInt64(ds.Available) >= diskMargin {
+		return
+	}
+	j.mu.Lock()
+	cancel := j.runCancel
+	j.mu.Unlock()
+	if cancel != nil {
+		cancel(&DiskFullError{Path: j.opts.CacheDir,
+			Err: fmt.Errorf("only %s free on the volume: stopped before it filled up", FormatBytes(clampInt64(ds.Available)))})
 	}
 }
 

@@ -48,15 +48,25 @@ func (OSStorage) OpenPartial(path string) (PartialFile, error) {
 // Everything checkpointed before it is kept.
 type DiskFullError struct {
 	Path string // the file being written
-	Kept int64  // bytes of the snapshot on disk when the job stopped
+	Kept int64  // bytes kept for the next run (complete blobs and checkpointed ranges)
 	Left int64  // bytes still to download
+	Free int64  // bytes to free for the rest and the reserve, beyond what is free now
 	Err  error
 }
 
 func (e *DiskFullError) Error() string {
-	return fmt.Sprintf("disk full while writing %s: stopped cleanly, keeping %s already on disk; free at least %s "+
-		"(or set HF_HUB_CACHE to a larger volume) and run again to resume: %v",
-		e.Path, FormatBytes(e.Kept), FormatBytes(e.Left), e.Err)
+	return fmt.Sprintf("disk full while writing %s: stopped cleanly, keeping %s already on disk with %s still to download; "+
+		"free at least %s more (or set HF_HUB_CACHE to a larger volume) and run again to resume: %v",
+		e.Path, FormatBytes(e.Kept), FormatBytes(e.Left), FormatBytes(e.toFree()), e.Err)
+}
+
+// toFree is the space to free: what the volume lacks, or, when free space
+// could not be measured (or looks ample), the bytes left.
+func (e *DiskFullError) toFree() int64 {
+	if e.Free > 0 {
+		return e.Free
+	}
+	return e.Left
 }
 
 // Unwrap returns ErrDiskFull and the underlying error.

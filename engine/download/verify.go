@@ -205,7 +205,7 @@ func (j *Job) integrityFailure(rs *runState, t *blobTask, got string) error {
 	}
 	rs.mu.Lock()
 	t.failures++
-	t.done, t.hashed = nil, 0
+	t.done, t.recorded, t.hashed = nil, nil, 0
 	t.hasher.reset()
 	t.progress.Store(0)
 	t.hashing = false

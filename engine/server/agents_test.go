@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -35,7 +36,7 @@ func TestMessagesAsClaudeCode(t *testing.T) {
 	if err := json.Unmarshal(raw, &req); err != nil {
 		t.Fatal(err)
 	}
-	turn, err := ts.srv.messagesTurn(&req)
+	turn, err := ts.srv.messagesTurn(context.Background(), &req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -217,7 +218,7 @@ func (req *messagesRequest) toChat() ([]chat.Message, []chat.Tool, error) {
 	return msgs, tools, nil
 }
 
-func (s *Server) messagesTurn(req *messagesRequest) (*turn, error) {
+func (s *Server) messagesTurn(ctx context.Context, req *messagesRequest) (*turn, error) {
 	if err := s.checkModel(req.Model, true); err != nil {
 		return nil, err
 	}
@@ -279,7 +280,8 @@ func (s *Server) messagesTurn(req *messagesRequest) (*turn, error) {
 	if len(req.dropped) > 0 {
 		s.logf("/v1/messages: left out tools the model cannot call: %s", strings.Join(req.dropped, ", "))
 	}
-	if err := s.renderChat(chatInput{messages: msgs, tools: tools, choice: choice, thinking: thinking, constrained: constrained}, t); err != nil {
+	if err := s.renderChat(chatInput{messages: msgs, tools: tools, choice: choice, thinking: thinking, constrained: constrained, ctx: ctx,
+		countTokens: messagesCountFactor * s.eng.Scheduler.Config().ContextLength, tooLong: promptTooLong}, t); err != nil {
 		return nil, err
 	}
 	if req.count {
@@ -329,6 +331,11 @@ func (req *messagesRequest) responseFormat() (*responseFormat, string, error) {
 	}{Name: "output", Schema: f.Schema}}, param, nil
 }
 
+// messagesCountFactor bounds how far past the context /v1/messages counts
+// a prompt's tokens, so that its refusal (and count_tokens) can say how
+// long the prompt is; past it the count is a lower bound.
+const messagesCountFactor = 4
+
 // promptTooLong is Anthropic's wording for a prompt over the context,
 // which clients such as Claude Code recognise (and then compact).
 func promptTooLong(prompt, limit int) *apiError {
@@ -347,7 +354,7 @@ func (s *Server) handleCountTokens(w http.ResponseWriter, r *http.Request) {
 		req.MaxTokens = new(1)
 	}
 	req.count = true
-	t, err := s.messagesTurn(&req)
+	t, err := s.messagesTurn(r.Context(), &req)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -403,7 +410,7 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	t, err := s.messagesTurn(&req)
+	t, err := s.messagesTurn(r.Context(), &req)
 	if err != nil {
 		writeError(w, r, err)
 		return

@@ -63,6 +63,33 @@ func contextExceeded(prompt, limit int) *apiError {
 		Message: fmt.Sprintf("this model's context length is %d tokens, but the prompt has %d tokens", limit, prompt)}
 }
 
+// contextExceededAtLeast reports a prompt whose tokenization stopped at
+// more than limit tokens.
+func contextExceededAtLeast(prompt, limit int) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "context_length_exceeded", Param: "messages",
+		Message: fmt.Sprintf("this model's context length is %d tokens, but the prompt has more than %d tokens", limit, prompt-1)}
+}
+
+// renderedTooLong refuses a rendered prompt longer than limit tokens can be.
+func renderedTooLong(bytes int64, limit int) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "context_length_exceeded", Param: "messages",
+		Message: fmt.Sprintf("this model's context length is %d tokens, but the rendered prompt is longer than %d bytes, more than %d tokens can hold", limit, bytes, limit)}
+}
+
+// tooManyMessages refuses more messages than the context has tokens.
+func tooManyMessages(n, limit int) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "context_length_exceeded", Param: "messages",
+		Message: fmt.Sprintf("this model's context length is %d tokens, but the request has %d messages (each takes at least one token)", limit, n)}
+}
+
+// templateLimit reports a chat template that exceeded a render limit: the
+// model's template, not the request, is at fault, but a smaller request
+// may pass.
+func templateLimit(err error) *apiError {
+	return &apiError{Status: http.StatusUnprocessableEntity, Type: "invalid_request_error", Code: "template_limit_exceeded", Param: "messages",
+		Message: fmt.Sprintf("the model's chat template exceeded a limit while rendering these messages: %v", err)}
+}
+
 // asAPIError maps any error to an apiError.
 func asAPIError(err error) *apiError {
 	var ae *apiError

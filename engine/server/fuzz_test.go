@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -40,7 +41,7 @@ func FuzzChatRequest(f *testing.F) {
 		if err := decodeJSON(body, &req); err != nil {
 			return err
 		}
-		_, err := s.chatTurn(&req)
+		_, err := s.chatTurn(context.Background(), &req)
 		return err
 	})
 }
@@ -56,7 +57,7 @@ func FuzzMessagesRequest(f *testing.F) {
 		if err := decodeJSON(body, &req); err != nil {
 			return err
 		}
-		_, err := s.messagesTurn(&req)
+		_, err := s.messagesTurn(context.Background(), &req)
 		return err
 	})
 }
@@ -71,7 +72,7 @@ func FuzzResponsesRequest(f *testing.F) {
 		if err := decodeJSON(body, &req); err != nil {
 			return err
 		}
-		_, _, err := s.responsesTurn(&req)
+		_, _, err := s.responsesTurn(context.Background(), &req)
 		return err
 	})
 }

@@ -51,6 +51,7 @@ type outcome struct {
 
 // submit queues a turn.
 func (s *Server) submit(ctx context.Context, t *turn) (*scheduler.Stream, error) {
+	endParsing(ctx)
 	st, err := s.eng.Scheduler.Submit(ctx, t.req)
 	if err != nil {
 		return nil, asAPIError(err)

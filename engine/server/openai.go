@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -33,7 +34,7 @@ type chatRequest struct {
 }
 
 // chatTurn validates a chat request and prepares its turn.
-func (s *Server) chatTurn(req *chatRequest) (*turn, error) {
+func (s *Server) chatTurn(ctx context.Context, req *chatRequest) (*turn, error) {
 	if err := s.checkModel(req.Model, false); err != nil {
 		return nil, err
 	}
@@ -75,7 +76,7 @@ func (s *Server) chatTurn(req *chatRequest) (*turn, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := chatInput{messages: req.Messages, tools: req.Tools, choice: choice, thinking: thinking, extra: extra, constrained: constrained}
+	in := chatInput{messages: req.Messages, tools: req.Tools, choice: choice, thinking: thinking, extra: extra, constrained: constrained, ctx: ctx}
 	if err := s.renderChat(in, t); err != nil {
 		return nil, err
 	}
@@ -103,7 +104,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	t, err := s.chatTurn(&req)
+	t, err := s.chatTurn(r.Context(), &req)
 	if err != nil {
 		writeError(w, r, err)
 		return

@@ -2,7 +2,9 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -20,6 +22,15 @@ type chatInput struct {
 	// constrained says a response format constrains the whole output, so
 	// the reply must not start with reasoning.
 	constrained bool
+	// ctx, when set, cancels the template's render (the request's).
+	ctx context.Context
+	// countTokens, when past the context, is how many tokens to count
+	// before giving up: /v1/messages reports (and count_tokens returns)
+	// the size of a prompt over the context.
+	countTokens int
+	// tooLong words the refusal of a prompt of more than countTokens
+	// tokens (default contextExceededAtLeast).
+	tooLong func(prompt, limit int) *apiError
 }
 
 // toolChoice is auto, none, required, or function (a named function).
@@ -132,7 +143,18 @@ func (s *Server) renderChat(in chatInput, t *turn) error {
 	if s.eng.Template == nil {
 		return invalid("messages", "the model %q has no chat template; use /v1/completions", s.cfg.ModelID)
 	}
-	opts := chat.Options{AddGenerationPrompt: true, EnableThinking: in.thinking, Extra: in.extra}
+	// Every message renders to at least one token: more messages than the
+	// context holds are refused before any work is done on them.
+	ctxLen := s.eng.Scheduler.Config().ContextLength
+	if len(in.messages) > ctxLen {
+		return tooManyMessages(len(in.messages), ctxLen)
+	}
+	ctx := in.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	opts := chat.Options{AddGenerationPrompt: true, EnableThinking: in.thinking, Extra: in.extra,
+		Limits: s.templateLimits(ctxLen, len(in.messages))}
 	if in.choice.mode != "none" {
 		opts.Tools = in.tools
 	}
@@ -144,8 +166,16 @@ func (s *Server) renderChat(in chatInput, t *turn) error {
 		}
 		msgs[i] = m
 	}
-	text, err := s.eng.Template.Render(msgs, opts)
+	text, err := s.eng.Template.RenderContext(ctx, msgs, opts)
 	if err != nil {
+		var le *chat.LimitError
+		if errors.As(err, &le) && le.What == "the output" {
+			// The text cannot fit the context whatever it tokenizes to.
+			return renderedTooLong(le.Max, ctxLen)
+		}
+		if errors.Is(err, chat.ErrTemplateLimit) {
+			return templateLimit(err)
+		}
 		return invalid("messages", "the chat template refused the messages: %v", err)
 	}
 	t.chat = true
@@ -176,7 +206,14 @@ func (s *Server) renderChat(in chatInput, t *turn) error {
 		t.req.Constraint = c
 	}
 	text += t.prefix
-	t.prompt = s.eng.Tokenizer.Encode(text)
+	prompt, ok := s.eng.Tokenizer.EncodeLimit(text, max(ctxLen, in.countTokens))
+	if !ok {
+		if in.tooLong != nil {
+			return in.tooLong(len(prompt), ctxLen)
+		}
+		return contextExceededAtLeast(len(prompt), ctxLen)
+	}
+	t.prompt = prompt
 	return nil
 }
 

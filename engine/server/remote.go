@@ -38,6 +38,7 @@ func NewRemote(cfg Config, rc *remote.Client) (*Server, error) {
 		loopbackBind: isLoopbackHost(cfg.Host),
 		created:      time.Now().Unix(),
 		hub:          newHub(),
+		parsing:      newParseGate(cfg.MaxParsing),
 		remote:       rc,
 	}
 	s.handler = s.guard(s.remoteRoutes())
@@ -60,7 +61,7 @@ func (s *Server) remoteRoutes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", s.handleHealth)
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, s.remoteStats()) })
-	mux.HandleFunc("GET "+eventsPath, s.handleEvents)
+	mux.HandleFunc("GET "+eventsPath, s.handleEventsRoute)
 	mux.HandleFunc("GET /v1/models", s.handleRemoteModels)
 	mux.HandleFunc("GET /v1/models/{id...}", s.handleRemoteModel)
 	for _, p := range proxiedPaths {

@@ -496,3 +496,31 @@ func TestRemoteEvents(t *testing.T) {
 		t.Fatalf("%v", stats)
 	}
 }
+
+// A request waiting on the remote holds no parse slot: with one slot, a
+// second request is served while the first stalls.
+func TestRemoteParseSlots(t *testing.T) {
+	ts, vs := newStandinFront(t, standin.Options{}, Config{MaxParsing: 1}, remote.Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	b, _ := json.Marshal(userChat("[[stall]]", map[string]any{"stream": true}))
+	req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+"/v1/chat/completions", strings.NewReader(string(b)))
+	req.Header.Set("Authorization", "Bearer "+frontKey)
+	go func() {
+		defer close(done)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+	}()
+	waitFor(t, func() bool { return vs.Active() == 1 }, "the stalled request to reach the remote")
+	for _, path := range []string{"/v1/chat/completions", "/v1/messages"} {
+		status, resp, _ := ts.do(t, "POST", path, map[string]any{"max_tokens": 5, "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+		if status != 200 {
+			t.Fatalf("%s while another waits: %d %v", path, status, resp)
+		}
+	}
+	cancel()
+	<-done
+}

@@ -288,6 +288,7 @@ func (s *Server) handleRemoteMessages(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, internalError(err))
 		return
 	}
+	endParsing(r.Context())
 	call := s.remote.Begin(r.URL.Path, oreq.Model, oreq.Stream)
 	resp, err := s.remote.Do(r.Context(), http.MethodPost, "/v1/chat/completions", body)
 	if err != nil {
@@ -614,6 +615,7 @@ func (s *Server) handleRemoteCountTokens(w http.ResponseWriter, r *http.Request)
 		tok["chat_template_kwargs"] = oreq.ChatTemplateKwargs
 	}
 	body, _ := json.Marshal(tok)
+	endParsing(r.Context())
 	resp, err := s.remote.Do(r.Context(), http.MethodPost, "/tokenize", body)
 	if err != nil {
 		var re *remote.Error

@@ -110,6 +110,8 @@ func (s *Server) handleRemoteGet(w http.ResponseWriter, r *http.Request) {
 // forward sends the request (its method and path, with body) to the
 // remote and passes the answer on: a stream as it arrives, else whole.
 func (s *Server) forward(w http.ResponseWriter, r *http.Request, call *remote.Call, body []byte, dropUsage bool) {
+	// The body is read: the next request may be parsed.
+	endParsing(r.Context())
 	resp, err := s.remote.Do(r.Context(), r.Method, r.URL.Path, body)
 	if err != nil {
 		failCall(w, r, call, err)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -157,7 +158,7 @@ type responseState struct {
 	response *responseObject
 }
 
-func (s *Server) responsesTurn(req *responsesRequest) (*turn, []chat.Message, error) {
+func (s *Server) responsesTurn(ctx context.Context, req *responsesRequest) (*turn, []chat.Message, error) {
 	if err := s.checkModel(req.Model, false); err != nil {
 		return nil, nil, err
 	}
@@ -224,7 +225,7 @@ func (s *Server) responsesTurn(req *responsesRequest) (*turn, []chat.Message, er
 	if err := checkMessages("input", msgs); err != nil {
 		return nil, nil, err
 	}
-	in := chatInput{messages: msgs, tools: tools, choice: choice, thinking: thinking, extra: extra, constrained: constrained}
+	in := chatInput{messages: msgs, tools: tools, choice: choice, thinking: thinking, extra: extra, constrained: constrained, ctx: ctx}
 	if err := s.renderChat(in, t); err != nil {
 		return nil, nil, err
 	}
@@ -286,7 +287,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	t, history, err := s.responsesTurn(&req)
+	t, history, err := s.responsesTurn(r.Context(), &req)
 	if err != nil {
 		writeError(w, r, err)
 		return

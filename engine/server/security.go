@@ -134,6 +134,23 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 		}
+		// The body is read before a parse slot is taken (a slow upload
+		// must not hold one; bodies in memory are bounded by the
+		// connection cap times MaxBodyBytes), then pre-scanned.
+		held := s.holdBody(r)
+		defer held()
+		r, ok := s.readBody(w, r)
+		if !ok {
+			return
+		}
+		if r, ok = s.prescan(w, r); !ok {
+			return
+		}
+		r, done, ok := s.withParseSlot(w, r, held)
+		if !ok {
+			return
+		}
+		defer done()
 		next.ServeHTTP(w, r)
 	})
 }

@@ -21,9 +21,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
-	"golang.org/x/net/netutil"
+	"github.com/gorilla/websocket"
 
 	"github.com/spoolhq/spool/engine/chat"
 	"github.com/spoolhq/spool/engine/remote"
@@ -51,8 +52,13 @@ type Config struct {
 	AllowedHosts []string
 	// MaxBodyBytes bounds a request body (default 4 MiB).
 	MaxBodyBytes int64
-	// MaxConnections bounds open connections (default 64).
+	// MaxConnections bounds open connections (default 64). Past it, idle
+	// keep-alives are closed to make room, and a few more connections are
+	// served /health, the UI and 503s (see conns.go).
 	MaxConnections int
+	// MaxParsing bounds requests whose bodies are decoded, rendered and
+	// tokenized at once (default: the cores, 2 to 4); others wait.
+	MaxParsing int
 	// ReadHeaderTimeout and ReadTimeout bound reading a request (default
 	// 10 s and 60 s); IdleTimeout bounds idle keep-alive connections
 	// (default 120 s).
@@ -83,6 +89,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxConnections <= 0 {
 		c.MaxConnections = 64
+	}
+	if c.MaxParsing <= 0 {
+		c.MaxParsing = defaultParsing()
 	}
 	if c.ReadHeaderTimeout <= 0 {
 		c.ReadHeaderTimeout = 10 * time.Second
@@ -153,6 +162,10 @@ type Server struct {
 	responses    *responseStore
 	toolVocab    *toolVocab
 	handler      http.Handler
+	parsing      *parseGate
+	conns        atomic.Pointer[connGuard] // the running Serve's
+	// tokenBytes is the length of the tokenizer's longest token.
+	tokenBytes int
 	// remote, when set, is the remote engine the server forwards to
 	// instead of eng (see NewRemote).
 	remote *remote.Client
@@ -175,6 +188,8 @@ func New(cfg Config, eng Engine) (*Server, error) {
 		responses:    newResponseStore(cfg.StoredResponses),
 		toolVocab:    newToolVocab(eng.Tokenizer, eng.Scheduler.Model().Config().EOSTokenIDs),
 		allowedHosts: allowedHostsOf(cfg),
+		parsing:      newParseGate(cfg.MaxParsing),
+		tokenBytes:   maxTokenBytes(eng.Tokenizer),
 	}
 	if err := CheckBind(cfg.Host, cfg.APIKey); err != nil {
 		return nil, err
@@ -227,8 +242,12 @@ func (s *Server) Listen() (net.Listener, error) {
 // Serve answers requests on ln until ctx ends, then shuts down gracefully
 // (open streams are given a few seconds).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	guard := newConnGuard(ln, s.cfg.MaxConnections)
+	s.conns.Store(guard)
 	srv := &http.Server{
-		Handler:           s.handler,
+		Handler:           connAware(s.handler),
+		ConnState:         guard.setState,
+		ConnContext:       connContext,
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		ReadTimeout:       s.cfg.ReadTimeout,
 		IdleTimeout:       s.cfg.IdleTimeout,
@@ -239,7 +258,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer stopHub()
 	go s.hub.run(hubCtx, s)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(netutil.LimitListener(ln, s.cfg.MaxConnections)) }()
+	go func() { errc <- srv.Serve(guard) }()
 	select {
 	case err := <-errc:
 		return err
@@ -263,7 +282,7 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", s.handleHealth)
 	mux.HandleFunc("GET /stats", s.handleStats)
-	mux.HandleFunc("GET "+eventsPath, s.handleEvents)
+	mux.HandleFunc("GET "+eventsPath, s.handleEventsRoute)
 	mux.HandleFunc("GET /v1/models", s.handleModels)
 	mux.HandleFunc("GET /v1/models/{id...}", s.handleModel)
 	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
@@ -277,6 +296,18 @@ func (s *Server) routes() http.Handler {
 	})
 	mux.HandleFunc("/", s.handleFallback)
 	return mux
+}
+
+// handleEventsRoute upgrades a websocket request to the events stream and
+// tells any other request what the route is.
+func (s *Server) handleEventsRoute(w http.ResponseWriter, r *http.Request) {
+	if !websocket.IsWebSocketUpgrade(r) {
+		w.Header().Set("Upgrade", "websocket")
+		writeError(w, r, &apiError{Status: http.StatusUpgradeRequired, Type: "invalid_request_error", Code: "websocket_required",
+			Message: eventsPath + " is a websocket of live engine events: connect with a websocket client (Upgrade: websocket)"})
+		return
+	}
+	s.handleEvents(w, r)
 }
 
 // handleFallback answers "/" and unknown routes.

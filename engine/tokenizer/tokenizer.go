@@ -30,7 +30,8 @@ package tokenizer
 
 import (
 	"fmt"
-	"os"
+
+	"github.com/spoolhq/spool/internal/regularfile"
 )
 
 // Tokenizer encodes text to token ids and decodes ids to text. Its tables are
@@ -77,9 +78,12 @@ type addedToken struct {
 	special    bool
 }
 
+// maxTokenizerBytes bounds tokenizer.json (GLM's is about 20 MB).
+const maxTokenizerBytes = 512 << 20
+
 // Load reads and parses a tokenizer.json file.
 func Load(path string) (*Tokenizer, error) {
-	data, err := os.ReadFile(path)
+	data, err := regularfile.Read(path, maxTokenizerBytes)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
@@ -137,16 +141,41 @@ func (t *Tokenizer) IsSpecial(id int) bool {
 // encoded byte for byte, each invalid byte counting as a punctuation-like
 // character; Decode renders such bytes as U+FFFD.
 func (t *Tokenizer) Encode(text string) []int {
+	ids, _ := t.encode(text, -1)
+	return ids
+}
+
+// EncodeLimit is Encode that stops as soon as the text has produced more
+// than limit tokens; ok reports whether it fit. A caller that refuses long
+// prompts does no more work than the limit needs.
+func (t *Tokenizer) EncodeLimit(text string, limit int) (ids []int, ok bool) {
+	return t.encode(text, max(limit, 0))
+}
+
+// encode encodes text, stopping once it produced more than limit tokens
+// (limit < 0: no limit).
+func (t *Tokenizer) encode(text string, limit int) ([]int, bool) {
 	var e encoder
 	e.t = t
-	e.ids = make([]int, 0, len(text)/3+1)
+	e.limit = limit
+	guess := len(text)/3 + 1
+	if limit >= 0 {
+		guess = min(guess, limit+1)
+	}
+	e.ids = make([]int, 0, guess)
 	for _, seg := range t.splitAdded(text, t.rawTrie) {
+		if e.full() {
+			return e.ids, false
+		}
 		if seg.id >= 0 {
 			e.ids = append(e.ids, seg.id)
 			continue
 		}
 		// No normalizer is supported, so the normalized text is the text itself.
 		for _, seg2 := range t.splitAdded(seg.text, t.normTrie) {
+			if e.full() {
+				return e.ids, false
+			}
 			if seg2.id >= 0 {
 				e.ids = append(e.ids, seg2.id)
 				continue
@@ -154,16 +183,20 @@ func (t *Tokenizer) Encode(text string) []int {
 			e.pretokenize(seg2.text)
 		}
 	}
-	return e.ids
+	return e.ids, !e.full()
 }
 
 // encoder holds the scratch state of one Encode call.
 type encoder struct {
-	t   *Tokenizer
-	ids []int
-	bpe bpeScratch
-	buf []byte
+	t     *Tokenizer
+	ids   []int
+	bpe   bpeScratch
+	buf   []byte
+	limit int // stop past this many tokens; < 0: no limit
 }
+
+// full reports whether the encoder has produced more than its limit.
+func (e *encoder) full() bool { return e.limit >= 0 && len(e.ids) > e.limit }
 
 func (e *encoder) pretokenize(s string) {
 	if s == "" {
@@ -173,7 +206,7 @@ func (e *encoder) pretokenize(s string) {
 		e.word(s)
 		return
 	}
-	for i := 0; i < len(s); {
+	for i := 0; i < len(s) && !e.full(); {
 		j := glmMatchEnd(s, i)
 		e.word(s[i:j])
 		i = j

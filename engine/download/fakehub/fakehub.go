@@ -85,6 +85,9 @@ type Fault struct {
 	Corrupt bool
 	// SizeDelta is added to the total size the answer claims.
 	SizeDelta int64
+	// RangeShift is added to the first and last byte the Content-Range of
+	// a ranged answer claims (the body is the bytes asked for).
+	RangeShift int64
 	// Hang sends the headers and then nothing until the client goes away.
 	Hang bool
 	// BytesPerSecond, when positive, paces the body.

@@ -420,7 +420,7 @@ func (h *Hub) serveContent(w http.ResponseWriter, r *http.Request, repo *hosted,
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Length", strconv.FormatInt(int64(len(body)), 10))
 	if ranged {
-		w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, end-1, size+fault.SizeDelta))
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start+fault.RangeShift, end-1+fault.RangeShift, size+fault.SizeDelta))
 		w.WriteHeader(http.StatusPartialContent)
 	} else {
 		w.WriteHeader(http.StatusOK)

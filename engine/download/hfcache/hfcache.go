@@ -15,6 +15,8 @@
 package hfcache
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -92,8 +94,11 @@ func (r Repo) Link(commit, file, etag string) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return fmt.Errorf("hfcache: link %s: %w", dst, err)
 	}
-	tmp := dst + ".spool-link"
-	os.Remove(tmp)
+	// A random temporary name: a fixed one ("<file>.spool-link") can be the
+	// name of another file of the repository, linked at the same time.
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	tmp := filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".spool-link-"+hex.EncodeToString(rnd[:]))
 	if err := os.Symlink(target, tmp); err != nil {
 		return fmt.Errorf("hfcache: link %s -> %s: %w", dst, target, err)
 	}

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,14 +10,28 @@ import (
 	"strings"
 )
 
+// Body is the answer of Fetch: the bytes of the file from Start on. When
+// the server ignored the range (Whole), Start is 0 and the body is the
+// whole file; the caller decides whether to read on or close.
+type Body struct {
+	io.ReadCloser
+	Start int64
+	Whole bool
+}
+
+// ErrBadContentRange is wrapped by the error of a 206 answer whose
+// Content-Range is not the range asked for; it is final.
+var ErrBadContentRange = errors.New("the server answered other bytes than asked for")
+
 // Fetch starts the download of bytes [start, end) of f at commit through the
 // resolve endpoint, following redirects (to the LFS or Xet CDN) with a Range
-// header. The returned body yields exactly end-start bytes; a connection that
-// ends early makes it fail with io.ErrUnexpectedEOF. A server that ignores
-// the range is accepted (the bytes before start are skipped). Answers other
-// than 200/206 are *StatusError; a size that disagrees with f.Size is
-// *SizeError. Cancel ctx to abort the transfer.
-func (c *Client) Fetch(ctx context.Context, repo, commit string, f File, start, end int64) (io.ReadCloser, error) {
+// header. The returned body yields exactly end-start bytes from start, or,
+// when the server ignored the range (200), the whole file from byte 0; a
+// connection that ends early makes it fail with io.ErrUnexpectedEOF.
+// Answers other than 200/206 are *StatusError; a size that disagrees with
+// f.Size is *SizeError; a Content-Range other than the one asked for wraps
+// ErrBadContentRange. Cancel ctx to abort the transfer.
+func (c *Client) Fetch(ctx context.Context, repo, commit string, f File, start, end int64) (*Body, error) {
 	if start < 0 || end > f.Size || start >= end {
 		return nil, fmt.Errorf("hub: fetch %s: bad range [%d, %d) of %d bytes", f.Path, start, end, f.Size)
 	}
@@ -50,24 +65,23 @@ func (c *Client) Fetch(ctx context.Context, repo, commit string, f File, start, 
 			return nil, &SizeError{Path: f.Path, Manifest: f.Size, Server: total, URL: final}
 		}
 		if first != start || last < first || last >= end {
-			return nil, fmt.Errorf("hub: fetch %s from %s: asked for bytes %d-%d, got Content-Range %q",
-				f.Path, final, start, end-1, resp.Header.Get("Content-Range"))
+			return nil, fmt.Errorf("hub: fetch %s from %s: %w: asked for bytes %d-%d, got Content-Range %q",
+				f.Path, final, ErrBadContentRange, start, end-1, resp.Header.Get("Content-Range"))
 		}
 		end = last + 1
 	case http.StatusOK:
 		if resp.ContentLength >= 0 && resp.ContentLength != f.Size {
 			return nil, &SizeError{Path: f.Path, Manifest: f.Size, Server: resp.ContentLength, URL: final}
 		}
-		if _, err := io.CopyN(io.Discard, resp.Body, start); err != nil {
-			return nil, fmt.Errorf("hub: fetch %s from %s: skip to byte %d of an unranged answer: %w", f.Path, final, start, noEOF(err))
-		}
+		ok = true
+		return &Body{ReadCloser: &exactBody{rc: resp.Body, left: f.Size}, Start: 0, Whole: true}, nil
 	case http.StatusRequestedRangeNotSatisfiable:
 		return nil, &SizeError{Path: f.Path, Manifest: f.Size, Server: -1, URL: final}
 	default:
 		return nil, newStatusError(resp)
 	}
 	ok = true
-	return &exactBody{rc: resp.Body, left: end - start}, nil
+	return &Body{ReadCloser: &exactBody{rc: resp.Body, left: end - start}, Start: start}, nil
 }
 
 // exactBody reads exactly left bytes from rc.

@@ -323,7 +323,12 @@ func TestFetchAnswers(t *testing.T) {
 			w.WriteHeader(206)
 			w.Write(data[2:6])
 		}, 2, 6, "2345", nil},
-		{"200 ignoring the range", func(w http.ResponseWriter, r *http.Request) { w.Write(data) }, 3, 7, "3456", nil},
+		{"200 ignoring the range", func(w http.ResponseWriter, r *http.Request) { w.Write(data) }, 3, 7, "0123456789", nil},
+		{"wrong Content-Range", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Range", "bytes 0-3/10")
+			w.WriteHeader(206)
+			w.Write(data[:4])
+		}, 2, 6, "", ErrBadContentRange},
 		{"416", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(416) }, 0, 10, "", ErrSizeMismatch},
 		{"wrong total", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Range", "bytes 0-9/11")
@@ -360,6 +365,12 @@ func TestFetchAnswers(t *testing.T) {
 			}
 			if err != nil || string(got) != tt.want {
 				t.Errorf("got %q, %v; want %q", got, err, tt.want)
+			}
+			if wantStart := tt.start; len(tt.want) == len(data) {
+				wantStart = 0
+				if body.Start != wantStart || !body.Whole {
+					t.Errorf("body starts at %d, want %d", body.Start, wantStart)
+				}
 			}
 		})
 	}

@@ -58,6 +58,24 @@ const maxSiblings = 1000
 // maxAPIBody bounds the size of one API answer.
 const maxAPIBody = 64 << 20
 
+// maxTreePages bounds the pages of one tree listing (the hub's pages hold
+// 1000 entries, so this is ten million files), and maxEmptyPages the pages
+// in a row that may list nothing.
+const (
+	maxTreePages  = 10000
+	maxEmptyPages = 10
+)
+
+// redact drops a URL's credentials and query for messages.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	u.RawQuery = ""
+	return u.Redacted()
+}
+
 // Manifest resolves revision to a commit and lists the repository's files at
 // it with sizes and hashes: GET /api/models/{repo}/revision/{rev}?blobs=true.
 // When the answer has no siblings, or so many that the hub may have cut the
@@ -68,6 +86,9 @@ func (c *Client) Manifest(ctx context.Context, repo, revision string) (*Manifest
 	}
 	if revision == "" {
 		revision = "main"
+	}
+	if err := ValidateRevision(revision); err != nil {
+		return nil, err
 	}
 	u := c.endpoint() + "/api/models/" + repoPath(repo) + "/revision/" + url.PathEscape(revision) + "?blobs=true"
 	body, err := c.getAPI(ctx, u)
@@ -99,10 +120,18 @@ func (c *Client) Tree(ctx context.Context, repo, commit string) ([]File, error) 
 	u := c.endpoint() + "/api/models/" + repoPath(repo) + "/tree/" + url.PathEscape(commit) + "?recursive=true&expand=false"
 	var files []File
 	seen := map[string]bool{}
+	visited := map[string]bool{}
+	empty := 0 // pages in a row that listed no file
 	for page := 0; u != ""; page++ {
-		if page > 100000 {
-			return nil, fmt.Errorf("hub: tree of %s at %s: more than 100000 pages", repo, commit)
+		switch {
+		case page >= maxTreePages:
+			return nil, fmt.Errorf("hub: tree of %s at %s: more than %d pages", repo, commit, maxTreePages)
+		case visited[u]:
+			return nil, fmt.Errorf("hub: tree of %s at %s: page %d links back to an earlier page (%s)", repo, commit, page+1, redact(u))
+		case empty > maxEmptyPages:
+			return nil, fmt.Errorf("hub: tree of %s at %s: %d pages in a row listed no file", repo, commit, empty)
 		}
+		visited[u] = true
 		body, next, err := c.getAPIPage(ctx, u)
 		if err != nil {
 			return nil, fmt.Errorf("hub: tree of %s at %s: %w", repo, commit, err)
@@ -110,6 +139,10 @@ func (c *Client) Tree(ctx context.Context, repo, commit string) ([]File, error) 
 		pageFiles, err := ParseTree(body)
 		if err != nil {
 			return nil, fmt.Errorf("hub: tree of %s at %s (page %d): %w", repo, commit, page+1, err)
+		}
+		empty++
+		if len(pageFiles) > 0 {
+			empty = 0
 		}
 		for _, f := range pageFiles {
 			if seen[f.Path] {

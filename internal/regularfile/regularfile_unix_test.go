@@ -1,0 +1,54 @@
+//go:build unix
+
+package regularfile
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestRead(t *testing.T) {
+	dir := t.TempDir()
+	small := filepath.Join(dir, "small.json")
+	if err := os.WriteFile(small, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := Read(small, 10); err != nil || string(b) != "{}" {
+		t.Fatalf("small file: %q, %v", b, err)
+	}
+	if _, err := Read(small, 1); err == nil || !strings.Contains(err.Error(), "more than") {
+		t.Fatalf("over the limit: %v", err)
+	}
+	if _, err := Read(filepath.Join(dir, "missing"), 10); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("missing file: %v", err)
+	}
+	if _, err := Read(dir, 1<<20); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("a directory: %v", err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := Read(fifo, 10)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Fatalf("a FIFO: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+			f.Close()
+		}
+		t.Fatal("Read blocked on a FIFO")
+	}
+}
