@@ -108,7 +108,7 @@ func (s appSettings) remoteConfig() remote.Config {
 }
 
 // forBrowser is the settings as the UI may see them: the remote key is
-// left out (remoteKeySet says whether one is saved).
+// left out (the answers' remote_key_set says whether one is saved).
 func (s appSettings) forBrowser() appSettings {
 	s.RemoteKey = ""
 	return s

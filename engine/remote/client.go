@@ -152,9 +152,6 @@ func New(cfg Config) (*Client, error) {
 // Endpoint is the remote's base URL as users see it (never with a key).
 func (c *Client) Endpoint() string { return c.base.String() }
 
-// Timeout is the configured answer and silence limit.
-func (c *Client) Timeout() time.Duration { return c.timeout }
-
 // scrub removes the remote key from text that came from the remote or the
 // network, so that no error, status or log line carries it.
 func (c *Client) scrub(s string) string {
@@ -201,6 +198,8 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte) (*htt
 	}
 	c.markReachable()
 	if resp.StatusCode/100 == 2 {
+		// The silence limit runs from the answer's start.
+		wd.reset(c.timeout)
 		resp.Body = &watchedBody{rc: resp.Body, wd: wd, ctx: ctx, cancel: cancel, c: c}
 		return resp, nil
 	}

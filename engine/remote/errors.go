@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -220,6 +221,45 @@ func snippet(body []byte) string {
 		s = s[:cut] + "…"
 	}
 	return s
+}
+
+// Overflow is a request over the remote's context, as its error says.
+type Overflow struct {
+	// Limit is the context in tokens and Prompt the request's input
+	// tokens; Prompt < Limit means the output limit, not the prompt, is
+	// what does not fit.
+	Limit, Prompt int
+}
+
+var (
+	overflowLimit  = regexp.MustCompile(`maximum context length is (\d+) tokens`)
+	overflowPrompt = []*regexp.Regexp{
+		regexp.MustCompile(`your request has (\d+) input tokens`), // vLLM
+		regexp.MustCompile(`\((\d+) in the messages`),            // older vLLM
+	}
+)
+
+// ContextOverflow reads a context error's figures, in vLLM's wordings:
+//
+//	This model's maximum context length is L tokens. However, your request has P input tokens. …
+//	'max_tokens' or 'max_completion_tokens' is too large: M. This model's maximum context length is L tokens and your request has P input tokens (M > L - P).
+//	This model's maximum context length is L tokens. However, you requested T tokens (P in the messages, M in the completion). …
+func ContextOverflow(e *Error) (Overflow, bool) {
+	if !IsContextExceeded(e) {
+		return Overflow{}, false
+	}
+	m := overflowLimit.FindStringSubmatch(e.Message)
+	if m == nil {
+		return Overflow{}, false
+	}
+	limit, _ := strconv.Atoi(m[1])
+	for _, re := range overflowPrompt {
+		if p := re.FindStringSubmatch(e.Message); p != nil {
+			prompt, _ := strconv.Atoi(p[1])
+			return Overflow{Limit: limit, Prompt: prompt}, limit > 0
+		}
+	}
+	return Overflow{}, false
 }
 
 // IsContextExceeded reports whether an error says the prompt is longer

@@ -90,7 +90,7 @@ func TestEventReader(t *testing.T) {
 	if len(evs) != 5 {
 		t.Fatalf("%d events: %q", len(evs), evs)
 	}
-	if !evs[0].Comment() || string(evs[0].Raw) != ": keep-alive\n\n" {
+	if evs[0].Data != nil || evs[0].Name != "" || string(evs[0].Raw) != ": keep-alive\n\n" {
 		t.Errorf("comment %q", evs[0].Raw)
 	}
 	if string(evs[1].Data) != `{"a":1}` || string(evs[1].Raw) != "data: {\"a\":1}\n\n" {
@@ -161,6 +161,25 @@ func TestParseModels(t *testing.T) {
 	for _, bad := range []string{`{}`, `[]`, `{"data":[{"object":"model"}]}`, `not json`} {
 		if _, err := ParseModels([]byte(bad)); err == nil {
 			t.Errorf("%s: no error", bad)
+		}
+	}
+}
+
+func TestContextOverflow(t *testing.T) {
+	for _, tc := range []struct {
+		msg  string
+		want Overflow
+		ok   bool
+	}{
+		{"This model's maximum context length is 32768 tokens. However, your request has 40000 input tokens. Please reduce the length of the input messages.", Overflow{32768, 40000}, true},
+		{"'max_tokens' or 'max_completion_tokens' is too large: 4096. This model's maximum context length is 32768 tokens and your request has 29000 input tokens (4096 > 32768 - 29000).", Overflow{32768, 29000}, true},
+		{"This model's maximum context length is 32768 tokens. However, you requested 1007838 tokens (7838 in the messages, 1000000 in the completion). Please reduce the length of the messages or completion.", Overflow{32768, 7838}, true},
+		{"This model's maximum context length is 8 tokens.", Overflow{}, false},
+		{"temperature must be positive", Overflow{}, false},
+	} {
+		got, ok := ContextOverflow(&Error{Kind: KindStatus, Status: 400, Message: tc.msg})
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%q: %+v %v", tc.msg, got, ok)
 		}
 	}
 }

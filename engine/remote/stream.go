@@ -25,9 +25,6 @@ type Event struct {
 	Raw []byte
 }
 
-// Comment reports whether the event holds only comments (keep-alives).
-func (e Event) Comment() bool { return e.Name == "" && e.Data == nil }
-
 // Done reports whether the event is the OpenAI end marker "data: [DONE]".
 func (e Event) Done() bool { return bytes.Equal(bytes.TrimSpace(e.Data), []byte("[DONE]")) }
 

@@ -256,12 +256,12 @@ func TestRemoteErrors(t *testing.T) {
 		if tc.extra != nil {
 			mb["max_tokens"] = tc.extra["max_tokens"]
 		}
+		if tc.code == "context_length_exceeded" {
+			continue // the translation caps max_tokens (TestRemoteMessagesContext)
+		}
 		status, resp, _ = ts.do(t, "POST", "/v1/messages", mb)
 		if status != tc.status || resp["type"] != "error" || jpath(resp, "error", "type") != tc.anth {
 			t.Errorf("messages %s: %d %v", tc.text, status, resp)
-		}
-		if tc.code == "context_length_exceeded" && !strings.HasPrefix(jpath(resp, "error", "message").(string), "prompt is too long: ") {
-			t.Errorf("messages context error %v", resp)
 		}
 	}
 	// An error event mid-stream is passed on in the OpenAI shape.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -256,17 +257,46 @@ func callID(id string) string {
 	return toolUseID(id)
 }
 
+// sendChat sends the translated request. One whose output limit, not
+// its prompt, is over the remote's context goes again with the rest of the
+// context as its limit, as the local engine caps max_tokens (Claude Code
+// asks for 32k tokens whatever the context left).
+func (s *Server) sendChat(r *http.Request, oreq *remoteChatRequest) (*http.Response, error) {
+	for retried := false; ; retried = true {
+		body, err := json.Marshal(oreq)
+		if err != nil {
+			return nil, internalError(err)
+		}
+		resp, err := s.remote.Do(r.Context(), http.MethodPost, "/v1/chat/completions", body)
+		var re *remote.Error
+		if err == nil || retried || !errors.As(err, &re) {
+			return resp, err
+		}
+		ov, ok := remote.ContextOverflow(re)
+		if !ok || ov.Prompt >= ov.Limit || ov.Limit-ov.Prompt >= oreq.MaxTokens {
+			return nil, err
+		}
+		oreq.MaxTokens = ov.Limit - ov.Prompt
+	}
+}
+
 // anthropicRemoteError is the Anthropic answer to a remote failure; a
 // prompt over the remote's context is worded as Anthropic does ("prompt is
 // too long"), which Claude Code acts on by compacting.
 func anthropicRemoteError(err error) *apiError {
 	e := remoteAPIError(err)
-	if e.Code == "context_length_exceeded" && !strings.HasPrefix(e.Message, "prompt is too long") {
-		c := *e
-		c.Message = "prompt is too long: " + e.Message
-		return &c
+	if e.Code != "context_length_exceeded" || strings.HasPrefix(e.Message, "prompt is too long") {
+		return e
 	}
-	return e
+	c := *e
+	c.Message = "prompt is too long: " + e.Message
+	var re *remote.Error
+	if errors.As(err, &re) {
+		if ov, ok := remote.ContextOverflow(re); ok {
+			c.Message = fmt.Sprintf("prompt is too long: %d tokens > %d maximum", ov.Prompt, ov.Limit)
+		}
+	}
+	return &c
 }
 
 func (s *Server) handleRemoteMessages(w http.ResponseWriter, r *http.Request) {
@@ -280,14 +310,9 @@ func (s *Server) handleRemoteMessages(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, anthropicRemoteError(err))
 		return
 	}
-	body, err := json.Marshal(oreq)
-	if err != nil {
-		writeError(w, r, internalError(err))
-		return
-	}
 	endParsing(r.Context())
 	call := s.remote.Begin(r.URL.Path, oreq.Model, oreq.Stream)
-	resp, err := s.remote.Do(r.Context(), http.MethodPost, "/v1/chat/completions", body)
+	resp, err := s.sendChat(r, oreq)
 	if err != nil {
 		failCall(w, r, call, err)
 		return

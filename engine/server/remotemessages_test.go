@@ -208,3 +208,30 @@ func TestRemoteCountTokens(t *testing.T) {
 		t.Fatalf("%v", got.Body)
 	}
 }
+
+// An output limit over the remote's context is capped to the rest of it,
+// as the local engine does; a prompt over it is "prompt is too long" with
+// its figures, which Claude Code compacts on.
+func TestRemoteMessagesContext(t *testing.T) {
+	ts, vs := newStandinFront(t, standin.Options{MaxModelLen: 1000}, Config{}, remote.Config{})
+	before := len(vs.Requests())
+	status, resp, _ := ts.do(t, "POST", "/v1/messages", map[string]any{"max_tokens": 32000, "messages": []any{map[string]any{"role": "user", "content": "a b c"}}})
+	var reqs []standin.Request
+	for _, r := range vs.Requests()[before:] {
+		if r.Path == "/v1/chat/completions" {
+			reqs = append(reqs, r)
+		}
+	}
+	if status != 200 || resp["stop_reason"] != "end_turn" || len(reqs) != 2 || reqs[0].Body["max_tokens"] != 32000.0 || reqs[1].Body["max_tokens"] != 993.0 {
+		t.Fatalf("%d %v %d requests", status, resp, len(reqs))
+	}
+	evs := messagesEvents(t, ts.testServer, map[string]any{"max_tokens": 32000, "stream": true, "messages": []any{map[string]any{"role": "user", "content": "a b c"}}})
+	if jpath(evs[len(evs)-2], "delta", "stop_reason") != "end_turn" {
+		t.Fatalf("%v", evs)
+	}
+	long := strings.Repeat("word ", 1200)
+	status, resp, _ = ts.do(t, "POST", "/v1/messages", map[string]any{"max_tokens": 10, "messages": []any{map[string]any{"role": "user", "content": long}}})
+	if status != 400 || jpath(resp, "error", "type") != "invalid_request_error" || jpath(resp, "error", "message") != "prompt is too long: 1204 tokens > 1000 maximum" {
+		t.Fatalf("%d %v", status, resp)
+	}
+}

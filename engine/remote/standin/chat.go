@@ -102,9 +102,13 @@ func (s *Server) checkLength(body map[string]any, prompt int) error {
 	if v, ok := body["max_tokens"].(float64); ok {
 		want = int(v)
 	}
-	if prompt+want > s.opts.MaxModelLen {
-		return fmt.Errorf("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
-			s.opts.MaxModelLen, prompt+want, prompt, want)
+	switch {
+	case prompt >= s.opts.MaxModelLen:
+		return fmt.Errorf("This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.",
+			s.opts.MaxModelLen, prompt)
+	case prompt+want > s.opts.MaxModelLen:
+		return fmt.Errorf("'max_tokens' or 'max_completion_tokens' is too large: %d. This model's maximum context length is %d tokens and your request has %d input tokens (%d > %d - %d).",
+			want, s.opts.MaxModelLen, prompt, want, s.opts.MaxModelLen, prompt)
 	}
 	return nil
 }

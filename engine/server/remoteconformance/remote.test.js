@@ -239,8 +239,11 @@ test('anthropic SDK through the translation: tools, thinking, system, stop reaso
   assert.equal(stop.stop_sequence, 'c d');
   const count = await vllm.anthropic.messages.countTokens({ model: 'claude-x', messages: [{ role: 'user', content: 'one two three' }] });
   assert.equal(count.input_tokens, 7);
-  await assert.rejects(vllm.anthropic.messages.stream({ model: 'claude-x', max_tokens: 200000, messages: [{ role: 'user', content: 'x' }] }).finalMessage(),
-    (e) => e instanceof Anthropic.BadRequestError && /^prompt is too long/.test(e.error.error.message));
+  // An output limit past the server's context is capped; a prompt past it is "prompt is too long".
+  const capped = await vllm.anthropic.messages.stream({ model: 'claude-x', max_tokens: 200000, messages: [{ role: 'user', content: 'x' }] }).finalMessage();
+  assert.equal(capped.stop_reason, 'end_turn');
+  await assert.rejects(vllm.anthropic.messages.create({ model: 'claude-x', max_tokens: 8, messages: [{ role: 'user', content: 'word '.repeat(140000) }] }),
+    (e) => e instanceof Anthropic.BadRequestError && /^prompt is too long: 140004 tokens > 131072 maximum$/.test(e.error.error.message));
   await assert.rejects(vllm.anthropic.messages.create({ model: 'claude-x', max_tokens: 5, messages: [{ role: 'user', content: '[[status 503]]' }] }), Anthropic.InternalServerError);
 });
 
