@@ -235,7 +235,7 @@ var (
 	overflowLimit  = regexp.MustCompile(`maximum context length is (\d+) tokens`)
 	overflowPrompt = []*regexp.Regexp{
 		regexp.MustCompile(`your request has (\d+) input tokens`), // vLLM
-		regexp.MustCompile(`\((\d+) in the messages`),            // older vLLM
+		regexp.MustCompile(`\((\d+) in the messages`),             // older vLLM
 	}
 )
 
