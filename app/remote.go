@@ -227,3 +227,21 @@ func hostOf(raw string) string {
 	}
 	return raw
 }
+
+// remoteStatusLine is the menu bar's first line while Spool forwards to a
+// server: which one, whether it answers, and the last reply's rate from
+// its usage.
+func remoteStatusLine(srv *server.Status) string {
+	where := "Server " + hostOf(srv.Remote.Endpoint)
+	switch {
+	case !srv.Remote.Reachable:
+		return where + " not reachable"
+	case srv.State == server.PhaseGenerating:
+		return where + " · generating"
+	}
+	line := where + " · " + srv.Model
+	if srv.Last != nil && srv.Last.DecodeTokensPerSecond > 0 {
+		line += " · last reply " + formatRate(srv.Last.DecodeTokensPerSecond) + " tok/s"
+	}
+	return line
+}

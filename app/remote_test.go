@@ -327,3 +327,19 @@ func TestEngineMenu(t *testing.T) {
 		}
 	}
 }
+
+func TestRemoteStatusLine(t *testing.T) {
+	up := &server.RemoteSummary{Endpoint: "http://gpu-box:8000", Reachable: true}
+	for _, tc := range []struct {
+		srv  server.Status
+		want string
+	}{
+		{server.Status{State: server.StateReady, Model: "glm-5.2-fp8", Remote: up, Last: &server.RequestSummary{DecodeTokensPerSecond: 41.26}}, "Server gpu-box:8000 · glm-5.2-fp8 · last reply 41.3 tok/s"},
+		{server.Status{State: server.PhaseGenerating, Model: "glm-5.2-fp8", Remote: up}, "Server gpu-box:8000 · generating"},
+		{server.Status{State: server.StateReady, Remote: &server.RemoteSummary{Endpoint: "http://gpu-box:8000"}}, "Server gpu-box:8000 not reachable"},
+	} {
+		if got := statusLine(hostStatus{State: hostReady, URL: "http://127.0.0.1:8484", Remote: "http://gpu-box:8000"}, &tc.srv); got != tc.want {
+			t.Errorf("%q, want %q", got, tc.want)
+		}
+	}
+}

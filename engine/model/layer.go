@@ -42,6 +42,9 @@ func (y *layer) forward(ctx context.Context, r *Runner, p *pass) error {
 		h[i] += attn[i]
 	}
 	m.scratch.put(attn)
+	if !y.mtp {
+		r.prefetchNext(ctx, y, h, R)
+	}
 	for i := range R {
 		rmsNorm(x[i*H:(i+1)*H], h[i*H:(i+1)*H], y.postNorm, c.RMSNormEps)
 	}

@@ -195,38 +195,37 @@ func remoteState(st remote.Status) string {
 	return "ready"
 }
 
-// remoteSummary is the remote's state in events: no model list.
-type remoteSummary struct {
+// RemoteSummary is the remote engine's state in Status: no model list.
+type RemoteSummary struct {
 	Endpoint  string  `json:"endpoint"`
 	Reachable bool    `json:"reachable"`
 	LatencyMS float64 `json:"latency_ms"`
 	Error     string  `json:"error,omitempty"`
 }
 
-func summaryOf(st remote.Status) remoteSummary {
-	return remoteSummary{Endpoint: st.Endpoint, Reachable: st.Reachable, LatencyMS: st.LatencyMS, Error: st.Error}
+func summaryOf(st remote.Status) *RemoteSummary {
+	return &RemoteSummary{Endpoint: st.Endpoint, Reachable: st.Reachable, LatencyMS: st.LatencyMS, Error: st.Error}
 }
 
-// remoteStateData is the "state" event of a remote server: the fields of
-// a local one, the engine kind and the remote's reachability.
-type remoteStateData struct {
-	State string `json:"state"`
-	// TokensPerSecond is the last reply's rate from the remote's usage.
-	TokensPerSecond float64       `json:"tokens_per_second"`
-	Active          int           `json:"active"`
-	Queued          int           `json:"queued"`
-	Model           string        `json:"model"`
-	Engine          string        `json:"engine"`
-	Remote          remoteSummary `json:"remote"`
-}
-
-func (s *Server) remoteStateEvent() Event {
+// remoteStatus is Status for a remote engine: ready or generating (the
+// remote's own queue is not visible), the model it serves, and the last
+// reply's figures from its usage. The rate while a reply streams is not
+// known until its usage arrives: TokensPerSecond is 0 then.
+func (s *Server) remoteStatus() Status {
 	st := s.remote.Status()
-	d := remoteStateData{State: remoteState(st), Active: st.Active, Model: defaultModelID(st), Engine: "remote", Remote: summaryOf(st)}
-	if st.Last != nil {
-		d.TokensPerSecond = st.Last.Rate()
+	out := Status{State: StateReady, Active: st.Active, Model: defaultModelID(st), Requests: []RequestStatus{}, Engine: "remote", Remote: summaryOf(st)}
+	if st.Active > 0 {
+		out.State = PhaseGenerating
 	}
-	return Event{Type: "state", Data: d}
+	if l := st.Last; l != nil {
+		finish := l.Outcome
+		if finish == "ok" {
+			finish = "stop"
+		}
+		out.Last = &RequestSummary{Finish: finish, PromptTokens: l.PromptTokens, CachedTokens: l.CachedTokens, CompletionTokens: l.CompletionTokens,
+			PrefillMS: l.FirstTokenMS, DecodeMS: max(l.DurationMS-l.FirstTokenMS, 0), DecodeTokensPerSecond: l.DecodeTokensPerSecond}
+	}
+	return out
 }
 
 // remoteHelloEvent is the first event: the remote's default model, the

@@ -170,6 +170,9 @@ func TestRemoteChatStream(t *testing.T) {
 		if s := ts.rc.Status(); s.Last.CompletionTokens != 5 || s.Last.DecodeTokensPerSecond <= 0 || s.Last.FirstTokenMS <= 0 {
 			t.Fatalf("figures from usage %+v", s.Last)
 		}
+		if st := ts.srv.Status(); st.Engine != "remote" || st.State != StateReady || st.Last == nil || st.Last.CompletionTokens != 5 || st.Last.DecodeTokensPerSecond <= 0 || st.Model != "glm-5.2-fp8" {
+			t.Fatalf("status %+v", st)
+		}
 	}
 	// Tool-call deltas pass through as the remote split them.
 	var frags []string

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,8 +18,10 @@ const eventsPath = "/v1/events"
 
 // Event is one message on the events websocket:
 //
-//	{"type":"hello","data":{…the /v1/models entry…}}
-//	{"type":"state","data":{"state":"ready"|"generating","tokens_per_second":…,"active":…,"queued":…}}
+//	{"type":"hello","data":{…the /v1/models entry…, "thinking":true}}
+//	{"type":"state","data":<Status>}
+//	{"type":"prefill","data":<PrefillEvent>}
+//	{"type":"request","data":<RequestSummary>}
 //	{"type":"token","data":{"id":"chatcmpl-…","content":"…","reasoning":"…"}}
 //	{"type":"experts","data":{"map":"<base64>","hits":"<base64>"}}
 //
@@ -48,9 +51,11 @@ type hub struct {
 	mu   sync.Mutex
 	subs map[chan Event]struct{}
 	n    atomic.Int32
+	// live is the requests in flight, which the state events report.
+	live *liveRequests
 }
 
-func newHub() *hub { return &hub{subs: map[chan Event]struct{}{}} }
+func newHub() *hub { return &hub{subs: map[chan Event]struct{}{}, live: newLiveRequests()} }
 
 // active reports whether anyone listens (cheap; checked per token).
 func (h *hub) active() bool { return h.n.Load() > 0 }
@@ -82,33 +87,21 @@ func (h *hub) publish(ev Event) {
 	}
 }
 
-// stateEvent is the engine state pushed to the UI.
-type stateEvent struct {
-	State           string  `json:"state"`
-	TokensPerSecond float64 `json:"tokens_per_second"`
-	Active          int     `json:"active"`
-	Queued          int     `json:"queued"`
-	Model           string  `json:"model"`
+// helloEvent is the first event of a connection: the served model and
+// what the chat may offer.
+type helloEvent struct {
+	modelObject
+	// Thinking reports whether the model's chat template has a thinking
+	// switch (enable_thinking).
+	Thinking bool `json:"thinking"`
 }
 
-func (s *Server) stateEvent() Event {
-	if s.remote != nil {
-		return s.remoteStateEvent()
-	}
-	st := s.eng.Scheduler.Stats()
-	state := st.State
-	if state == "idle" {
-		state = "ready"
-	}
-	return Event{Type: "state", Data: stateEvent{State: state, TokensPerSecond: st.TokensPerSecond, Active: st.Active, Queued: st.Queued, Model: s.cfg.ModelID}}
-}
-
-// helloEvent is a connection's first event: the served model.
 func (s *Server) helloEvent() Event {
 	if s.remote != nil {
 		return s.remoteHelloEvent()
 	}
-	return Event{Type: "hello", Data: s.modelObject()}
+	t := s.eng.Template
+	return Event{Type: "hello", Data: helloEvent{modelObject: s.modelObject(), Thinking: t != nil && strings.Contains(t.Source(), "enable_thinking")}}
 }
 
 // run publishes periodic events while anyone listens, until ctx ends.
@@ -127,6 +120,8 @@ func (h *hub) run(ctx context.Context, s *Server) {
 			if !h.active() {
 				continue
 			}
+			// Requests publish their own starts and ends; the tick
+			// refreshes the rates while they run.
 			ev := s.stateEvent()
 			if cur, err := json.Marshal(ev.Data); err == nil && !bytes.Equal(cur, last) {
 				last = cur
@@ -137,7 +132,7 @@ func (h *hub) run(ctx context.Context, s *Server) {
 			if e == nil || !h.active() {
 				continue
 			}
-			if s.eng.Scheduler.Stats().State != "generating" {
+			if s.Status().State == StateReady {
 				if idle++; idle < wsExpertsIdleTicks {
 					continue
 				}

@@ -1,6 +1,6 @@
 // The engine: this Mac, or a server (vLLM, SGLang, another Spool) that
-// Spool forwards to. This module keeps what the events say about it, puts
-// the engine's state in the sidebar while it is a server, gives the pages
+// Spool forwards to. This module keeps what the events say about it, words
+// the sidebar's status while it is a server (remoteLine), gives the pages
 // that describe the local engine (fit plan, heat map) a note saying so,
 // and draws the Settings card that chooses the engine (GET/PUT
 // /ui/engine, POST /ui/engine/check). The server's key is sent, never
@@ -46,10 +46,7 @@ function set(next: RemoteSummary | null, model?: string): void {
 
 events.on('hello', (d: any) => set(d?.engine === 'remote' ? d.remote : null, d?.engine === 'remote' ? d.id : ''));
 events.on('state', (d: any) => {
-  if (d?.engine !== 'remote') return;
-  set(d.remote, d.model);
-  // After the other listeners, which describe a local engine.
-  queueMicrotask(() => showStatus(d));
+  if (d?.engine === 'remote') set(d.remote, d.model);
 });
 
 export function hostOf(url: string): string {
@@ -60,28 +57,22 @@ export function hostOf(url: string): string {
   }
 }
 
-/** showStatus puts a server's state in the sidebar. */
-function showStatus(d: { state: string; tokens_per_second: number; model: string }): void {
-  const dot = document.querySelector('.engine-status .dot-status');
-  const text = document.querySelector('.engine-status .status-text');
-  if (!dot || !text || !remote) return;
-  const where = hostOf(remote.endpoint);
-  let line: string;
-  let state: string;
-  if (!remote.reachable) {
-    state = 'offline';
-    line = `Server ${where} not reachable`;
-  } else if (d.state === 'generating') {
-    state = 'generating';
-    line = `Server ${where} · generating`;
-  } else {
-    state = 'ready';
-    line = `Server ${where} · ${d.model || 'ready'} · ${Math.round(remote.latency_ms)} ms`;
-  }
-  if (d.tokens_per_second > 0 && remote.reachable) line += ` · ${d.tokens_per_second.toFixed(1)} tok/s`;
-  dot.className = 'dot-status ' + state;
-  text.textContent = line;
-  text.setAttribute('title', remote.error ?? remote.endpoint);
+/** remoteLine is the sidebar's status while Spool forwards to a server
+ * (null for the local engine): which server, whether it answers, and the
+ * last reply's rate from the server's usage. */
+export function remoteLine(s: {
+  engine?: string;
+  state: string;
+  model: string;
+  remote?: RemoteSummary;
+  last?: { decode_tokens_per_second: number };
+}): { state: string; text: string } | null {
+  if (s.engine !== 'remote' || !s.remote) return null;
+  const where = `Server ${hostOf(s.remote.endpoint)}`;
+  if (!s.remote.reachable) return { state: 'offline', text: `${where} not reachable` };
+  if (s.state === 'generating') return { state: 'generating', text: `${where} · generating` };
+  const rate = s.last && s.last.decode_tokens_per_second > 0 ? ` · last reply ${s.last.decode_tokens_per_second.toFixed(1)} tok/s` : '';
+  return { state: 'ready', text: `${where} · ${s.model || 'ready'} · ${Math.round(s.remote.latency_ms)} ms${rate}` };
 }
 
 /** localOnlyNote is a note for a page about the local engine: shown while
