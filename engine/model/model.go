@@ -33,6 +33,7 @@ type Model struct {
 	experts   experts.Source
 	rope      *rope // MLA rope (qk_rope_head_dim)
 	scratch   scratch
+	accel     *accelerator // the backend of large forwards (backend.go), or nil
 }
 
 // Options select optional parts of the model at load time.
@@ -210,7 +211,7 @@ func (m *Model) Forward(ctx context.Context, reqs []Request, tr *Trace) ([]Outpu
 			rows = append(rows, row{seq: r.Seq, pos: start[i] + j, kv: start[i] + j, token: t})
 		}
 	}
-	out, err := m.forwardRows(ctx, reqs, rows, tr)
+	out, err := m.forwardOrFallback(func() ([]Output, error) { return m.forwardRows(ctx, reqs, rows, tr) }, reqs)
 	if err != nil {
 		for i, r := range reqs {
 			r.Seq.Trim(start[i])
@@ -241,8 +242,11 @@ func (m *Model) forwardRows(ctx context.Context, reqs []Request, rows []row, tr 
 			rmsNorm(x[i*H:(i+1)*H], h[i*H:(i+1)*H], y.inputNorm, c.RMSNormEps)
 		}
 		idx := y.index
-		var attn []float32
-		attn, sel = m.attention(y, x, rows, func(s *kvcache.Sequence) *kvcache.Layer { return s.Layer(idx) }, sel)
+		attn, newSel, err := m.attend(y, x, rows, func(s *kvcache.Sequence) *kvcache.Layer { return s.Layer(idx) }, sel)
+		if err != nil {
+			return nil, err
+		}
+		sel = newSel
 		if tr != nil && y.fullDSA {
 			if tr.DSA == nil {
 				tr.DSA = map[int][][]int{}

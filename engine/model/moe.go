@@ -20,6 +20,9 @@ const minParallelExpertRows = 32
 // mlpForward applies the layer's MLP (dense, or shared + routed experts) to
 // the R rows of x.
 func (m *Model) mlpForward(ctx context.Context, y *layer, x []float32, R int, tr *Trace) ([]float32, error) {
+	if m.onBackend(R) {
+		return m.mlpOnBackend(ctx, y, x, R, tr)
+	}
 	if !y.isSparse {
 		return m.denseMLP(y.dense, x, R), nil
 	}

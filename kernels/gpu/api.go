@@ -78,10 +78,19 @@ type Routes struct {
 	Weights []float32
 }
 
-// Fetch makes routed experts ready: ids are unique and ascending; it returns
-// their matrices in the same order and a release to call once they are no
-// longer read.
-type Fetch func(ids []int) (experts []MLP, release func(), err error)
+// Experts delivers routed experts as they become ready (an
+// experts.Lease): Next returns the index into the ids asked for and the
+// expert's matrices, then io.EOF after the last; Done says the backend has
+// its own copy of expert index or is done with it; Release ends the
+// delivery.
+type Experts interface {
+	Next() (index int, e MLP, err error)
+	Done(index int)
+	Release()
+}
+
+// Fetch starts delivering the routed experts ids (unique, ascending).
+type Fetch func(ids []int) (Experts, error)
 
 // Attention is one sequence's MLA attention for a run of query rows over
 // the compressed cache (DeepSeek MLA with the latent absorbed: every head

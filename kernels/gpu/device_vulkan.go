@@ -47,12 +47,13 @@ type Device struct {
 	arenas    []*arena
 	imports   []hostImport // host ranges imported in place
 
-	work          *buffer // device scratch of the running operation
-	up, down      *buffer // host-visible staging of activations
-	bank          *buffer // routed experts of one batch
-	dummy         *buffer
-	maxRange      int64
-	storageAlign  int64
+	work         *buffer // device scratch of the running operation
+	up, down     *buffer // host-visible staging of activations
+	bank         *buffer // routed experts of one batch
+	dummy        *buffer
+	maxRange     int64
+	storageAlign int64
+	tileK        uint32 // gemm reduction depth per tile
 }
 
 // buffer is a Vulkan buffer and, for host-visible ones, its mapping.
@@ -135,6 +136,10 @@ func open(lib string, opts Options) (*Device, error) {
 		kept:         map[weightKey]*placed{},
 		maxRange:     min(int64(ci.max_storage_range), 1<<32-1),
 		storageAlign: int64(ci.storage_align),
+		tileK:        16,
+	}
+	if v := os.Getenv("SPOOL_GPU_TILE_K"); v == "32" {
+		d.tileK = 32
 	}
 	if d.budget <= 0 {
 		d.budget = info.DeviceMemory
@@ -264,14 +269,23 @@ func (b *buffer) bytes(off, n int64) []byte {
 	return unsafe.Slice((*byte)(unsafe.Add(b.mapped, off)), n)
 }
 
-// upload copies host bytes to a device buffer (synchronously).
+// upload starts copying host bytes to a device buffer through the staging
+// ring; flush waits for every copy started.
 func (d *Device) upload(dst *buffer, off int64, src []byte) error {
 	if len(src) == 0 {
 		return nil
 	}
-	rc := C.spool_vk_upload(d.v, dst.b, C.uint64_t(off), unsafe.Pointer(&src[0]), C.uint64_t(len(src)))
+	rc := C.spool_vk_stage(d.v, dst.b, C.uint64_t(off), unsafe.Pointer(&src[0]), C.uint64_t(len(src)))
 	runtime.KeepAlive(src)
 	if rc != 0 {
+		return d.lastError("upload", rc)
+	}
+	return nil
+}
+
+// flush waits for the uploads started.
+func (d *Device) flush() error {
+	if rc := C.spool_vk_stage_flush(d.v); rc != 0 {
 		return d.lastError("upload", rc)
 	}
 	return nil
@@ -303,7 +317,7 @@ func (d *Device) Keep(ms ...*kernels.Matrix) error {
 		}
 		d.kept[k] = p
 	}
-	return nil
+	return d.flush()
 }
 
 // KeptBytes is the device memory the kept weights take.

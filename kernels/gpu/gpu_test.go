@@ -4,6 +4,7 @@ package gpu_test
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -285,6 +286,28 @@ func routeRef(l *gpu.MoE, x []float32, n int) ([]int32, []float32) {
 	return ids, ws
 }
 
+// delivery hands out experts in a random order, as a streamed source
+// delivers hits before misses.
+type delivery struct {
+	experts  []gpu.MLP
+	order    []int
+	next     int
+	done     []bool
+	released bool
+}
+
+func (d *delivery) Next() (int, gpu.MLP, error) {
+	if d.next == len(d.order) {
+		return 0, gpu.MLP{}, io.EOF
+	}
+	i := d.order[d.next]
+	d.next++
+	return i, d.experts[i], nil
+}
+
+func (d *delivery) Done(i int) { d.done[i] = true }
+func (d *delivery) Release()   { d.released = true }
+
 func TestMoEParity(t *testing.T) {
 	d := device(t)
 	r := rand.New(rand.NewPCG(7, 8))
@@ -316,24 +339,24 @@ func TestMoEParity(t *testing.T) {
 				experts[e] = *randMLP(r, c.f, c.hidden, c.inter, c.gs)
 			}
 			x := randVec(r, c.n*c.hidden)
-			released := false
-			fetch := func(ids []int) ([]gpu.MLP, func(), error) {
+			var del *delivery
+			fetch := func(ids []int) (gpu.Experts, error) {
 				if !slices.IsSorted(ids) {
 					t.Errorf("fetch of unsorted ids %v", ids)
 				}
-				out := make([]gpu.MLP, len(ids))
-				for i, e := range ids {
-					out[i] = experts[e]
+				del = &delivery{order: r.Perm(len(ids)), done: make([]bool, len(ids))}
+				for _, e := range ids {
+					del.experts = append(del.experts, experts[e])
 				}
-				return out, func() { released = true }, nil
+				return del, nil
 			}
 			y := make([]float32, c.n*c.hidden)
 			routes, err := d.MoE(y, x, c.n, l, fetch)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !released {
-				t.Error("the experts were not released")
+			if !del.released || slices.Contains(del.done, false) {
+				t.Errorf("released %v, done %v", del.released, del.done)
 			}
 			ids, ws := routeRef(l, x, c.n)
 			if !slices.Equal(routes.IDs, ids) {

@@ -10,6 +10,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"unsafe"
 
@@ -91,6 +92,7 @@ func (d *Device) moe(y, x []float32, n int, l *MoE, fetch Fetch) (Routes, error)
 	lists := make([]uint32, 2*pairs) // rows in, then (row, slot) out
 	combine := make([]uint32, 2*pairs)
 	tablesT, listsT, combineT := o.later(u32bytes(tables)), o.later(u32bytes(lists)), o.later(u32bytes(combine))
+	eoR := o.floats(pairs * H) // every (row, slot) output is written
 
 	if err := o.begin(); err != nil {
 		return Routes{}, err
@@ -133,32 +135,13 @@ func (d *Device) moe(y, x []float32, n int, l *MoE, fetch Fetch) (Routes, error)
 		union = append(union, e)
 	}
 	slices.Sort(union)
-	experts, release, err := fetch(union)
+	delivery, err := fetch(union)
 	if err != nil {
 		return Routes{}, err
 	}
-	defer release()
-	if len(experts) != len(union) {
-		return Routes{}, fmt.Errorf("gpu: fetched %d experts of %d", len(experts), len(union))
-	}
-	if err := checkExperts(experts, H); err != nil {
+	defer delivery.Release()
+	if err := o.applyExperts(delivery, union, users, k, H, xr, eoR, tables, lists, tablesT, listsT); err != nil {
 		return Routes{}, err
-	}
-	eoR, hR, uR := o.floats(pairs*H), o.floats(pairs*experts[0].Gate.Rows), o.floats(pairs*experts[0].Gate.Rows)
-	// The expert scratch was not in the layout begin sized: grow the work
-	// buffer now if needed, keeping what phase one left in it.
-	if err := o.growWork(); err != nil {
-		return Routes{}, err
-	}
-	for lo := 0; lo < len(union); {
-		hi, err := d.loadBank(experts, lo)
-		if err != nil {
-			return Routes{}, err
-		}
-		if err := o.expertBatch(experts[lo:hi], union[lo:hi], users, k, H, xr, hR, uR, eoR, tables, lists, tablesT, listsT); err != nil {
-			return Routes{}, err
-		}
-		lo = hi
 	}
 
 	// Combine: per row, the k slots in ascending expert order.
@@ -193,21 +176,22 @@ func (d *Device) moe(y, x []float32, n int, l *MoE, fetch Fetch) (Routes, error)
 	return routes, nil
 }
 
-func checkExperts(experts []MLP, H int) error {
-	first := experts[0]
-	for i := range experts {
-		e := &experts[i]
-		if err := e.check(); err != nil {
-			return err
-		}
-		if e.Gate.Cols != H {
-			return fmt.Errorf("gpu: expert of width %d on hidden %d", e.Gate.Cols, H)
-		}
-		for j, m := range []*kernels.Matrix{e.Gate, e.Up, e.Down} {
-			f := []*kernels.Matrix{first.Gate, first.Up, first.Down}[j]
-			if m.Format != f.Format || m.Rows != f.Rows || m.Cols != f.Cols || m.GroupSize != f.GroupSize {
-				return errors.New("gpu: the experts of one layer differ in format or shape")
-			}
+// checkExpert checks e and, unless it is the first, that it matches the
+// batch's first expert in format and shape.
+func checkExpert(e, first *MLP, isFirst bool, H int) error {
+	if err := e.check(); err != nil {
+		return err
+	}
+	if e.Gate.Cols != H {
+		return fmt.Errorf("gpu: expert of width %d on hidden %d", e.Gate.Cols, H)
+	}
+	if isFirst {
+		return nil
+	}
+	for j, m := range []*kernels.Matrix{e.Gate, e.Up, e.Down} {
+		f := []*kernels.Matrix{first.Gate, first.Up, first.Down}[j]
+		if m.Format != f.Format || m.Rows != f.Rows || m.Cols != f.Cols || m.GroupSize != f.GroupSize {
+			return errors.New("gpu: the experts of one layer differ in format or shape")
 		}
 	}
 	return nil
@@ -254,48 +238,100 @@ func (o *op) growWork() error {
 	return nil
 }
 
-// bankLayout places experts [lo, hi) in the bank from offset 0.
-func bankLayout(experts []MLP) ([]expertPlace, int64) {
-	places := make([]expertPlace, len(experts))
-	var off int64
-	for i, e := range experts {
-		for j, m := range []*kernels.Matrix{e.Gate, e.Up, e.Down} {
-			data, scales := matrixBytes(m)
-			places[i].data[j] = off
-			off += roundUp(int64(len(data))+4, align)
-			places[i].scales[j] = off
-			off += roundUp(int64(len(scales))+4, align)
-		}
-	}
-	return places, off
+// bank is a batch of experts being gathered in the bank buffer.
+type bank struct {
+	ids    []int // expert ids in bank order
+	places []expertPlace
+	first  MLP   // shapes and formats of the batch
+	used   int64 // bytes taken
 }
 
-// loadBank uploads experts lo.. into the bank, as many as one binding and
-// the budget allow, and returns the end of the batch.
-func (d *Device) loadBank(experts []MLP, lo int) (int, error) {
-	_, one := bankLayout(experts[lo : lo+1])
-	limit := min(d.maxRange, d.budget-d.used+bankSize(d.bank))
-	if one > limit {
-		return 0, fmt.Errorf("gpu: one expert of %d bytes does not fit the device budget (%s free) or binding range", one, memText(limit))
+// expertBytes is the bank space one expert takes.
+func expertBytes(e MLP) int64 {
+	var n int64
+	for _, m := range []*kernels.Matrix{e.Gate, e.Up, e.Down} {
+		data, scales := matrixBytes(m)
+		n += roundUp(int64(len(data))+4, align) + roundUp(int64(len(scales))+4, align)
 	}
-	hi := min(len(experts), lo+int(limit/one))
-	places, need := bankLayout(experts[lo:hi])
-	if _, err := d.ensure(&d.bank, need, C.SPOOL_MEM_DEVICE); err != nil {
-		// The bank could not grow by half again; try exactly one batch.
-		return 0, err
-	}
-	for i, e := range experts[lo:hi] {
+	return n
+}
+
+// applyExperts receives the experts as they become ready, copies each into
+// the bank (releasing it to its source at once) and applies every full
+// bank, and the last, to the rows that chose its experts.
+func (o *op) applyExperts(delivery Experts, union []int, users map[int][]int32, k, H int, xr, eoR region,
+	tables, lists []uint32, tablesT, listsT transfer) error {
+	d := o.d
+	var b bank
+	var hR, uR region
+	capacity := int64(0)
+	for {
+		idx, e, err := delivery.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if idx < 0 || idx >= len(union) {
+			return fmt.Errorf("gpu: expert index %d of %d", idx, len(union))
+		}
+		if err := checkExpert(&e, &b.first, len(b.ids) == 0, H); err != nil {
+			return err
+		}
+		need := expertBytes(e)
+		if len(b.ids) == 0 && capacity == 0 {
+			// First expert: size the scratch and the bank.
+			inter := e.Gate.Rows
+			pairs := len(lists) / 2
+			hR, uR = o.floats(pairs*inter), o.floats(pairs*inter)
+			if err := o.growWork(); err != nil {
+				return err
+			}
+			capacity = min(d.maxRange, d.budget-d.used+bankSize(d.bank), int64(len(union))*need)
+			if capacity < need {
+				return fmt.Errorf("gpu: one expert of %d bytes does not fit the device budget or binding range (%s free)", need, memText(capacity))
+			}
+			if _, err := d.ensure(&d.bank, capacity, C.SPOOL_MEM_DEVICE); err != nil {
+				return err
+			}
+			capacity = d.bank.size
+			b.first = e
+		}
+		if b.used+need > capacity {
+			if err := d.flush(); err != nil {
+				return err
+			}
+			if err := o.expertBatch(&b, users, k, H, xr, hR, uR, eoR, tables, lists, tablesT, listsT); err != nil {
+				return err
+			}
+			b = bank{first: b.first}
+		}
+		var p expertPlace
 		for j, m := range []*kernels.Matrix{e.Gate, e.Up, e.Down} {
 			data, scales := matrixBytes(m)
-			if err := d.upload(d.bank, places[i].data[j], data); err != nil {
-				return 0, err
+			p.data[j] = b.used
+			if err := d.upload(d.bank, b.used, data); err != nil {
+				return err
 			}
-			if err := d.upload(d.bank, places[i].scales[j], scales); err != nil {
-				return 0, err
+			b.used += roundUp(int64(len(data))+4, align)
+			p.scales[j] = b.used
+			if err := d.upload(d.bank, b.used, scales); err != nil {
+				return err
 			}
+			b.used += roundUp(int64(len(scales))+4, align)
 		}
+		delivery.Done(idx)
+		b.ids = append(b.ids, union[idx])
+		b.places = append(b.places, p)
 	}
-	return hi, nil
+	if err := d.flush(); err != nil {
+		return err
+	}
+	if len(b.ids) > 0 {
+		return o.expertBatch(&b, users, k, H, xr, hR, uR, eoR, tables, lists, tablesT, listsT)
+	}
+	return nil
 }
 
 func bankSize(b *buffer) int64 {
@@ -307,26 +343,25 @@ func bankSize(b *buffer) int64 {
 
 // expertBatch applies the experts in the bank to the rows that chose them,
 // writing each (row, slot) output into eo.
-func (o *op) expertBatch(experts []MLP, ids []int, users map[int][]int32, k, H int, xr, hR, uR, eoR region,
+func (o *op) expertBatch(b *bank, users map[int][]int32, k, H int, xr, hR, uR, eoR region,
 	tables, lists []uint32, tablesT, listsT transfer) error {
 	d := o.d
-	places, bankBytes := bankLayout(experts)
-	Z := len(experts)
-	inter := experts[0].Gate.Rows
+	Z := len(b.ids)
+	inter := b.first.Gate.Rows
 	pairs := len(lists) / 2
 	in, out := lists[:pairs], lists[pairs:]
 	maxZ := len(tables) / 12
 	gateT, upT, downT := tables[:4*maxZ], tables[4*maxZ:8*maxZ], tables[8*maxZ:]
 	base, most := 0, 0
-	for z, e := range ids {
+	for z, e := range b.ids {
 		us := users[e]
 		for j, p := range us {
 			in[base+j] = uint32(int(p) / k)
 			out[base+j] = uint32(p)
 		}
 		for t, tab := range [][]uint32{gateT, upT, downT} {
-			tab[4*z] = uint32(places[z].data[t])
-			tab[4*z+1] = uint32(places[z].scales[t] / 4)
+			tab[4*z] = uint32(b.places[z].data[t])
+			tab[4*z+1] = uint32(b.places[z].scales[t] / 4)
 			tab[4*z+2] = uint32(len(us))
 			tab[4*z+3] = uint32(base)
 		}
@@ -340,9 +375,9 @@ func (o *op) expertBatch(experts []MLP, ids []int, users map[int][]int32, k, H i
 	tb := func(t int) binding { return binding{d.work, tr.off + int64(16*maxZ*t), int64(16 * Z)} }
 	inB := binding{d.work, lr.off, int64(4 * pairs)}
 	outB := binding{d.work, lr.off + int64(4*pairs), int64(4 * pairs)}
-	bank := binding{d.bank, 0, bankBytes}
-	gw := &placed{m: experts[0].Gate, data: bank, scales: bank}
-	dw := &placed{m: experts[0].Down, data: bank, scales: bank}
+	bk := binding{d.bank, 0, b.used}
+	gw := &placed{m: b.first.Gate, data: bk, scales: bk}
+	dw := &placed{m: b.first.Down, data: bk, scales: bk}
 	x := o.bind(xr)
 	if err := o.gemm(gemm{w: gw, gather: 1, M: inter, K: H, N: most, Z: Z, x: x, xLd: H, y: o.bind(hR), yLd: inter, table: tb(0), rows: inB}); err != nil {
 		return err

@@ -193,7 +193,8 @@ type gemm struct {
 	table, rows          binding
 }
 
-// tile picks the tile shape for M outputs over N rows.
+// tile picks the tile shape for M outputs over N rows (BM x BN; the
+// reduction depth is Device.tileK).
 func tile(M, N int) (bm, bn uint32) {
 	switch {
 	case N <= 16:
@@ -229,7 +230,7 @@ func (o *op) gemm(g gemm) error {
 		uint32(g.zW), uint32(g.zS), uint32(g.zX), uint32(g.zY),
 		0,
 	}
-	spec := []uint32{g.w.format(), trans, bm, bn, g.gather}
+	spec := []uint32{g.w.format(), trans, bm, bn, g.gather, o.d.tileK}
 	wd, ws := o.wbind(g.w)
 	binds := []binding{wd, ws, g.x, g.y, g.table, g.rows}
 	return o.dispatch(shGemm, spec, binds, push, (g.M+int(bm)-1)/int(bm), (g.N+int(bn)-1)/int(bn), z)

@@ -37,7 +37,7 @@ var (
 // pipeKey names a pipeline: a shader and its specialization constants.
 type pipeKey struct {
 	name string
-	spec [5]uint32
+	spec [6]uint32
 }
 
 // pipeline returns the pipeline of sh specialized with spec, building it

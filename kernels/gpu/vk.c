@@ -122,6 +122,8 @@ struct spool_vk {
 	stream_t stage[2];
 	spool_vk_buffer *stage_buf;
 	void *stage_map;
+	int stage_half;
+	uint64_t stage_fill;
 
 	char err[512];
 };
@@ -738,22 +740,45 @@ int spool_vk_dispatch(spool_vk *v, int pipeline, const spool_vk_bind *binds, int
 	return 0;
 }
 
-int spool_vk_upload(spool_vk *v, spool_vk_buffer *dst, uint64_t dst_off, const void *src, uint64_t n) {
+// The staging ring: two halves, each filled by memcpy while the other's
+// copies run. stage_fill is the fill of the current half.
+static int stage_switch(spool_vk *v) {
+	stream_t *s = &v->stage[v->stage_half];
+	int e = 0;
+	if (s->recording) e = run(v, s);
+	v->stage_half ^= 1;
+	v->stage_fill = 0;
+	// The other half's previous copies must be done before memcpy reuses it.
+	int e2 = finish(v, &v->stage[v->stage_half]);
+	return e ? e : e2;
+}
+
+int spool_vk_stage(spool_vk *v, spool_vk_buffer *dst, uint64_t dst_off, const void *src, uint64_t n) {
 	const char *p = src;
-	int half = 0, e = 0;
-	while (n > 0 && !e) {
-		uint64_t c = n < STAGE_HALF ? n : STAGE_HALF;
-		stream_t *s = &v->stage[half];
-		// The half's previous copy must be done before memcpy reuses it.
-		if ((e = finish(v, s))) break;
-		memcpy((char *)v->stage_map + (uint64_t)half * STAGE_HALF, p, c);
-		if ((e = begin(v, s))) break;
-		VkBufferCopy bc = {(uint64_t)half * STAGE_HALF, dst_off, c};
+	int e = 0;
+	while (n > 0) {
+		if (v->stage_fill == STAGE_HALF && (e = stage_switch(v))) return e;
+		uint64_t c = STAGE_HALF - v->stage_fill;
+		if (c > n) c = n;
+		stream_t *s = &v->stage[v->stage_half];
+		if ((e = begin(v, s))) return e;
+		uint64_t at = (uint64_t)v->stage_half * STAGE_HALF + v->stage_fill;
+		memcpy((char *)v->stage_map + at, p, c);
+		VkBufferCopy bc = {at, dst_off, c};
 		v->vkCmdCopyBuffer(s->cb, v->stage_buf->buffer, dst->buffer, 1, &bc);
-		e = run(v, s);
+		// Keep the next piece 16-byte aligned in staging.
+		v->stage_fill += (c + 15) & ~(uint64_t)15;
+		if (v->stage_fill > STAGE_HALF) v->stage_fill = STAGE_HALF;
 		p += c, dst_off += c, n -= c;
-		half ^= 1;
 	}
+	return 0;
+}
+
+int spool_vk_stage_flush(spool_vk *v) {
+	stream_t *s = &v->stage[v->stage_half];
+	int e = 0;
+	if (s->recording) e = run(v, s);
 	int e0 = finish(v, &v->stage[0]), e1 = finish(v, &v->stage[1]);
+	v->stage_fill = 0;
 	return e ? e : e0 ? e0 : e1;
 }

@@ -74,8 +74,11 @@ int spool_vk_dispatch(spool_vk *v, int pipeline, const spool_vk_bind *binds, int
 int spool_vk_barrier(spool_vk *v);
 int spool_vk_submit(spool_vk *v);
 
-// Upload copies n host bytes to dst at dst_off through the internal staging
-// ring (memcpy and device copies overlap) and returns when they are done.
-int spool_vk_upload(spool_vk *v, spool_vk_buffer *dst, uint64_t dst_off, const void *src, uint64_t n);
+// Stage copies n host bytes to dst at dst_off through the internal staging
+// ring: memcpy into one half while the other half's device copies run.
+// The copies are complete after spool_vk_stage_flush, which the caller
+// runs before anything reads dst or the source memory changes.
+int spool_vk_stage(spool_vk *v, spool_vk_buffer *dst, uint64_t dst_off, const void *src, uint64_t n);
+int spool_vk_stage_flush(spool_vk *v);
 
 #endif

@@ -18,10 +18,12 @@ layout(constant_id = 1) const uint TRANS = 0;
 layout(constant_id = 2) const uint BM = 64;    // outputs per tile, multiple of 16
 layout(constant_id = 3) const uint BN = 64;    // input rows per tile, multiple of 16
 layout(constant_id = 4) const uint GATHER = 0; // 1: x rows from the list, y compact; 2: x compact, y rows from the list
+layout(constant_id = 5) const uint BK = 16;    // reduction depth of a tile: 16 or 32
 
-const uint BK = 16;
 const uint TM = BM / 16;
 const uint TN = BN / 16;
+const uint LW = BM * BK / 256; // W elements each thread loads per tile
+const uint LX = BN * BK / 256; // x elements each thread loads per tile
 const uint WS = BM + 1; // padded shared strides: no bank conflicts on store
 const uint XS = BN + 1;
 
@@ -65,11 +67,11 @@ float w(uint row, uint col) {
 uint xRow(uint n) { return GATHER == 1 ? rows[p.listOff + base + n] : (GATHER == 2 ? base + n : n); }
 uint yRow(uint n) { return GATHER == 2 ? rows[p.listOff + base + n] : (GATHER == 1 ? base + n : n); }
 
-float wreg[TM];
-float xreg[TN];
+float wreg[LW];
+float xreg[LX];
 
 void loadTile(uint m0, uint n0, uint k0, uint tid) {
-	for (uint i = 0; i < TM; i++) {
+	for (uint i = 0; i < LW; i++) {
 		uint e = tid + 256u * i;
 		uint m, k;
 		if (TRANS == 0) { m = e / BK; k = e % BK; } else { m = e % BM; k = e / BM; }
@@ -78,7 +80,7 @@ void loadTile(uint m0, uint n0, uint k0, uint tid) {
 		if (gm < p.M && gk < p.K) v = TRANS == 0 ? w(gm, gk) : w(gk, gm);
 		wreg[i] = v;
 	}
-	for (uint j = 0; j < TN; j++) {
+	for (uint j = 0; j < LX; j++) {
 		uint e = tid + 256u * j;
 		uint n = e / BK, k = e % BK;
 		uint gn = n0 + n, gk = k0 + k;
@@ -89,13 +91,13 @@ void loadTile(uint m0, uint n0, uint k0, uint tid) {
 }
 
 void storeTile(uint tid) {
-	for (uint i = 0; i < TM; i++) {
+	for (uint i = 0; i < LW; i++) {
 		uint e = tid + 256u * i;
 		uint m, k;
 		if (TRANS == 0) { m = e / BK; k = e % BK; } else { m = e % BM; k = e / BM; }
 		Ws[k * WS + m] = wreg[i];
 	}
-	for (uint j = 0; j < TN; j++) {
+	for (uint j = 0; j < LX; j++) {
 		uint e = tid + 256u * j;
 		Xs[(e % BK) * XS + e / BK] = xreg[j];
 	}
