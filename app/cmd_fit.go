@@ -168,20 +168,22 @@ func weightsFromConfig(path string, groupSize int, indexer, noMTP bool) (*config
 // the plan, or a *plan.FitError carrying the table and a suggestion when
 // not even one expert cache slot per layer fits. spool run calls it before
 // loading.
-func planOpened(d *modeldir.Dir, m *memoryFlags, context, sequences int) (*plan.Plan, error) {
+func planOpened(d *modeldir.Dir, m *memoryFlags, context, sequences int, extra ...plan.Item) (*plan.Plan, error) {
 	w, err := plan.FromContainer(d.Container, d.Config, d.Summary)
 	if err != nil {
 		return nil, err
 	}
-	return planWeights(d.Config, w, m, context, sequences)
+	return planWeights(d.Config, w, m, context, sequences, extra...)
 }
 
-func planWeights(cfg *config.Config, w plan.Weights, m *memoryFlags, context, sequences int) (*plan.Plan, error) {
+// planWeights plans cfg's run; extra are lines of other parts of the
+// process (the GPU backend's).
+func planWeights(cfg *config.Config, w plan.Weights, m *memoryFlags, context, sequences int, extra ...plan.Item) (*plan.Plan, error) {
 	opts, err := m.options()
 	if err != nil {
 		return nil, err
 	}
-	opts.Context, opts.Sequences = context, sequences
+	opts.Context, opts.Sequences, opts.Extra = context, sequences, extra
 	p, err := plan.New(cfg, w, opts)
 	if err != nil {
 		return nil, err

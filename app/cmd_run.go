@@ -34,6 +34,7 @@ type runFlags struct {
 	stream      bool
 	speculative bool
 	mem         memoryFlags
+	gpu         gpuFlag
 }
 
 func newRunCmd() *cobra.Command {
@@ -66,6 +67,7 @@ func newRunCmd() *cobra.Command {
 	fl.BoolVar(&f.stream, "stream", false, "stream routed experts from disk even when they all fit in memory")
 	fl.BoolVar(&f.speculative, "speculative", false, "draft tokens with the MTP layer and verify them in one forward (default: on when experts stream from disk, where a forward costs reads; off when the whole model is in memory, where it costs compute)")
 	f.mem.register(fl)
+	f.gpu.register(fl)
 	cmd.MarkFlagsMutuallyExclusive("prompt", "chat", "prompt-ids")
 	cmd.MarkFlagsOneRequired("prompt", "chat", "prompt-ids")
 	return cmd
@@ -73,24 +75,25 @@ func newRunCmd() *cobra.Command {
 
 // runResult is the --json output of spool run.
 type runResult struct {
-	Model                  string  `json:"model"`
-	PromptTokens           int     `json:"prompt_tokens"`
-	CompletionTokens       int     `json:"completion_tokens"`
-	TokenIDs               []int   `json:"token_ids"`
-	Text                   string  `json:"text"`
-	FinishReason           string  `json:"finish_reason"`
-	StopToken              *int    `json:"stop_token,omitempty"`
-	Seed                   uint64  `json:"seed"`
-	Temperature            float64 `json:"temperature"`
-	LoadSeconds            float64 `json:"load_seconds"`
-	PrefillSeconds         float64 `json:"prefill_seconds"`
-	PrefillTokensPerSecond float64 `json:"prefill_tokens_per_second"`
-	DecodeSeconds          float64 `json:"decode_seconds"`
-	DecodeTokensPerSecond  float64 `json:"decode_tokens_per_second"`
-	MTP                    bool    `json:"mtp"`
-	DraftsProposed         int     `json:"mtp_drafts_proposed"`
-	DraftsAccepted         int     `json:"mtp_drafts_accepted"`
-	DSA                    bool    `json:"dsa"`
+	Model                  string    `json:"model"`
+	PromptTokens           int       `json:"prompt_tokens"`
+	CompletionTokens       int       `json:"completion_tokens"`
+	TokenIDs               []int     `json:"token_ids"`
+	Text                   string    `json:"text"`
+	FinishReason           string    `json:"finish_reason"`
+	StopToken              *int      `json:"stop_token,omitempty"`
+	Seed                   uint64    `json:"seed"`
+	Temperature            float64   `json:"temperature"`
+	LoadSeconds            float64   `json:"load_seconds"`
+	PrefillSeconds         float64   `json:"prefill_seconds"`
+	PrefillTokensPerSecond float64   `json:"prefill_tokens_per_second"`
+	DecodeSeconds          float64   `json:"decode_seconds"`
+	DecodeTokensPerSecond  float64   `json:"decode_tokens_per_second"`
+	MTP                    bool      `json:"mtp"`
+	DraftsProposed         int       `json:"mtp_drafts_proposed"`
+	DraftsAccepted         int       `json:"mtp_drafts_accepted"`
+	DSA                    bool      `json:"dsa"`
+	GPU                    gpuStatus `json:"gpu"`
 }
 
 func runRun(cmd *cobra.Command, f *runFlags) error {
@@ -102,13 +105,19 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	if f.maxTokens <= 0 {
 		return fmt.Errorf("--max-tokens must be positive, got %d", f.maxTokens)
 	}
+	gpuMode, err := f.gpu.check()
+	if err != nil {
+		return err
+	}
 	loadStart := time.Now()
 	d, err := modeldir.OpenHeaders(dir)
 	if err != nil {
 		return err
 	}
-	p, err := planOpened(d, &f.mem, f.context, 1)
+	g := openGPU(gpuMode, cmd.ErrOrStderr())
+	p, err := planOpened(d, &f.mem, f.context, 1, g.planLines(d, f.context)...)
 	if err != nil {
+		g.Close()
 		d.Close()
 		return err
 	}
@@ -123,11 +132,14 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	}
 	lm, err := loadOpened(ctx, d, opts)
 	if err != nil {
+		g.Close()
 		return err
 	}
 	defer lm.Close()
-	loadTime := time.Since(loadStart)
+	defer g.Close() // before the model's memory goes
 	m := lm.dir.Model
+	g.attach(m, p)
+	loadTime := time.Since(loadStart)
 	cfg := m.Config()
 
 	var prompt []int
@@ -206,6 +218,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		DraftsProposed:         res.DraftsProposed,
 		DraftsAccepted:         res.DraftsAccepted,
 		DSA:                    m.HasDSA(),
+		GPU:                    g.Status(),
 	}
 	if r.TokenIDs == nil {
 		r.TokenIDs = []int{}

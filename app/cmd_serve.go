@@ -24,6 +24,7 @@ type serveFlags struct {
 	noMTP        bool
 	noDSA        bool
 	mem          memoryFlags
+	gpu          gpuFlag
 }
 
 func newServeCmd() *cobra.Command {
@@ -60,6 +61,7 @@ stream from disk through the expert cache the plan leaves.`,
 	fl.BoolVar(&f.noMTP, "no-mtp", false, "do not load the MTP draft layer (no speculative decoding)")
 	fl.BoolVar(&f.noDSA, "no-dsa", false, "dense attention even where the DSA indexer would select")
 	f.mem.register(fl)
+	f.gpu.register(fl)
 	return cmd
 }
 
@@ -88,6 +90,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 		NoMTP:     f.noMTP,
 		NoDSA:     f.noDSA,
 		UsagePath: usagePath(dir),
+		GPU:       f.gpu.mode,
 	}
 	assets, _ := frontend.Assets()
 	downloads := newDownloadManager(nil)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log"
 	"net"
 	"path/filepath"
 	"strconv"
@@ -42,6 +43,8 @@ type hostConfig struct {
 	NoDSA    bool
 	// UsagePath is the routed-expert usage history ("" keeps none).
 	UsagePath string
+	// GPU is the --gpu mode ("" is auto).
+	GPU string
 }
 
 // hostStatus is where the engine stands.
@@ -213,8 +216,15 @@ func (h *engineHost) run(ctx context.Context, cfg hostConfig) error {
 	if err != nil {
 		return err
 	}
-	p, err := hostPlan(d, cfg)
+	gpuMode, err := (&gpuFlag{mode: cfg.GPU}).check()
 	if err != nil {
+		d.Close()
+		return err
+	}
+	g := openGPU(gpuMode, log.Writer())
+	p, err := hostPlan(d, cfg, g.planLines(d, cfg.Context)...)
+	if err != nil {
+		g.Close()
 		d.Close()
 		return err
 	}
@@ -227,17 +237,20 @@ func (h *engineHost) run(ctx context.Context, cfg hostConfig) error {
 		Experts: streamedExperts(p, cfg.UsagePath),
 	})
 	if err != nil {
+		g.Close()
 		return err
 	}
 	defer lm.Close()
+	defer g.Close() // before the model's memory goes
 	src := lm.dir.Experts.(*experts.Streamed)
 
 	h.set(hostStatus{State: hostLoading, Detail: "starting the server", Progress: 0.9})
 	m := lm.dir.Model
+	g.attach(m, p)
 	sched := scheduler.New(m, scheduler.Config{MaxBatch: cfg.MaxBatch, MaxQueue: cfg.MaxQueue, ContextLength: p.Context})
 	eng := server.Engine{
 		Scheduler: sched, Tokenizer: lm.tokenizer, Template: lm.template, Experts: src,
-		Extra: func() map[string]any { return map[string]any{"plan": p, "tiers": src.Stats()} },
+		Extra: func() map[string]any { return map[string]any{"plan": p, "tiers": src.Stats(), "gpu": g.Status()} },
 	}
 	if eng.Constraints, err = server.GrammarConstraints(lm.tokenizer, m.Config().EOSTokenIDs); err != nil {
 		return err
@@ -276,9 +289,9 @@ func (h *engineHost) run(ctx context.Context, cfg hostConfig) error {
 	return err
 }
 
-// hostPlan lays out the memory equation for cfg and refuses a plan that
-// does not fit.
-func hostPlan(d *modeldir.Dir, cfg hostConfig) (*plan.Plan, error) {
+// hostPlan lays out the memory equation for cfg, with the extra lines of
+// the GPU backend, and refuses a plan that does not fit.
+func hostPlan(d *modeldir.Dir, cfg hostConfig, extra ...plan.Item) (*plan.Plan, error) {
 	mc := d.Config
 	w, err := plan.FromContainer(d.Container, mc, d.Summary)
 	if err != nil {
@@ -294,6 +307,7 @@ func hostPlan(d *modeldir.Dir, cfg hostConfig) (*plan.Plan, error) {
 	}
 	opts.Context = min(opts.Context, mc.MaxPositionEmbeddings)
 	opts.Sequences = max(cfg.MaxBatch, 1)
+	opts.Extra = extra
 	p, err := plan.New(mc, w, opts)
 	if err != nil {
 		return nil, err

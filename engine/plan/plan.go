@@ -68,6 +68,9 @@ type Options struct {
 	RuntimeReserve int64
 	// OSReserve overrides DefaultOSReserve(Memory).
 	OSReserve int64
+	// Extra lines are allocations of other parts of the process (the GPU
+	// backend's, see GPU); they are fixed items like the others.
+	Extra []Item
 }
 
 // Item is one line of the equation.
@@ -243,6 +246,7 @@ func New(cfg *config.Config, w Weights, opts Options) (*Plan, error) {
 		Item{ItemBuffers, bufferBytes(cfg, p, w.DSA), fmt.Sprintf("float32 activations of a %d-row forward, doubled for the collector's headroom, and the logits of %d row(s)", p.BatchRows, logitRows(p))},
 		Item{ItemRuntime, runtime, "Go runtime and collector headroom, stacks, tokenizer, chat template, server, read queues, binary and libraries"},
 	)
+	p.Items = append(p.Items, opts.Extra...)
 	var fixed int64
 	for _, it := range p.Items {
 		fixed += it.Bytes

@@ -25,6 +25,9 @@ type Options struct {
 	Budget int64
 	// ScoreBytes bounds the attention score block (default 256 MiB).
 	ScoreBytes int64
+	// BankBytes bounds the expert bank, the routed experts copied in for
+	// one batch (0: what the budget and one binding allow).
+	BankBytes int64
 }
 
 // Info describes the device in use.

@@ -38,6 +38,7 @@ type Device struct {
 
 	budget, used int64
 	scoreBytes   int64
+	bankBytes    int64
 
 	pipes map[pipeKey]C.int
 	kept  map[weightKey]*placed // resident weights (Keep)
@@ -132,6 +133,7 @@ func open(lib string, opts Options) (*Device, error) {
 		info:         info,
 		budget:       opts.Budget,
 		scoreBytes:   opts.ScoreBytes,
+		bankBytes:    opts.BankBytes,
 		pipes:        map[pipeKey]C.int{},
 		kept:         map[weightKey]*placed{},
 		maxRange:     min(int64(ci.max_storage_range), 1<<32-1),
@@ -318,6 +320,20 @@ func (d *Device) Keep(ms ...*kernels.Matrix) error {
 		d.kept[k] = p
 	}
 	return d.flush()
+}
+
+// SetLimits replaces the device memory budget and the expert bank bound
+// (see Options; 0 keeps the current value), for a budget known only once
+// the device is open (the memory plan).
+func (d *Device) SetLimits(budget, bankBytes int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if budget > 0 {
+		d.budget = budget
+	}
+	if bankBytes > 0 {
+		d.bankBytes = bankBytes
+	}
 }
 
 // KeptBytes is the device memory the kept weights take.

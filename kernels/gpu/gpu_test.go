@@ -308,86 +308,104 @@ func (d *delivery) Next() (int, gpu.MLP, error) {
 func (d *delivery) Done(i int) { d.done[i] = true }
 func (d *delivery) Release()   { d.released = true }
 
+type moeCase struct {
+	E, k, hidden, inter, n, gs int
+	f                          kernels.Format
+	shared                     bool
+}
+
 func TestMoEParity(t *testing.T) {
 	d := device(t)
 	r := rand.New(rand.NewPCG(7, 8))
-	for _, c := range []struct {
-		E, k, hidden, inter, n, gs int
-		f                          kernels.Format
-		shared                     bool
-	}{
+	for _, c := range []moeCase{
 		{16, 8, 64, 32, 5, 0, kernels.Int4Row, true},
 		{64, 8, 256, 128, 37, 64, kernels.Int4Group, true},
 		{10, 3, 40, 24, 9, 0, kernels.Int8Row, false},
 	} {
-		t.Run(fmt.Sprintf("E%d_k%d_%s", c.E, c.k, c.f), func(t *testing.T) {
-			l := &gpu.MoE{
-				Router:    randMatrix(r, kernels.F32, c.E, c.hidden, 0, 0),
-				Bias:      randVec(r, c.E),
-				TopK:      c.k,
-				Normalize: true,
-				Scale:     2.5,
-			}
-			for i := range l.Bias {
-				l.Bias[i] *= 0.05
-			}
-			if c.shared {
-				l.Shared = randMLP(r, c.f, c.hidden, c.inter, c.gs)
-			}
-			experts := make([]gpu.MLP, c.E)
-			for e := range experts {
-				experts[e] = *randMLP(r, c.f, c.hidden, c.inter, c.gs)
-			}
-			x := randVec(r, c.n*c.hidden)
-			var del *delivery
-			fetch := func(ids []int) (gpu.Experts, error) {
-				if !slices.IsSorted(ids) {
-					t.Errorf("fetch of unsorted ids %v", ids)
-				}
-				del = &delivery{order: r.Perm(len(ids)), done: make([]bool, len(ids))}
-				for _, e := range ids {
-					del.experts = append(del.experts, experts[e])
-				}
-				return del, nil
-			}
-			y := make([]float32, c.n*c.hidden)
-			routes, err := d.MoE(y, x, c.n, l, fetch)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !del.released || slices.Contains(del.done, false) {
-				t.Errorf("released %v, done %v", del.released, del.done)
-			}
-			ids, ws := routeRef(l, x, c.n)
-			if !slices.Equal(routes.IDs, ids) {
-				t.Fatalf("routes %v, want %v", routes.IDs, ids)
-			}
-			closeRel(t, "route weights", routes.Weights, ws, 1e-5)
-			want := make([]float32, c.n*c.hidden)
-			if l.Shared != nil {
-				want = mlpRef(l.Shared, x, c.n)
-			}
-			for i := 0; i < c.n; i++ {
-				row := x[i*c.hidden : (i+1)*c.hidden]
-				acc := make([]float32, c.hidden)
-				order := make([]int, c.k)
-				for j := range order {
-					order[j] = j
-				}
-				slices.SortFunc(order, func(a, b int) int { return int(ids[i*c.k+a] - ids[i*c.k+b]) })
-				for _, j := range order {
-					eo := mlpRef(&experts[ids[i*c.k+j]], row, 1)
-					for h := range acc {
-						acc[h] += ws[i*c.k+j] * eo[h]
-					}
-				}
-				for h := range acc {
-					want[i*c.hidden+h] += acc[h]
-				}
-			}
-			closeRel(t, "MoE output", y, want, 1e-5)
-		})
+		t.Run(fmt.Sprintf("E%d_k%d_%s", c.E, c.k, c.f), func(t *testing.T) { checkMoE(t, d, r, c) })
 	}
+}
+
+// A bank smaller than the layer's experts applies them in batches.
+func TestMoEBankBatches(t *testing.T) {
+	device(t)
+	c := moeCase{24, 4, 64, 48, 21, 32, kernels.Int4Group, true}
+	one := int64(3 * (2*256 + ((48*64/2+4+255)/256)*256))
+	d, err := gpu.Open(gpu.Options{Device: -1, BankBytes: 3 * one})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	checkMoE(t, d, rand.New(rand.NewPCG(11, 12)), c)
+}
+
+func checkMoE(t *testing.T, d *gpu.Device, r *rand.Rand, c moeCase) {
+	t.Helper()
+	l := &gpu.MoE{
+		Router:    randMatrix(r, kernels.F32, c.E, c.hidden, 0, 0),
+		Bias:      randVec(r, c.E),
+		TopK:      c.k,
+		Normalize: true,
+		Scale:     2.5,
+	}
+	for i := range l.Bias {
+		l.Bias[i] *= 0.05
+	}
+	if c.shared {
+		l.Shared = randMLP(r, c.f, c.hidden, c.inter, c.gs)
+	}
+	experts := make([]gpu.MLP, c.E)
+	for e := range experts {
+		experts[e] = *randMLP(r, c.f, c.hidden, c.inter, c.gs)
+	}
+	x := randVec(r, c.n*c.hidden)
+	var del *delivery
+	fetch := func(ids []int) (gpu.Experts, error) {
+		if !slices.IsSorted(ids) {
+			t.Errorf("fetch of unsorted ids %v", ids)
+		}
+		del = &delivery{order: r.Perm(len(ids)), done: make([]bool, len(ids))}
+		for _, e := range ids {
+			del.experts = append(del.experts, experts[e])
+		}
+		return del, nil
+	}
+	y := make([]float32, c.n*c.hidden)
+	routes, err := d.MoE(y, x, c.n, l, fetch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !del.released || slices.Contains(del.done, false) {
+		t.Errorf("released %v, done %v", del.released, del.done)
+	}
+	ids, ws := routeRef(l, x, c.n)
+	if !slices.Equal(routes.IDs, ids) {
+		t.Fatalf("routes %v, want %v", routes.IDs, ids)
+	}
+	closeRel(t, "route weights", routes.Weights, ws, 1e-5)
+	want := make([]float32, c.n*c.hidden)
+	if l.Shared != nil {
+		want = mlpRef(l.Shared, x, c.n)
+	}
+	for i := 0; i < c.n; i++ {
+		row := x[i*c.hidden : (i+1)*c.hidden]
+		acc := make([]float32, c.hidden)
+		order := make([]int, c.k)
+		for j := range order {
+			order[j] = j
+		}
+		slices.SortFunc(order, func(a, b int) int { return int(ids[i*c.k+a] - ids[i*c.k+b]) })
+		for _, j := range order {
+			eo := mlpRef(&experts[ids[i*c.k+j]], row, 1)
+			for h := range acc {
+				acc[h] += ws[i*c.k+j] * eo[h]
+			}
+		}
+		for h := range acc {
+			want[i*c.hidden+h] += acc[h]
+		}
+	}
+	closeRel(t, "MoE output", y, want, 1e-5)
 }
 
 // attentionRef computes MLA attention the plain way: keys and values

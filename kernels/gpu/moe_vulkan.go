@@ -289,13 +289,22 @@ func (o *op) applyExperts(delivery Experts, union []int, users map[int][]int32, 
 				return err
 			}
 			capacity = min(d.maxRange, d.budget-d.used+bankSize(d.bank), int64(len(union))*need)
+			if d.bankBytes > 0 {
+				capacity = min(capacity, d.bankBytes)
+			}
 			if capacity < need {
 				return fmt.Errorf("gpu: one expert of %d bytes does not fit the device budget or binding range (%s free)", need, memText(capacity))
 			}
-			if _, err := d.ensure(&d.bank, capacity, C.SPOOL_MEM_DEVICE); err != nil {
-				return err
+			if d.bank == nil || d.bank.size < capacity {
+				// Exactly the capacity: the bank is a line of the plan.
+				d.freeBuffer(d.bank)
+				d.bank = nil
+				nb, err := d.newBuffer(capacity, C.SPOOL_MEM_DEVICE)
+				if err != nil {
+					return err
+				}
+				d.bank = nb
 			}
-			capacity = d.bank.size
 			b.first = e
 		}
 		if b.used+need > capacity {
