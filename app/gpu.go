@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/spf13/pflag"
@@ -54,8 +55,16 @@ type gpuStatus struct {
 // gpuBackend is a run's GPU: the open device (nil when not used) and its
 // status. It is safe for concurrent use (the status changes when a
 // failing device falls back to the CPU during a forward).
+//
+// It logs a line when prefill runs on the GPU, and when it does not
+// although a GPU was asked for (--gpu on) or found (it failed or its
+// memory is too small). In auto mode a machine without a usable GPU (no
+// Vulkan device, a build without the backend, a CPU implementation of
+// Vulkan) runs on the CPU quietly; the status says why.
 type gpuBackend struct {
 	log io.Writer
+	// found is set once a usable device was opened.
+	found bool
 
 	mu     sync.Mutex
 	dev    *gpu.Device
@@ -85,7 +94,7 @@ func openGPU(mode string, log io.Writer) *gpuBackend {
 		g.status.Reason = fmt.Sprintf("%s is a CPU implementation of Vulkan, slower than the CPU kernels (--gpu on uses it)", info.Name)
 		return g
 	}
-	g.dev = dev
+	g.dev, g.found = dev, true
 	return g
 }
 
@@ -107,13 +116,14 @@ func (g *gpuBackend) planLines(d *modeldir.Dir, context int) []plan.Item {
 		context = plan.DefaultContext
 	}
 	context = min(context, d.Config.MaxPositionEmbeddings)
-	return g.linesFor(d.Config, w, context)
+	return g.linesFor(d.Config, w, context, 0)
 }
 
-// linesFor is planLines for a config and its weights.
-func (g *gpuBackend) linesFor(cfg *config.Config, w plan.Weights, context int) []plan.Item {
+// linesFor is planLines for a config and its weights, with forwards of
+// batchRows rows (0: the default).
+func (g *gpuBackend) linesFor(cfg *config.Config, w plan.Weights, context, batchRows int) []plan.Item {
 	info := g.dev.Info()
-	gp := plan.GPU(cfg, w, plan.GPUOptions{Context: context, Unified: info.Unified, InPlace: info.InPlace})
+	gp := plan.GPU(cfg, w, plan.GPUOptions{BatchRows: batchRows, Context: context, Unified: info.Unified, InPlace: info.InPlace})
 	g.status.Plan = &gp
 	if info.Unified {
 		return gp.Items
@@ -133,18 +143,15 @@ func (g *gpuBackend) attach(m *model.Model, p *plan.Plan) {
 		g.report()
 		return
 	}
-	gp, info := g.status.Plan, g.dev.Info()
-	switch {
-	case gp == nil:
-		g.drop("no GPU plan")
+	if reason := g.misfit(); reason != "" {
+		g.drop(reason)
 		return
-	case !info.Unified && gp.DeviceBytes > info.DeviceMemory*19/20:
-		g.drop(fmt.Sprintf("the GPU plan needs %s of device memory, %s has %s", plan.SizeText(gp.DeviceBytes), info.Name, plan.SizeText(info.DeviceMemory)))
-		return
-	case info.Unified && !p.Fits:
+	}
+	if g.dev.Info().Unified && !p.Fits {
 		g.drop("the memory plan with the GPU lines does not fit")
 		return
 	}
+	gp := g.status.Plan
 	g.dev.SetLimits(gp.DeviceBytes, gp.BankBytes)
 	err := m.SetBackend(g.dev, model.BackendOptions{OnFallback: func(err error) { g.drop("failed: " + err.Error()) }})
 	if err != nil {
@@ -155,6 +162,19 @@ func (g *gpuBackend) attach(m *model.Model, p *plan.Plan) {
 	g.status.Active = true
 	g.mu.Unlock()
 	g.report()
+}
+
+// misfit says why the GPU plan does not fit the device ("" when it does).
+// On unified memory the process plan decides, with the GPU lines in it.
+func (g *gpuBackend) misfit() string {
+	gp, info := g.status.Plan, g.dev.Info()
+	switch {
+	case gp == nil:
+		return "no GPU plan"
+	case !info.Unified && gp.DeviceBytes > info.DeviceMemory*19/20:
+		return fmt.Sprintf("the GPU plan needs %s of device memory, %s has %s", plan.SizeText(gp.DeviceBytes), info.Name, plan.SizeText(info.DeviceMemory))
+	}
+	return ""
 }
 
 // drop stops using the device, logging why. The device stays open until
@@ -175,7 +195,7 @@ func (g *gpuBackend) report() {
 	switch {
 	case st.Active:
 		fmt.Fprintf(g.log, "gpu: prefill on %s\n", st.Device)
-	case st.Mode == gpuOff:
+	case st.Mode == gpuOff, st.Mode == gpuAuto && !g.found:
 	default:
 		fmt.Fprintf(g.log, "gpu: not used (%s); prefill runs on the CPU\n", st.Reason)
 	}
@@ -197,4 +217,40 @@ func (g *gpuBackend) Close() {
 	if dev != nil {
 		dev.Close()
 	}
+}
+
+// inspectGPU says which device prefill of the model would run on and the
+// GPU plan at the default context, without loading the model.
+func inspectGPU(mode string, cfg *config.Config, w plan.Weights) gpuStatus {
+	g := openGPU(mode, nil)
+	defer g.Close()
+	if g.dev == nil {
+		return g.Status()
+	}
+	g.linesFor(cfg, w, min(plan.DefaultContext, cfg.MaxPositionEmbeddings), 0)
+	st := g.Status()
+	if reason := g.misfit(); reason != "" {
+		st.Reason = reason
+		return st
+	}
+	st.Active = true
+	return st
+}
+
+// printInspectGPU is the GPU line of spool inspect.
+func printInspectGPU(out io.Writer, st gpuStatus) error {
+	if !st.Active {
+		_, err := fmt.Fprintf(out, "gpu: not used (%s); prefill runs on the CPU\n", st.Reason)
+		return err
+	}
+	var parts []string
+	for _, it := range st.Plan.Items {
+		parts = append(parts, fmt.Sprintf("%s %s", it.Name, plan.SizeText(it.Bytes)))
+	}
+	where := "device memory"
+	if st.Device.Unified {
+		where = "memory shared with the host, in the process plan"
+	}
+	_, err := fmt.Fprintf(out, "gpu: prefill on %s; GPU plan %s of %s (%s)\n", st.Device, plan.SizeText(st.Plan.DeviceBytes), where, strings.Join(parts, ", "))
+	return err
 }

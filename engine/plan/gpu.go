@@ -28,6 +28,9 @@ const (
 	gpuBindingLimit int64 = 1<<32 - 1
 	// gpuAlign is the padding of each matrix in device memory.
 	gpuAlign int64 = 256
+	// gpuArenaBytes is the device buffer resident weights are allocated
+	// from (kernels/gpu arenaBytes): the last one is partly used.
+	gpuArenaBytes int64 = 256 << 20
 )
 
 // GPUOptions shape the GPU backend of a run.
@@ -76,8 +79,8 @@ func GPU(cfg *config.Config, w Weights, o GPUOptions) GPUPlan {
 		weights += layerBytes(cfg, cfg.SparseLayer[l], q4)
 		matrices += 8
 	}
-	weights += int64(matrices) * 2 * gpuAlign
-	weightDetail := fmt.Sprintf("attention projections, dense and shared MLPs and routers of %d layers, copied once into device memory", cfg.NumLayers)
+	weights += int64(matrices)*2*gpuAlign + gpuArenaBytes
+	weightDetail := fmt.Sprintf("attention projections, dense and shared MLPs and routers of %d layers, copied once into device memory (in %s buffers)", cfg.NumLayers, sizeText(gpuArenaBytes))
 	if o.InPlace {
 		weights = 0
 		weightDetail = "used in place: the device reads the mapped weights (unified memory, host import)"

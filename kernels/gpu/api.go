@@ -28,6 +28,11 @@ type Options struct {
 	// BankBytes bounds the expert bank, the routed experts copied in for
 	// one batch (0: what the budget and one binding allow).
 	BankBytes int64
+	// Tile fixes the matrix-product tile (outputs x rows: 64x16, 64x32,
+	// 64x64, 128x64 or 128x128) and TileK its depth (16 or 32) instead of
+	// the defaults; for benchmarks that compare them.
+	Tile  [2]int
+	TileK int
 }
 
 // Info describes the device in use.
@@ -194,4 +199,12 @@ func (l *MLP) check() error {
 			l.Gate.Rows, l.Gate.Cols, l.Up.Rows, l.Up.Cols, l.Down.Rows, l.Down.Cols)
 	}
 	return nil
+}
+
+// MatMulTiming is what BenchMatMul measures, in seconds per product: with
+// the rows' upload and the result's read-back (as MatMul runs), and the
+// matrix product alone (products recorded back to back in one submission).
+type MatMulTiming struct {
+	WithTransfers float64 `json:"with_transfers_seconds"`
+	Kernel        float64 `json:"kernel_seconds"`
 }

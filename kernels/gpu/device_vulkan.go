@@ -54,7 +54,8 @@ type Device struct {
 	dummy        *buffer
 	maxRange     int64
 	storageAlign int64
-	tileK        uint32 // gemm reduction depth per tile
+	tileK        uint32    // gemm reduction depth per tile
+	tileFixed    [2]uint32 // a fixed tile (Options.Tile), or zeros
 }
 
 // buffer is a Vulkan buffer and, for host-visible ones, its mapping.
@@ -140,8 +141,11 @@ func open(lib string, opts Options) (*Device, error) {
 		storageAlign: int64(ci.storage_align),
 		tileK:        16,
 	}
-	if v := os.Getenv("SPOOL_GPU_TILE_K"); v == "32" {
-		d.tileK = 32
+	if opts.TileK != 0 || opts.Tile != [2]int{} {
+		if err := d.setTile(opts.Tile, opts.TileK); err != nil {
+			d.Close()
+			return nil, err
+		}
 	}
 	if d.budget <= 0 {
 		d.budget = info.DeviceMemory
@@ -374,4 +378,22 @@ func (d *Device) arenaAlloc(n int64) (*buffer, int64, error) {
 	}
 	d.arenas = append(d.arenas, &arena{buf: b, next: n})
 	return b, 0, nil
+}
+
+func (d *Device) setTile(t [2]int, k int) error {
+	switch k {
+	case 0:
+	case 16, 32:
+		d.tileK = uint32(k)
+	default:
+		return fmt.Errorf("gpu: tile depth %d (want 16 or 32)", k)
+	}
+	switch t {
+	case [2]int{}:
+	case [2]int{64, 16}, [2]int{64, 32}, [2]int{64, 64}, [2]int{128, 64}, [2]int{128, 128}:
+		d.tileFixed = [2]uint32{uint32(t[0]), uint32(t[1])}
+	default:
+		return fmt.Errorf("gpu: tile %dx%d (want 64x16, 64x32, 64x64, 128x64 or 128x128)", t[0], t[1])
+	}
+	return nil
 }

@@ -213,6 +213,9 @@ func (o *op) gemm(g gemm) error {
 	}
 	m := g.w.m
 	bm, bn := tile(g.M, g.N)
+	if f := o.d.tileFixed; f[0] != 0 {
+		bm, bn = f[0], f[1]
+	}
 	trans := uint32(0)
 	if g.trans {
 		trans = 1
