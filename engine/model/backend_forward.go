@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/spoolhq/spool/engine/experts"
 	"github.com/spoolhq/spool/engine/kvcache"
@@ -39,24 +40,42 @@ func (m *Model) attentionOnBackend(y *layer, x []float32, rows []row, cacheOf fu
 	if err := b.MatMulMany(x, R, []*kernels.Matrix{y.qA, y.kvA}, [][]float32{cq, kv}); err != nil {
 		return nil, nil, &backendError{err}
 	}
-	for i := 0; i < R; i++ {
-		v := cq[i*c.QLoraRank : (i+1)*c.QLoraRank]
-		rmsNorm(v, v, y.qANorm, 1e-6)
-	}
+	// The norms and RoPE run on the CPU, row by row in parallel, with each
+	// row's rotations computed once for all its heads (the same values
+	// rope.apply computes).
+	half := dr / 2
+	rot := m.scratch.get(R * 2 * half)
+	defer m.scratch.put(rot)
+	parallelFor(R, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			cs := rot[i*2*half : (i+1)*2*half]
+			p := float32(rows[i].pos)
+			for j := 0; j < half; j++ {
+				angle := p * m.rope.invFreq[j]
+				cs[2*j] = float32(math.Cos(float64(angle)))
+				cs[2*j+1] = float32(math.Sin(float64(angle)))
+			}
+			v := cq[i*c.QLoraRank : (i+1)*c.QLoraRank]
+			rmsNorm(v, v, y.qANorm, 1e-6)
+			k := kv[i*W : (i+1)*W]
+			rmsNorm(k[:rkv], k[:rkv], y.kvANorm, 1e-6)
+			rotate(k[rkv:], cs)
+		}
+	})
 	q := m.scratch.get(R * nh * dq)
 	defer m.scratch.put(q)
 	if err := b.MatMulMany(cq, R, []*kernels.Matrix{y.qB}, [][]float32{q}); err != nil {
 		return nil, nil, &backendError{err}
 	}
-	for i, r := range rows {
-		for hd := 0; hd < nh; hd++ {
-			off := i*nh*dq + hd*dq + dn
-			m.rope.apply(q[off:off+dr], r.pos)
+	parallelFor(R, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			cs := rot[i*2*half : (i+1)*2*half]
+			for hd := 0; hd < nh; hd++ {
+				off := i*nh*dq + hd*dq + dn
+				rotate(q[off:off+dr], cs)
+			}
 		}
-		k := kv[i*W : (i+1)*W]
-		rmsNorm(k[:rkv], k[:rkv], y.kvANorm, 1e-6)
-		m.rope.apply(k[rkv:], r.pos)
-	}
+	})
 	var idxKeys []float32
 	if y.indexer != nil {
 		idxKeys = m.indexerKeys(y, x, rows)
@@ -102,6 +121,17 @@ func (m *Model) attentionOnBackend(y *layer, x []float32, rows []row, cacheOf fu
 		start = end
 	}
 	return out, sel, nil
+}
+
+// rotate applies RoPE to the interleaved pairs of x with the rotations cs
+// (cos, sin per pair), as rope.apply does.
+func rotate(x, cs []float32) {
+	for j := 0; j < len(cs)/2; j++ {
+		c, s := cs[2*j], cs[2*j+1]
+		a, b := x[2*j], x[2*j+1]
+		x[2*j] = a*c - b*s
+		x[2*j+1] = b*c + a*s
+	}
 }
 
 // mlpOnBackend is mlpForward on the backend: the dense MLP, or the router,

@@ -4,7 +4,8 @@ package gpu
 
 /*
 #cgo CFLAGS: -O2
-#cgo linux LDFLAGS: -ldl
+#cgo linux LDFLAGS: -ldl -lpthread
+#cgo darwin CFLAGS: -I/opt/homebrew/include -I/usr/local/include
 #include <stdlib.h>
 #include "vk.h"
 */

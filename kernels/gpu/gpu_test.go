@@ -129,6 +129,8 @@ func TestMatMulParity(t *testing.T) {
 		{kernels.Int8Row, 1030, 64, 0, 140, 0},
 		{kernels.F32, 19, 23, 0, 7, 0},
 		{kernels.F32, 1100, 40, 0, 130, 0},
+		// 16 MiB of weights: uploads split over several goroutines.
+		{kernels.Int8Row, 4096, 4099, 0, 2, 3},
 	}
 	for _, c := range cases {
 		name := fmt.Sprintf("%s_%dx%d_g%d_n%d_off%d", c.f, c.rows, c.cols, c.gs, c.n, c.offset)
@@ -321,8 +323,10 @@ func TestMoEParity(t *testing.T) {
 		{16, 8, 64, 32, 5, 0, kernels.Int4Row, true},
 		{64, 8, 256, 128, 37, 64, kernels.Int4Group, true},
 		{10, 3, 40, 24, 9, 0, kernels.Int8Row, false},
+		// Experts of 12 MiB: the staging ring copies them on several threads.
+		{4, 2, 4096, 1024, 3, 0, kernels.Int8Row, false},
 	} {
-		t.Run(fmt.Sprintf("E%d_k%d_%s", c.E, c.k, c.f), func(t *testing.T) { checkMoE(t, d, r, c) })
+		t.Run(fmt.Sprintf("E%d_k%d_%s_h%d", c.E, c.k, c.f, c.hidden), func(t *testing.T) { checkMoE(t, d, r, c) })
 	}
 }
 

@@ -4,6 +4,7 @@
 #include <vulkan/vulkan.h>
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -554,8 +555,9 @@ int spool_vk_buffer_import(spool_vk *v, void *ptr, uint64_t size, spool_vk_buffe
 	b->size = size;
 	VkResult r = import_buffer(v, ptr, size, 1, b);
 	if (r != VK_SUCCESS) {
-		// MoltenVK before 1.4.1 rejects buffers that declare the host
-		// handle type (MoltenVK#2619) but imports into plain buffers.
+		// Several MoltenVK releases reject buffers that declare the host
+		// handle type (MoltenVK#2619, #2806) but bind imported memory to
+		// plain buffers.
 		if (b->buffer) v->vkDestroyBuffer(v->device, b->buffer, NULL);
 		if (b->memory) v->vkFreeMemory(v->device, b->memory, NULL);
 		b->buffer = VK_NULL_HANDLE;
@@ -740,6 +742,53 @@ int spool_vk_dispatch(spool_vk *v, int pipeline, const spool_vk_bind *binds, int
 	return 0;
 }
 
+// Large copies into staging memory (uncached, write-combined on discrete
+// GPUs) run on several threads: one core writes such memory at a fraction
+// of what the bus takes.
+#define COPY_THREADS 8
+#define COPY_SPLIT (4u << 20)
+
+typedef struct {
+	char *dst;
+	const char *src;
+	size_t n;
+} copy_job;
+
+static void *copy_part(void *arg) {
+	copy_job *j = arg;
+	memcpy(j->dst, j->src, j->n);
+	return NULL;
+}
+
+static void parallel_memcpy(void *dst, const void *src, size_t n) {
+	size_t parts = n / COPY_SPLIT;
+	if (parts > COPY_THREADS) parts = COPY_THREADS;
+	if (parts < 2) {
+		memcpy(dst, src, n);
+		return;
+	}
+	copy_job jobs[COPY_THREADS];
+	pthread_t th[COPY_THREADS];
+	size_t chunk = (n / parts + 63) & ~(size_t)63, off = 0;
+	size_t started = 0;
+	for (size_t i = 0; i < parts && off < n; i++) {
+		size_t c = n - off < chunk ? n - off : chunk;
+		jobs[i] = (copy_job){(char *)dst + off, (const char *)src + off, c};
+		off += c;
+		if (i + 1 == parts || off == n) {
+			copy_part(&jobs[i]); // the last part on this thread
+			break;
+		}
+		if (pthread_create(&th[started], NULL, copy_part, &jobs[i]) != 0) {
+			copy_part(&jobs[i]);
+			continue;
+		}
+		started++;
+	}
+	if (off < n) memcpy((char *)dst + off, (const char *)src + off, n - off);
+	for (size_t i = 0; i < started; i++) pthread_join(th[i], NULL);
+}
+
 // The staging ring: two halves, each filled by memcpy while the other's
 // copies run. stage_fill is the fill of the current half.
 static int stage_switch(spool_vk *v) {
@@ -763,7 +812,7 @@ int spool_vk_stage(spool_vk *v, spool_vk_buffer *dst, uint64_t dst_off, const vo
 		stream_t *s = &v->stage[v->stage_half];
 		if ((e = begin(v, s))) return e;
 		uint64_t at = (uint64_t)v->stage_half * STAGE_HALF + v->stage_fill;
-		memcpy((char *)v->stage_map + at, p, c);
+		parallel_memcpy((char *)v->stage_map + at, p, c);
 		VkBufferCopy bc = {at, dst_off, c};
 		v->vkCmdCopyBuffer(s->cb, v->stage_buf->buffer, dst->buffer, 1, &bc);
 		// Keep the next piece 16-byte aligned in staging.
