@@ -1,135 +1,9 @@
 //go:build vulkan && cgo
 
-#define VK_NO_PROTOTYPES
-#include <vulkan/vulkan.h>
+// Instance, device and buffers.
+#include "vk_impl.h"
 
-#include <dlfcn.h>
-#include <pthread.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "vk.h"
-
-#define MAX_PIPELINES 256
-#define MAX_BIND 8
-#define POOL_SETS 1024
-#define STAGE_HALF (32u << 20)
-
-// The functions the backend calls, loaded through vkGetInstanceProcAddr.
-#define GLOBAL_FNS(X)                                                                                                  \
-	X(vkCreateInstance)                                                                                                \
-	X(vkEnumerateInstanceExtensionProperties)
-
-#define INSTANCE_FNS(X)                                                                                                \
-	X(vkDestroyInstance)                                                                                               \
-	X(vkEnumeratePhysicalDevices)                                                                                      \
-	X(vkGetPhysicalDeviceProperties)                                                                                   \
-	X(vkGetPhysicalDeviceProperties2)                                                                                  \
-	X(vkGetPhysicalDeviceQueueFamilyProperties)                                                                        \
-	X(vkGetPhysicalDeviceMemoryProperties)                                                                             \
-	X(vkEnumerateDeviceExtensionProperties)                                                                            \
-	X(vkCreateDevice)                                                                                                  \
-	X(vkGetDeviceProcAddr)
-
-#define DEVICE_FNS(X)                                                                                                  \
-	X(vkDestroyDevice)                                                                                                 \
-	X(vkDeviceWaitIdle)                                                                                                \
-	X(vkGetDeviceQueue)                                                                                                \
-	X(vkCreateBuffer)                                                                                                  \
-	X(vkDestroyBuffer)                                                                                                 \
-	X(vkGetBufferMemoryRequirements)                                                                                   \
-	X(vkAllocateMemory)                                                                                                \
-	X(vkFreeMemory)                                                                                                    \
-	X(vkBindBufferMemory)                                                                                              \
-	X(vkMapMemory)                                                                                                     \
-	X(vkCreateShaderModule)                                                                                            \
-	X(vkDestroyShaderModule)                                                                                           \
-	X(vkCreateDescriptorSetLayout)                                                                                     \
-	X(vkDestroyDescriptorSetLayout)                                                                                    \
-	X(vkCreatePipelineLayout)                                                                                          \
-	X(vkDestroyPipelineLayout)                                                                                         \
-	X(vkCreateComputePipelines)                                                                                        \
-	X(vkDestroyPipeline)                                                                                               \
-	X(vkCreateDescriptorPool)                                                                                          \
-	X(vkDestroyDescriptorPool)                                                                                         \
-	X(vkResetDescriptorPool)                                                                                           \
-	X(vkAllocateDescriptorSets)                                                                                        \
-	X(vkUpdateDescriptorSets)                                                                                          \
-	X(vkCreateCommandPool)                                                                                             \
-	X(vkDestroyCommandPool)                                                                                            \
-	X(vkAllocateCommandBuffers)                                                                                        \
-	X(vkBeginCommandBuffer)                                                                                            \
-	X(vkEndCommandBuffer)                                                                                              \
-	X(vkResetCommandBuffer)                                                                                            \
-	X(vkCmdBindPipeline)                                                                                               \
-	X(vkCmdBindDescriptorSets)                                                                                         \
-	X(vkCmdPushConstants)                                                                                              \
-	X(vkCmdDispatch)                                                                                                   \
-	X(vkCmdPipelineBarrier)                                                                                            \
-	X(vkCmdCopyBuffer)                                                                                                 \
-	X(vkCmdFillBuffer)                                                                                                 \
-	X(vkQueueSubmit)                                                                                                   \
-	X(vkCreateFence)                                                                                                   \
-	X(vkDestroyFence)                                                                                                  \
-	X(vkWaitForFences)                                                                                                 \
-	X(vkResetFences)
-
-#define DECLARE(name) PFN_##name name;
-
-typedef struct {
-	VkPipeline pipeline;
-	int nbind;
-} pipeline_t;
-
-// A command buffer with its fence (the stream uses one, the staging ring two).
-typedef struct {
-	VkCommandBuffer cb;
-	VkFence fence;
-	int recording, pending;
-} stream_t;
-
-struct spool_vk_buffer {
-	VkBuffer buffer;
-	VkDeviceMemory memory;
-	uint64_t size;
-};
-
-struct spool_vk {
-	void *lib;
-	PFN_vkGetInstanceProcAddr vkGetInstanceProcAddr;
-	GLOBAL_FNS(DECLARE)
-	INSTANCE_FNS(DECLARE)
-	DEVICE_FNS(DECLARE)
-	PFN_vkGetMemoryHostPointerPropertiesEXT vkGetMemoryHostPointerPropertiesEXT;
-
-	VkInstance instance;
-	VkPhysicalDevice phys;
-	VkDevice device;
-	VkQueue queue;
-	uint32_t queue_family;
-	VkPhysicalDeviceMemoryProperties mem;
-	spool_vk_info info;
-
-	VkDescriptorSetLayout set_layout[MAX_BIND + 1];
-	VkPipelineLayout pipe_layout[MAX_BIND + 1];
-	pipeline_t pipelines[MAX_PIPELINES];
-	int npipelines;
-
-	VkCommandPool pool;
-	VkDescriptorPool dpool;
-	stream_t main;
-	stream_t stage[2];
-	spool_vk_buffer *stage_buf;
-	void *stage_map;
-	int stage_half;
-	uint64_t stage_fill;
-
-	char err[512];
-};
-
-static int fail(spool_vk *v, VkResult r, const char *fmt, ...) {
+int vk_fail(spool_vk *v, VkResult r, const char *fmt, ...) {
 	va_list ap;
 	va_start(ap, fmt);
 	int n = vsnprintf(v->err, sizeof v->err, fmt, ap);
@@ -208,35 +82,35 @@ void spool_vk_close(spool_vk *v) {
 	free(v);
 }
 
-static int make_stream(spool_vk *v, stream_t *s) {
+int vk_make_stream(spool_vk *v, stream_t *s) {
 	VkCommandBufferAllocateInfo ai = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
 	ai.commandPool = v->pool;
 	ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
 	ai.commandBufferCount = 1;
 	VkResult r = v->vkAllocateCommandBuffers(v->device, &ai, &s->cb);
-	if (r != VK_SUCCESS) return fail(v, r, "vkAllocateCommandBuffers");
+	if (r != VK_SUCCESS) return vk_fail(v, r, "vkAllocateCommandBuffers");
 	VkFenceCreateInfo fi = {VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
 	r = v->vkCreateFence(v->device, &fi, NULL, &s->fence);
-	if (r != VK_SUCCESS) return fail(v, r, "vkCreateFence");
+	if (r != VK_SUCCESS) return vk_fail(v, r, "vkCreateFence");
 	return 0;
 }
 
 static int open_device(spool_vk *v, int device_index) {
 	uint32_t n = 0;
 	VkResult r = v->vkEnumeratePhysicalDevices(v->instance, &n, NULL);
-	if (r != VK_SUCCESS) return fail(v, r, "vkEnumeratePhysicalDevices");
-	if (n == 0) return fail(v, VK_SUCCESS, "the Vulkan loader lists no device");
+	if (r != VK_SUCCESS) return vk_fail(v, r, "vkEnumeratePhysicalDevices");
+	if (n == 0) return vk_fail(v, VK_SUCCESS, "the Vulkan loader lists no device");
 	VkPhysicalDevice pds[16];
 	if (n > 16) n = 16;
 	r = v->vkEnumeratePhysicalDevices(v->instance, &n, pds);
-	if (r != VK_SUCCESS && r != VK_INCOMPLETE) return fail(v, r, "vkEnumeratePhysicalDevices");
+	if (r != VK_SUCCESS && r != VK_INCOMPLETE) return vk_fail(v, r, "vkEnumeratePhysicalDevices");
 	v->info.devices = n;
 
 	int pick = -1;
 	if (device_index >= 0) {
-		if ((uint32_t)device_index >= n) return fail(v, VK_SUCCESS, "device %d requested, the loader lists %u", device_index, n);
+		if ((uint32_t)device_index >= n) return vk_fail(v, VK_SUCCESS, "device %d requested, the loader lists %u", device_index, n);
 		uint32_t fam;
-		if (!compute_family(v, pds[device_index], &fam)) return fail(v, VK_SUCCESS, "device %d has no compute queue", device_index);
+		if (!compute_family(v, pds[device_index], &fam)) return vk_fail(v, VK_SUCCESS, "device %d has no compute queue", device_index);
 		pick = device_index;
 	} else {
 		int best_rank = -1;
@@ -248,7 +122,7 @@ static int open_device(spool_vk *v, int device_index) {
 			int rank = type_rank(p.deviceType);
 			if (rank > best_rank) best_rank = rank, pick = (int)i;
 		}
-		if (pick < 0) return fail(v, VK_SUCCESS, "no Vulkan 1.1 device with a compute queue among %u", n);
+		if (pick < 0) return vk_fail(v, VK_SUCCESS, "no Vulkan 1.1 device with a compute queue among %u", n);
 	}
 	v->phys = pds[pick];
 	v->info.index = (uint32_t)pick;
@@ -256,12 +130,12 @@ static int open_device(spool_vk *v, int device_index) {
 
 	VkPhysicalDeviceProperties props;
 	v->vkGetPhysicalDeviceProperties(v->phys, &props);
-	if (props.apiVersion < VK_API_VERSION_1_1) return fail(v, VK_SUCCESS, "%s supports only Vulkan %u.%u", props.deviceName,
+	if (props.apiVersion < VK_API_VERSION_1_1) return vk_fail(v, VK_SUCCESS, "%s supports only Vulkan %u.%u", props.deviceName,
 	                                                      VK_API_VERSION_MAJOR(props.apiVersion), VK_API_VERSION_MINOR(props.apiVersion));
 	uint32_t ne = 0;
 	v->vkEnumerateDeviceExtensionProperties(v->phys, NULL, &ne, NULL);
 	VkExtensionProperties *exts = calloc(ne ? ne : 1, sizeof *exts);
-	if (!exts) return fail(v, VK_SUCCESS, "out of memory");
+	if (!exts) return vk_fail(v, VK_SUCCESS, "out of memory");
 	v->vkEnumerateDeviceExtensionProperties(v->phys, NULL, &ne, exts);
 	const char *enable[4];
 	uint32_t nenable = 0;
@@ -302,10 +176,10 @@ static int open_device(spool_vk *v, int device_index) {
 	di.enabledExtensionCount = nenable;
 	di.ppEnabledExtensionNames = enable;
 	r = v->vkCreateDevice(v->phys, &di, NULL, &v->device);
-	if (r != VK_SUCCESS) return fail(v, r, "vkCreateDevice on %s", props.deviceName);
+	if (r != VK_SUCCESS) return vk_fail(v, r, "vkCreateDevice on %s", props.deviceName);
 #define LOAD_DEVICE(name)                                                                                              \
 	v->name = (PFN_##name)v->vkGetDeviceProcAddr(v->device, #name);                                                    \
-	if (!v->name) return fail(v, VK_SUCCESS, "the driver lacks " #name);
+	if (!v->name) return vk_fail(v, VK_SUCCESS, "the driver lacks " #name);
 	DEVICE_FNS(LOAD_DEVICE)
 	if (import) {
 		v->vkGetMemoryHostPointerPropertiesEXT =
@@ -350,16 +224,16 @@ static int open_device(spool_vk *v, int device_index) {
 	pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
 	pi.queueFamilyIndex = v->queue_family;
 	r = v->vkCreateCommandPool(v->device, &pi, NULL, &v->pool);
-	if (r != VK_SUCCESS) return fail(v, r, "vkCreateCommandPool");
+	if (r != VK_SUCCESS) return vk_fail(v, r, "vkCreateCommandPool");
 	VkDescriptorPoolSize ps = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, POOL_SETS * MAX_BIND};
 	VkDescriptorPoolCreateInfo dpi = {VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
 	dpi.maxSets = POOL_SETS;
 	dpi.poolSizeCount = 1;
 	dpi.pPoolSizes = &ps;
 	r = v->vkCreateDescriptorPool(v->device, &dpi, NULL, &v->dpool);
-	if (r != VK_SUCCESS) return fail(v, r, "vkCreateDescriptorPool");
+	if (r != VK_SUCCESS) return vk_fail(v, r, "vkCreateDescriptorPool");
 	int e;
-	if ((e = make_stream(v, &v->main)) || (e = make_stream(v, &v->stage[0])) || (e = make_stream(v, &v->stage[1]))) return e;
+	if ((e = vk_make_stream(v, &v->main)) || (e = vk_make_stream(v, &v->stage[0])) || (e = vk_make_stream(v, &v->stage[1]))) return e;
 	void *map;
 	if ((e = spool_vk_buffer_create(v, 2 * (uint64_t)STAGE_HALF, SPOOL_MEM_UPLOAD, &v->stage_buf, &map))) return e;
 	v->stage_map = map;
@@ -376,18 +250,18 @@ int spool_vk_open(const char *loader, int device_index, spool_vk **out, char *er
 	int rc = 0;
 	v->lib = dlopen(loader, RTLD_NOW | RTLD_LOCAL);
 	if (!v->lib) {
-		rc = fail(v, VK_SUCCESS, "no Vulkan loader: %s", dlerror());
+		rc = vk_fail(v, VK_SUCCESS, "no Vulkan loader: %s", dlerror());
 		goto done;
 	}
 	v->vkGetInstanceProcAddr = (PFN_vkGetInstanceProcAddr)dlsym(v->lib, "vkGetInstanceProcAddr");
 	if (!v->vkGetInstanceProcAddr) {
-		rc = fail(v, VK_SUCCESS, "%s has no vkGetInstanceProcAddr", loader);
+		rc = vk_fail(v, VK_SUCCESS, "%s has no vkGetInstanceProcAddr", loader);
 		goto done;
 	}
 #define LOAD_GLOBAL(name)                                                                                              \
 	v->name = (PFN_##name)v->vkGetInstanceProcAddr(NULL, #name);                                                       \
 	if (!v->name) {                                                                                                    \
-		rc = fail(v, VK_SUCCESS, "the loader lacks " #name);                                                           \
+		rc = vk_fail(v, VK_SUCCESS, "the loader lacks " #name);                                                           \
 		goto done;                                                                                                     \
 	}
 	GLOBAL_FNS(LOAD_GLOBAL)
@@ -396,7 +270,7 @@ int spool_vk_open(const char *loader, int device_index, spool_vk **out, char *er
 	v->vkEnumerateInstanceExtensionProperties(NULL, &ne, NULL);
 	VkExtensionProperties *exts = calloc(ne ? ne : 1, sizeof *exts);
 	if (!exts) {
-		rc = fail(v, VK_SUCCESS, "out of memory");
+		rc = vk_fail(v, VK_SUCCESS, "out of memory");
 		goto done;
 	}
 	v->vkEnumerateInstanceExtensionProperties(NULL, &ne, exts);
@@ -422,13 +296,13 @@ int spool_vk_open(const char *loader, int device_index, spool_vk **out, char *er
 		r = v->vkCreateInstance(&ci, NULL, &v->instance);
 	}
 	if (r != VK_SUCCESS) {
-		rc = fail(v, r, "vkCreateInstance");
+		rc = vk_fail(v, r, "vkCreateInstance");
 		goto done;
 	}
 #define LOAD_INSTANCE(name)                                                                                            \
 	v->name = (PFN_##name)v->vkGetInstanceProcAddr(v->instance, #name);                                                \
 	if (!v->name) {                                                                                                    \
-		rc = fail(v, VK_SUCCESS, "the loader lacks " #name);                                                           \
+		rc = vk_fail(v, VK_SUCCESS, "the loader lacks " #name);                                                           \
 		goto done;                                                                                                     \
 	}
 	INSTANCE_FNS(LOAD_INSTANCE)
@@ -460,7 +334,7 @@ int spool_vk_buffer_create(spool_vk *v, uint64_t size, int kind, spool_vk_buffer
 	*out = NULL;
 	if (mapped) *mapped = NULL;
 	spool_vk_buffer *b = calloc(1, sizeof *b);
-	if (!b) return fail(v, VK_SUCCESS, "out of memory");
+	if (!b) return vk_fail(v, VK_SUCCESS, "out of memory");
 	b->size = size;
 	VkBufferCreateInfo bi = {VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
 	bi.size = size;
@@ -469,7 +343,7 @@ int spool_vk_buffer_create(spool_vk *v, uint64_t size, int kind, spool_vk_buffer
 	VkResult r = v->vkCreateBuffer(v->device, &bi, NULL, &b->buffer);
 	if (r != VK_SUCCESS) {
 		destroy_buffer(v, b);
-		return fail(v, r, "vkCreateBuffer of %llu bytes", (unsigned long long)size);
+		return vk_fail(v, r, "vkCreateBuffer of %llu bytes", (unsigned long long)size);
 	}
 	VkMemoryRequirements req;
 	v->vkGetBufferMemoryRequirements(v->device, b->buffer, &req);
@@ -490,7 +364,7 @@ int spool_vk_buffer_create(spool_vk *v, uint64_t size, int kind, spool_vk_buffer
 	}
 	if (t < 0) {
 		destroy_buffer(v, b);
-		return fail(v, VK_SUCCESS, "no memory type for a buffer of kind %d", kind);
+		return vk_fail(v, VK_SUCCESS, "no memory type for a buffer of kind %d", kind);
 	}
 	VkMemoryAllocateInfo ai = {VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
 	ai.allocationSize = req.size;
@@ -498,18 +372,18 @@ int spool_vk_buffer_create(spool_vk *v, uint64_t size, int kind, spool_vk_buffer
 	r = v->vkAllocateMemory(v->device, &ai, NULL, &b->memory);
 	if (r != VK_SUCCESS) {
 		destroy_buffer(v, b);
-		return fail(v, r, "vkAllocateMemory of %llu bytes", (unsigned long long)req.size);
+		return vk_fail(v, r, "vkAllocateMemory of %llu bytes", (unsigned long long)req.size);
 	}
 	r = v->vkBindBufferMemory(v->device, b->buffer, b->memory, 0);
 	if (r != VK_SUCCESS) {
 		destroy_buffer(v, b);
-		return fail(v, r, "vkBindBufferMemory");
+		return vk_fail(v, r, "vkBindBufferMemory");
 	}
 	if (kind != SPOOL_MEM_DEVICE && mapped) {
 		r = v->vkMapMemory(v->device, b->memory, 0, VK_WHOLE_SIZE, 0, mapped);
 		if (r != VK_SUCCESS) {
 			destroy_buffer(v, b);
-			return fail(v, r, "vkMapMemory");
+			return vk_fail(v, r, "vkMapMemory");
 		}
 	}
 	*out = b;
@@ -547,11 +421,11 @@ static VkResult import_buffer(spool_vk *v, void *ptr, uint64_t size, int declare
 
 int spool_vk_buffer_import(spool_vk *v, void *ptr, uint64_t size, spool_vk_buffer **out) {
 	*out = NULL;
-	if (!v->info.host_import) return fail(v, VK_SUCCESS, "host memory import is not available");
+	if (!v->info.host_import) return vk_fail(v, VK_SUCCESS, "host memory import is not available");
 	uint64_t a = v->info.import_align;
-	if (a && (((uintptr_t)ptr % a) || size % a)) return fail(v, VK_SUCCESS, "import of %p+%llu is not aligned to %llu", ptr, (unsigned long long)size, (unsigned long long)a);
+	if (a && (((uintptr_t)ptr % a) || size % a)) return vk_fail(v, VK_SUCCESS, "import of %p+%llu is not aligned to %llu", ptr, (unsigned long long)size, (unsigned long long)a);
 	spool_vk_buffer *b = calloc(1, sizeof *b);
-	if (!b) return fail(v, VK_SUCCESS, "out of memory");
+	if (!b) return vk_fail(v, VK_SUCCESS, "out of memory");
 	b->size = size;
 	VkResult r = import_buffer(v, ptr, size, 1, b);
 	if (r != VK_SUCCESS) {
@@ -566,7 +440,7 @@ int spool_vk_buffer_import(spool_vk *v, void *ptr, uint64_t size, spool_vk_buffe
 	}
 	if (r != VK_SUCCESS) {
 		destroy_buffer(v, b);
-		return fail(v, r, "import of %llu host bytes", (unsigned long long)size);
+		return vk_fail(v, r, "import of %llu host bytes", (unsigned long long)size);
 	}
 	*out = b;
 	return 0;
@@ -574,260 +448,3 @@ int spool_vk_buffer_import(spool_vk *v, void *ptr, uint64_t size, spool_vk_buffe
 
 void spool_vk_buffer_destroy(spool_vk *v, spool_vk_buffer *b) { destroy_buffer(v, b); }
 
-static int layouts(spool_vk *v, int nbind) {
-	if (v->pipe_layout[nbind]) return 0;
-	VkDescriptorSetLayoutBinding bs[MAX_BIND];
-	for (int i = 0; i < nbind; i++) {
-		bs[i] = (VkDescriptorSetLayoutBinding){(uint32_t)i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, NULL};
-	}
-	VkDescriptorSetLayoutCreateInfo li = {VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
-	li.bindingCount = (uint32_t)nbind;
-	li.pBindings = bs;
-	VkResult r = v->vkCreateDescriptorSetLayout(v->device, &li, NULL, &v->set_layout[nbind]);
-	if (r != VK_SUCCESS) return fail(v, r, "vkCreateDescriptorSetLayout");
-	VkPushConstantRange pr = {VK_SHADER_STAGE_COMPUTE_BIT, 0, 128};
-	VkPipelineLayoutCreateInfo pli = {VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
-	pli.setLayoutCount = 1;
-	pli.pSetLayouts = &v->set_layout[nbind];
-	pli.pushConstantRangeCount = 1;
-	pli.pPushConstantRanges = &pr;
-	r = v->vkCreatePipelineLayout(v->device, &pli, NULL, &v->pipe_layout[nbind]);
-	if (r != VK_SUCCESS) return fail(v, r, "vkCreatePipelineLayout");
-	return 0;
-}
-
-int spool_vk_pipeline(spool_vk *v, const uint32_t *code, size_t code_bytes, int nbind, const uint32_t *spec, int nspec,
-                      int *out_id) {
-	if (nbind < 1 || nbind > MAX_BIND) return fail(v, VK_SUCCESS, "a pipeline takes 1 to %d buffers, not %d", MAX_BIND, nbind);
-	if (v->npipelines == MAX_PIPELINES) return fail(v, VK_SUCCESS, "more than %d pipelines", MAX_PIPELINES);
-	if (nspec > 16) return fail(v, VK_SUCCESS, "more than 16 specialization constants");
-	int e = layouts(v, nbind);
-	if (e) return e;
-	VkShaderModuleCreateInfo si = {VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
-	si.codeSize = code_bytes;
-	si.pCode = code;
-	VkShaderModule mod;
-	VkResult r = v->vkCreateShaderModule(v->device, &si, NULL, &mod);
-	if (r != VK_SUCCESS) return fail(v, r, "vkCreateShaderModule");
-	VkSpecializationMapEntry entries[16];
-	for (int i = 0; i < nspec; i++) entries[i] = (VkSpecializationMapEntry){(uint32_t)i, (uint32_t)(4 * i), 4};
-	VkSpecializationInfo spi = {(uint32_t)nspec, entries, (size_t)(4 * nspec), spec};
-	VkComputePipelineCreateInfo ci = {VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
-	ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
-	ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-	ci.stage.module = mod;
-	ci.stage.pName = "main";
-	ci.stage.pSpecializationInfo = nspec ? &spi : NULL;
-	ci.layout = v->pipe_layout[nbind];
-	VkPipeline p;
-	r = v->vkCreateComputePipelines(v->device, VK_NULL_HANDLE, 1, &ci, NULL, &p);
-	v->vkDestroyShaderModule(v->device, mod, NULL);
-	if (r != VK_SUCCESS) return fail(v, r, "vkCreateComputePipelines");
-	v->pipelines[v->npipelines] = (pipeline_t){p, nbind};
-	*out_id = v->npipelines++;
-	return 0;
-}
-
-static int begin(spool_vk *v, stream_t *s) {
-	if (s->recording) return 0;
-	VkCommandBufferBeginInfo bi = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-	bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-	VkResult r = v->vkBeginCommandBuffer(s->cb, &bi);
-	if (r != VK_SUCCESS) return fail(v, r, "vkBeginCommandBuffer");
-	s->recording = 1;
-	return 0;
-}
-
-// run submits s, which must be recording; finish waits for it.
-static int run(spool_vk *v, stream_t *s) {
-	VkResult r = v->vkEndCommandBuffer(s->cb);
-	s->recording = 0;
-	if (r != VK_SUCCESS) return fail(v, r, "vkEndCommandBuffer");
-	VkSubmitInfo si = {VK_STRUCTURE_TYPE_SUBMIT_INFO};
-	si.commandBufferCount = 1;
-	si.pCommandBuffers = &s->cb;
-	r = v->vkQueueSubmit(v->queue, 1, &si, s->fence);
-	if (r != VK_SUCCESS) return fail(v, r, "vkQueueSubmit");
-	s->pending = 1;
-	return 0;
-}
-
-static int finish(spool_vk *v, stream_t *s) {
-	if (!s->pending) return 0;
-	VkResult r = v->vkWaitForFences(v->device, 1, &s->fence, VK_TRUE, UINT64_MAX);
-	s->pending = 0;
-	if (r != VK_SUCCESS) return fail(v, r, "vkWaitForFences");
-	r = v->vkResetFences(v->device, 1, &s->fence);
-	if (r != VK_SUCCESS) return fail(v, r, "vkResetFences");
-	r = v->vkResetCommandBuffer(s->cb, 0);
-	if (r != VK_SUCCESS) return fail(v, r, "vkResetCommandBuffer");
-	return 0;
-}
-
-int spool_vk_submit(spool_vk *v) {
-	if (!v->main.recording) return 0;
-	int e = run(v, &v->main);
-	if (!e) e = finish(v, &v->main);
-	VkResult r = v->vkResetDescriptorPool(v->device, v->dpool, 0);
-	if (!e && r != VK_SUCCESS) e = fail(v, r, "vkResetDescriptorPool");
-	return e;
-}
-
-int spool_vk_barrier(spool_vk *v) {
-	int e = begin(v, &v->main);
-	if (e) return e;
-	VkMemoryBarrier mb = {VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-	mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-	mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-	VkPipelineStageFlags st = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
-	v->vkCmdPipelineBarrier(v->main.cb, st, st, 0, 1, &mb, 0, NULL, 0, NULL);
-	return 0;
-}
-
-int spool_vk_copy(spool_vk *v, spool_vk_buffer *src, uint64_t src_off, spool_vk_buffer *dst, uint64_t dst_off, uint64_t n) {
-	if (n == 0) return 0;
-	int e = begin(v, &v->main);
-	if (e) return e;
-	VkBufferCopy c = {src_off, dst_off, n};
-	v->vkCmdCopyBuffer(v->main.cb, src->buffer, dst->buffer, 1, &c);
-	return 0;
-}
-
-int spool_vk_fill(spool_vk *v, spool_vk_buffer *dst, uint64_t off, uint64_t n, uint32_t value) {
-	if (n == 0) return 0;
-	int e = begin(v, &v->main);
-	if (e) return e;
-	v->vkCmdFillBuffer(v->main.cb, dst->buffer, off, n, value);
-	return 0;
-}
-
-int spool_vk_dispatch(spool_vk *v, int pipeline, const spool_vk_bind *binds, int nbind, const void *push, uint32_t push_len,
-                      uint32_t gx, uint32_t gy, uint32_t gz) {
-	if (pipeline < 0 || pipeline >= v->npipelines) return fail(v, VK_SUCCESS, "no pipeline %d", pipeline);
-	pipeline_t *p = &v->pipelines[pipeline];
-	if (nbind != p->nbind) return fail(v, VK_SUCCESS, "pipeline %d takes %d buffers, got %d", pipeline, p->nbind, nbind);
-	if (push_len > 128) return fail(v, VK_SUCCESS, "push constants of %u bytes", push_len);
-	if (gx == 0 || gy == 0 || gz == 0) return 0;
-	int e = begin(v, &v->main);
-	if (e) return e;
-	VkDescriptorSetAllocateInfo ai = {VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
-	ai.descriptorPool = v->dpool;
-	ai.descriptorSetCount = 1;
-	ai.pSetLayouts = &v->set_layout[nbind];
-	VkDescriptorSet set;
-	VkResult r = v->vkAllocateDescriptorSets(v->device, &ai, &set);
-	if (r == VK_ERROR_OUT_OF_POOL_MEMORY || r == VK_ERROR_FRAGMENTED_POOL) {
-		// The pool is full: run what was recorded, then start over.
-		if ((e = spool_vk_submit(v)) || (e = begin(v, &v->main))) return e;
-		r = v->vkAllocateDescriptorSets(v->device, &ai, &set);
-	}
-	if (r != VK_SUCCESS) return fail(v, r, "vkAllocateDescriptorSets");
-	VkDescriptorBufferInfo bi[MAX_BIND];
-	VkWriteDescriptorSet w[MAX_BIND];
-	for (int i = 0; i < nbind; i++) {
-		bi[i] = (VkDescriptorBufferInfo){binds[i].buf->buffer, binds[i].offset, binds[i].range};
-		w[i] = (VkWriteDescriptorSet){VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-		w[i].dstSet = set;
-		w[i].dstBinding = (uint32_t)i;
-		w[i].descriptorCount = 1;
-		w[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-		w[i].pBufferInfo = &bi[i];
-	}
-	v->vkUpdateDescriptorSets(v->device, (uint32_t)nbind, w, 0, NULL);
-	VkCommandBuffer cb = v->main.cb;
-	v->vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipeline);
-	v->vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, v->pipe_layout[nbind], 0, 1, &set, 0, NULL);
-	if (push_len) v->vkCmdPushConstants(cb, v->pipe_layout[nbind], VK_SHADER_STAGE_COMPUTE_BIT, 0, push_len, push);
-	v->vkCmdDispatch(cb, gx, gy, gz);
-	return 0;
-}
-
-// Large copies into staging memory (uncached, write-combined on discrete
-// GPUs) run on several threads: one core writes such memory at a fraction
-// of what the bus takes.
-#define COPY_THREADS 8
-#define COPY_SPLIT (4u << 20)
-
-typedef struct {
-	char *dst;
-	const char *src;
-	size_t n;
-} copy_job;
-
-static void *copy_part(void *arg) {
-	copy_job *j = arg;
-	memcpy(j->dst, j->src, j->n);
-	return NULL;
-}
-
-static void parallel_memcpy(void *dst, const void *src, size_t n) {
-	size_t parts = n / COPY_SPLIT;
-	if (parts > COPY_THREADS) parts = COPY_THREADS;
-	if (parts < 2) {
-		memcpy(dst, src, n);
-		return;
-	}
-	copy_job jobs[COPY_THREADS];
-	pthread_t th[COPY_THREADS];
-	size_t chunk = (n / parts + 63) & ~(size_t)63, off = 0;
-	size_t started = 0;
-	for (size_t i = 0; i < parts && off < n; i++) {
-		size_t c = n - off < chunk ? n - off : chunk;
-		jobs[i] = (copy_job){(char *)dst + off, (const char *)src + off, c};
-		off += c;
-		if (i + 1 == parts || off == n) {
-			copy_part(&jobs[i]); // the last part on this thread
-			break;
-		}
-		if (pthread_create(&th[started], NULL, copy_part, &jobs[i]) != 0) {
-			copy_part(&jobs[i]);
-			continue;
-		}
-		started++;
-	}
-	if (off < n) memcpy((char *)dst + off, (const char *)src + off, n - off);
-	for (size_t i = 0; i < started; i++) pthread_join(th[i], NULL);
-}
-
-// The staging ring: two halves, each filled by memcpy while the other's
-// copies run. stage_fill is the fill of the current half.
-static int stage_switch(spool_vk *v) {
-	stream_t *s = &v->stage[v->stage_half];
-	int e = 0;
-	if (s->recording) e = run(v, s);
-	v->stage_half ^= 1;
-	v->stage_fill = 0;
-	// The other half's previous copies must be done before memcpy reuses it.
-	int e2 = finish(v, &v->stage[v->stage_half]);
-	return e ? e : e2;
-}
-
-int spool_vk_stage(spool_vk *v, spool_vk_buffer *dst, uint64_t dst_off, const void *src, uint64_t n) {
-	const char *p = src;
-	int e = 0;
-	while (n > 0) {
-		if (v->stage_fill == STAGE_HALF && (e = stage_switch(v))) return e;
-		uint64_t c = STAGE_HALF - v->stage_fill;
-		if (c > n) c = n;
-		stream_t *s = &v->stage[v->stage_half];
-		if ((e = begin(v, s))) return e;
-		uint64_t at = (uint64_t)v->stage_half * STAGE_HALF + v->stage_fill;
-		parallel_memcpy((char *)v->stage_map + at, p, c);
-		VkBufferCopy bc = {at, dst_off, c};
-		v->vkCmdCopyBuffer(s->cb, v->stage_buf->buffer, dst->buffer, 1, &bc);
-		// Keep the next piece 16-byte aligned in staging.
-		v->stage_fill += (c + 15) & ~(uint64_t)15;
-		if (v->stage_fill > STAGE_HALF) v->stage_fill = STAGE_HALF;
-		p += c, dst_off += c, n -= c;
-	}
-	return 0;
-}
-
-int spool_vk_stage_flush(spool_vk *v) {
-	stream_t *s = &v->stage[v->stage_half];
-	int e = 0;
-	if (s->recording) e = run(v, s);
-	int e0 = finish(v, &v->stage[0]), e1 = finish(v, &v->stage[1]);
-	v->stage_fill = 0;
-	return e ? e : e0 ? e0 : e1;
-}
