@@ -19,6 +19,7 @@ func newBenchCmd() *cobra.Command {
 	}
 	cmd.AddCommand(newBenchKernelsCmd())
 	cmd.AddCommand(newBenchStreamCmd())
+	cmd.AddCommand(newBenchPromptCacheCmd())
 	cmd.AddCommand(newBenchGPUCmd())
 	return cmd
 }

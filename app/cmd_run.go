@@ -75,25 +75,27 @@ func newRunCmd() *cobra.Command {
 
 // runResult is the --json output of spool run.
 type runResult struct {
-	Model                  string    `json:"model"`
-	PromptTokens           int       `json:"prompt_tokens"`
-	CompletionTokens       int       `json:"completion_tokens"`
-	TokenIDs               []int     `json:"token_ids"`
-	Text                   string    `json:"text"`
-	FinishReason           string    `json:"finish_reason"`
-	StopToken              *int      `json:"stop_token,omitempty"`
-	Seed                   uint64    `json:"seed"`
-	Temperature            float64   `json:"temperature"`
-	LoadSeconds            float64   `json:"load_seconds"`
-	PrefillSeconds         float64   `json:"prefill_seconds"`
-	PrefillTokensPerSecond float64   `json:"prefill_tokens_per_second"`
-	DecodeSeconds          float64   `json:"decode_seconds"`
-	DecodeTokensPerSecond  float64   `json:"decode_tokens_per_second"`
-	MTP                    bool      `json:"mtp"`
-	DraftsProposed         int       `json:"mtp_drafts_proposed"`
-	DraftsAccepted         int       `json:"mtp_drafts_accepted"`
-	DSA                    bool      `json:"dsa"`
-	GPU                    gpuStatus `json:"gpu"`
+	Model                  string  `json:"model"`
+	PromptTokens           int     `json:"prompt_tokens"`
+	CompletionTokens       int     `json:"completion_tokens"`
+	TokenIDs               []int   `json:"token_ids"`
+	Text                   string  `json:"text"`
+	FinishReason           string  `json:"finish_reason"`
+	StopToken              *int    `json:"stop_token,omitempty"`
+	Seed                   uint64  `json:"seed"`
+	Temperature            float64 `json:"temperature"`
+	LoadSeconds            float64 `json:"load_seconds"`
+	PrefillSeconds         float64 `json:"prefill_seconds"`
+	PrefillTokensPerSecond float64 `json:"prefill_tokens_per_second"`
+	DecodeSeconds          float64 `json:"decode_seconds"`
+	DecodeTokensPerSecond  float64 `json:"decode_tokens_per_second"`
+	MTP                    bool    `json:"mtp"`
+	DraftsProposed         int     `json:"mtp_drafts_proposed"`
+	DraftsAccepted         int     `json:"mtp_drafts_accepted"`
+	DSA                    bool    `json:"dsa"`
+
+	// GPU says where prefill ran and why.
+	GPU gpuStatus `json:"gpu"`
 }
 
 func runRun(cmd *cobra.Command, f *runFlags) error {
