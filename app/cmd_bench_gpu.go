@@ -8,7 +8,9 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -80,6 +82,7 @@ func newBenchGPUCmd() *cobra.Command {
 		skipCPU  bool
 		mem      memoryFlags
 		tiles    bool
+		profile  string
 	)
 	cmd := &cobra.Command{
 		Use:   "gpu --model DIR",
@@ -102,7 +105,7 @@ which copies about every expert of a layer once per chunk.`,
 			if tokens <= 0 || chunk <= 0 {
 				return fmt.Errorf("--tokens and --chunk must be positive, got %d and %d", tokens, chunk)
 			}
-			res, err := benchGPU(cmd.Context(), modelDir, tokens, chunk, seed, !skipCPU, tiles, &mem, cmd.ErrOrStderr())
+			res, err := benchGPU(cmd.Context(), modelDir, tokens, chunk, seed, !skipCPU, tiles, profile, &mem, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -120,6 +123,7 @@ which copies about every expert of a layer once per chunk.`,
 	fl.BoolVar(&asJSON, "json", false, "print one JSON object")
 	fl.BoolVar(&skipCPU, "no-cpu", false, "skip the CPU prefill (the kernel comparison still runs)")
 	fl.BoolVar(&tiles, "tiles", false, "time every matrix-product tile on the kernel shapes")
+	fl.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the GPU prefill to this file")
 	mem.register(fl)
 	cmd.MarkFlagRequired("model")
 	return cmd
@@ -148,7 +152,7 @@ func (s *countingSource) reset() (acquires, asked int) {
 	return a, n
 }
 
-func benchGPU(ctx context.Context, dir string, tokens, chunk int, seed uint64, withCPU, tiles bool, mem *memoryFlags, log io.Writer) (*gpuBenchResult, error) {
+func benchGPU(ctx context.Context, dir string, tokens, chunk int, seed uint64, withCPU, tiles bool, profile string, mem *memoryFlags, log io.Writer) (*gpuBenchResult, error) {
 	d, err := modeldir.OpenHeaders(dir)
 	if err != nil {
 		return nil, err
@@ -244,7 +248,12 @@ func benchGPU(ctx context.Context, dir string, tokens, chunk int, seed uint64, w
 	}
 	counter.reset()
 	fmt.Fprintf(log, "bench gpu: GPU prefill of %d tokens\n", tokens)
+	stop, err := startProfile(profile)
+	if err != nil {
+		return nil, err
+	}
 	secs, gpuLast, err := timePrefill(ctx, m, prompt, chunk)
+	stop()
 	if err != nil {
 		return nil, err
 	}
@@ -269,6 +278,26 @@ func benchGPU(ctx context.Context, dir string, tokens, chunk int, seed uint64, w
 		res.ProjectedUniformTokensPerSecond = float64(tokens) / (secs + max(0, extra)/res.UploadBytesPerSecond)
 	}
 	return res, nil
+}
+
+// startProfile starts a CPU profile into path ("" profiles nothing) and
+// returns the function that stops it.
+func startProfile(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // timePrefill prefills prompt into a fresh sequence in chunks and returns

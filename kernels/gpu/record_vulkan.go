@@ -147,12 +147,12 @@ func (o *op) finish(outs ...transfer) error {
 // parallelCopyMin is the smallest copy split over goroutines: staging
 // memory is written through uncached (write-combined) mappings, whose
 // throughput grows with the writing cores.
-const parallelCopyMin = 4 << 20
+const parallelCopyMin = 2 << 20
 
 // parallelCopy copies src into dst (of the same length) on up to 8
 // goroutines.
 func parallelCopy(dst, src []byte) {
-	parts := min(8, runtime.GOMAXPROCS(0), len(src)/(parallelCopyMin/4))
+	parts := min(8, runtime.GOMAXPROCS(0), len(src)/(1<<20))
 	if len(src) < parallelCopyMin || parts <= 1 {
 		copy(dst, src)
 		return

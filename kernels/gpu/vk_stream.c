@@ -175,7 +175,7 @@ int spool_vk_dispatch(spool_vk *v, int pipeline, const spool_vk_bind *binds, int
 // GPUs) run on several threads: one core writes such memory at a fraction
 // of what the bus takes.
 #define COPY_THREADS 8
-#define COPY_SPLIT (4u << 20)
+#define COPY_SPLIT (1u << 20)
 
 typedef struct {
 	char *dst;
