@@ -124,9 +124,6 @@ type Attention struct {
 	Keys [][]int
 }
 
-// Rows is the number of query rows.
-func (a *Attention) Rows() int { return len(a.Last) }
-
 func (a *Attention) check(out []float32) error {
 	S := len(a.Last)
 	dq, w := a.Nope+a.Rope, a.Latent+a.Rope

@@ -41,13 +41,10 @@ type Device struct {
 	scoreBytes   int64
 	bankBytes    int64
 
-	pipes map[pipeKey]C.int
-	kept  map[weightKey]*placed // resident weights (Keep)
-	// keptBytes counts device memory the resident weights take (0 for
-	// weights used in place).
-	keptBytes int64
-	arenas    []*arena
-	imports   []hostImport // host ranges imported in place
+	pipes   map[pipeKey]C.int
+	kept    map[weightKey]*placed // resident weights (Keep)
+	arenas  []*arena
+	imports []hostImport // host ranges imported in place
 
 	work         *buffer // device scratch of the running operation
 	up, down     *buffer // host-visible staging of activations
@@ -339,13 +336,6 @@ func (d *Device) SetLimits(budget, bankBytes int64) {
 	if bankBytes > 0 {
 		d.bankBytes = bankBytes
 	}
-}
-
-// KeptBytes is the device memory the kept weights take.
-func (d *Device) KeptBytes() int64 {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.keptBytes
 }
 
 // importHost wraps host memory [p, p+size) (aligned) as a buffer.

@@ -16,7 +16,6 @@ func Open(Options) (*Device, error) { return nil, ErrUnavailable }
 func (d *Device) Info() Info                    { return Info{} }
 func (d *Device) Close()                        {}
 func (d *Device) Keep(...*kernels.Matrix) error { return ErrUnavailable }
-func (d *Device) KeptBytes() int64              { return 0 }
 func (d *Device) SetLimits(int64, int64)        {}
 func (d *Device) MatMul(_ []float32, _ *kernels.Matrix, _ []float32, _ int) error {
 	return ErrUnavailable

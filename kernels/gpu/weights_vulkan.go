@@ -102,7 +102,6 @@ func (d *Device) place(m *kernels.Matrix) (*placed, error) {
 	if err := d.upload(buf, off+dn, scales); err != nil {
 		return nil, err
 	}
-	d.keptBytes += need
 	p := &placed{m: m, data: binding{buf, off, dn}, scales: binding{d.dummy, 0, align}}
 	if len(scales) > 0 {
 		p.scales = binding{buf, off + dn, need - dn}
