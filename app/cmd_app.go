@@ -23,6 +23,7 @@ type appFlags struct {
 	apiKey   string
 	memory   string
 	context  int
+	gpu      gpuFlag
 }
 
 func newAppCmd() *cobra.Command {
@@ -53,6 +54,7 @@ memory budget, context) apply at the next start; flags override them.`,
 	fl.StringVar(&f.apiKey, "api-key", "", "require this API key (default: the saved setting or $SPOOL_API_KEY)")
 	fl.StringVar(&f.memory, "memory", "", "memory budget, e.g. 24GiB (default: the saved setting or the machine's memory)")
 	fl.IntVar(&f.context, "context", 0, "context length per sequence in tokens (default: the saved setting or 4096)")
+	f.gpu.register(fl)
 	return cmd
 }
 
@@ -85,6 +87,10 @@ func newAppRuntime(f *appFlags, stderr io.Writer) (*appRuntime, error) {
 // config reads the saved settings and applies the flags over them.
 func (rt *appRuntime) config() (hostConfig, error) {
 	f := &rt.flags
+	gpuMode, err := f.gpu.check()
+	if err != nil {
+		return hostConfig{}, err
+	}
 	s, err := loadSettings(rt.settings)
 	if err != nil {
 		fmt.Fprintf(rt.stderr, "spool: ignoring the saved settings: %v\n", err)
@@ -119,6 +125,7 @@ func (rt *appRuntime) config() (hostConfig, error) {
 		Memory:    memoryFlags{memory: s.Memory},
 		Context:   s.Context,
 		UsagePath: usagePath(dir),
+		GPU:       gpuMode,
 	}, nil
 }
 
