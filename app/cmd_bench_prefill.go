@@ -34,6 +34,10 @@ type prefillBench struct {
 	DSA       bool `json:"dsa"`
 	// Threads is the CPU worker goroutines (GOMAXPROCS).
 	Threads int `json:"threads"`
+	// Warm says each leg prefilled the prompt once, untimed, before its
+	// timed run (--warm): the expert cache holds what the prompt routes to
+	// (as far as it can) and the GPU's pipelines are built.
+	Warm bool `json:"warm"`
 
 	Streamed           bool  `json:"streamed"`
 	DirectIO           bool  `json:"direct_io"`
@@ -108,6 +112,7 @@ type prefillFlags struct {
 	stream     bool
 	allKeys    bool
 	gpu        gpuFlag
+	warm       bool
 	repeat     int
 	seed       uint64
 	asJSON     bool
@@ -137,6 +142,12 @@ when a GPU whose memory holds the plan's GPU lines is found (not a CPU
 implementation of Vulkan), on requires one (lavapipe counts) and fails
 without it, off runs the CPU alone. gpu_speedup is the CPU time over the
 GPU time; the gpu object names the device and its memory lines.
+
+Each run starts from a freshly loaded model with a cold expert cache, so a
+leg's time includes reading the experts the prompt routes to. --warm first
+prefills the prompt once, untimed, on the loaded model: the timed run then
+measures compute with the experts cached (as far as the cache holds them)
+and the GPU's pipelines built.
 
 Use the gen-bench model for real I/O and the sparse-files skeleton for the
 real geometry.`,
@@ -188,6 +199,7 @@ real geometry.`,
 	fl.BoolVar(&f.stream, "stream", false, "stream experts from disk even when the plan could keep them all")
 	fl.BoolVar(&f.allKeys, "compare-all-keys", false, "also run the prefill with every key computed on DSA layers and report the speedup")
 	fl.StringVar(&f.gpu.mode, "gpu", gpuAuto, "also run the prefill on the GPU and report the speedup: auto (when a GPU, not a CPU Vulkan device, holds the plan), on (any Vulkan device; fail without one), off")
+	fl.BoolVar(&f.warm, "warm", false, "prefill the prompt once, untimed, before each timed run (warm expert cache and GPU pipelines)")
 	fl.IntVar(&f.repeat, "repeat", 1, "runs of each leg (alternated; the fastest counts)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the prompt ids")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object")
@@ -214,7 +226,7 @@ func runPrefillBench(ctx context.Context, dir string, f *prefillFlags) (*prefill
 		return nil, err
 	}
 	res := &prefillBench{
-		Model: dir, PromptTokens: f.tokens, Context: f.context, ChunkRows: p.PrefillChunk, Threads: runtime.GOMAXPROCS(0), GPU: status,
+		Model: dir, PromptTokens: f.tokens, Context: f.context, ChunkRows: p.PrefillChunk, Threads: runtime.GOMAXPROCS(0), GPU: status, Warm: f.warm,
 		CacheSlotsPerLayer: p.CacheSlotsPerLayer, ExpertLayers: p.ExpertLayers, ExpertsPerLayer: p.ExpertsPerLayer,
 		RoutedBytes: p.RoutedBytes, PlannedProcessBytes: p.PlannedProcessBytes,
 	}
@@ -369,12 +381,18 @@ func (b *prefillRun) run(ctx context.Context, mode prefillMode, first bool) erro
 	}
 	res.DSA = m.HasDSA()
 	res.AttentionWorkspaceBytes = m.AttentionWorkspaceBytes()
+	params := generate.Params{MaxTokens: 1, PrefillChunk: p.PrefillChunk}
+	if f.warm {
+		if _, err := generate.Generate(ctx, m, m.NewSequence(f.context), prompt, params, nil); err != nil {
+			return err
+		}
+	}
 	if src != nil {
 		res.Streamed, res.DirectIO = true, src.Direct()
 		src.ResetTurn()
 		src.HitBitmap()
 	}
-	out, err := generate.Generate(ctx, m, m.NewSequence(f.context), prompt, generate.Params{MaxTokens: 1, PrefillChunk: p.PrefillChunk}, nil)
+	out, err := generate.Generate(ctx, m, m.NewSequence(f.context), prompt, params, nil)
 	if err != nil {
 		return err
 	}
@@ -486,7 +504,7 @@ func printPrefillBench(cmd *cobra.Command, r *prefillBench, asJSON bool) error {
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "model\t%s (%d expert layers x %d experts, DSA %v)\n", r.Model, r.ExpertLayers, r.ExpertsPerLayer, r.DSA)
-	fmt.Fprintf(tw, "prompt\t%d tokens, context %d, chunks of %d rows\n", r.PromptTokens, r.Context, r.ChunkRows)
+	fmt.Fprintf(tw, "prompt\t%d tokens, context %d, chunks of %d rows, warm %v\n", r.PromptTokens, r.Context, r.ChunkRows, r.Warm)
 	leg := func(name string, l *prefillLeg) {
 		fmt.Fprintf(tw, "%s\t%.2fs: %.1f tok/s (runs %v)\n", name, l.Seconds, l.TokensPerSecond, l.RunSeconds)
 		if r.Streamed && l.ExpertBytesRead > 0 {

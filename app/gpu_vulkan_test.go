@@ -69,8 +69,12 @@ func TestBenchPrefillGPU(t *testing.T) {
 		t.Errorf("figures missing: %+v", r)
 	}
 	var off prefillBench
-	runJSON(t, &off, "bench", "prefill", "--model", "../assets/models/glm52-mini", "--tokens", "16", "--memory", "4GiB", "--gpu", "off", "--json")
+	runJSON(t, &off, "bench", "prefill", "--model", "../assets/models/glm52-mini", "--tokens", "16", "--memory", "4GiB", "--gpu", "off", "--warm", "--stream", "--json")
 	if off.GPUPrefill != nil || off.GPU.Reason != "--gpu off" {
 		t.Errorf("--gpu off: %+v", off.GPU)
+	}
+	// Warmed up, the timed run finds the prompt's experts cached.
+	if !off.Warm || !off.Streamed || off.Prefill.ExpertsRead != 0 {
+		t.Errorf("--warm: warm %v, streamed %v, %d experts read", off.Warm, off.Streamed, off.Prefill.ExpertsRead)
 	}
 }
