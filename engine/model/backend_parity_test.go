@@ -9,7 +9,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/spoolhq/spool/engine/generate"
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/internal/fixtures"
@@ -126,34 +125,8 @@ func TestBackendParityFullForward(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			m := openOnGPU(t, name, 1)
 			refs, refDir := fixtures.LoadRefs(t, name)
-			V := m.Config().VocabSize
 			for ci, cs := range refs.Cases {
-				t.Run(cs.Label, func(t *testing.T) {
-					tr := &model.Trace{}
-					out, err := m.Forward(context.Background(), []model.Request{{Seq: m.NewSequence(0), Tokens: cs.PromptIDs, AllLogits: true}}, tr)
-					if err != nil {
-						t.Fatal(err)
-					}
-					want := fixtures.F32File(t, filepath.Join(refDir, cs.LogitsFile), cs.N*V)
-					diff, at := fixtures.MaxAbsDiff(slices.Concat(out[0].Logits...), want)
-					t.Logf("max |logit diff| %.3g at row %d", diff, at/V)
-					if diff > logitTolerance[name] {
-						t.Errorf("logits differ by %.3g at row %d token %d (tolerance %g)", diff, at/V, at%V, logitTolerance[name])
-					}
-					for p := range cs.N {
-						if fixtures.Margin(cs.Top5[p]) > marginFloor && generate.Argmax(out[0].Logits[p]) != cs.Argmax[p] {
-							t.Errorf("row %d: argmax %d, want %d", p, generate.Argmax(out[0].Logits[p]), cs.Argmax[p])
-						}
-					}
-					if len(tr.Routes) == 0 {
-						t.Fatal("no routes traced")
-					}
-					checkRoutes(t, m, cs, tr)
-					checkDSA(t, m, cs, tr)
-					if ci == 0 && cs.HiddenFile != "" {
-						checkHidden(t, refDir, cs, tr)
-					}
-				})
+				t.Run(cs.Label, func(t *testing.T) { checkFullForward(t, m, name, refDir, cs, ci == 0) })
 			}
 		})
 	}
@@ -169,23 +142,7 @@ func TestBackendParityGreedy(t *testing.T) {
 			m := openOnGPU(t, name, 2)
 			refs, _ := fixtures.LoadRefs(t, name)
 			for _, cs := range refs.Cases {
-				t.Run(cs.Label, func(t *testing.T) {
-					res, err := generate.Generate(context.Background(), m, m.NewSequence(0), cs.PromptIDs, generate.Params{MaxTokens: len(cs.Greedy)}, nil)
-					if err != nil {
-						t.Fatal(err)
-					}
-					compared := 0
-					for i, want := range cs.Greedy {
-						if res.Tokens[i] != want {
-							if cs.GreedyMargins[i] > marginFloor {
-								t.Errorf("greedy token %d: %d, want %d (margin %.3g)", i, res.Tokens[i], want, cs.GreedyMargins[i])
-							}
-							break
-						}
-						compared++
-					}
-					t.Logf("%d of %d greedy tokens equal", compared, len(cs.Greedy))
-				})
+				t.Run(cs.Label, func(t *testing.T) { checkGreedy(t, m, cs) })
 			}
 		})
 	}
