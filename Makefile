@@ -30,8 +30,7 @@ demo: build
 	$(BIN) run --model $(MODEL) --temperature 0 --max-tokens 64 \
 		--chat "What does the function re.compile do?"
 
-# AGENTS=1 adds the coding agents (make agents) to the run.
-test: deps vet unit darwin arm64 shaders-msl conformance e2e desktop-smoke $(if $(AGENTS),agents)
+test: deps vet unit darwin arm64 shaders-msl conformance agents e2e desktop-smoke
 
 vet: shaders
 	$(GO) vet $(GOFLAGS_HEADLESS) ./...
@@ -56,9 +55,9 @@ conformance: build
 		SPOOL_BIN=$(CURDIR)/$(BIN) SPOOL_MODEL=$(CURDIR)/$(MODEL) node_modules/.bin/node run.mjs
 
 # Codex CLI and Claude Code (native binaries in their npm packages, ~800 MB)
-# each complete a turn against `spool serve`, in a loopback-only network
-# namespace where root can make one. Not part of `make test` by default:
-# their default prompts are 11-15k tokens, minutes of prefill on 2 cores.
+# each complete a turn against `spool serve` in their default configuration
+# (11-15k-token prompts), in a loopback-only network namespace where root
+# can make one.
 agents: build
 	cd engine/server/agents && npm ci --no-audit --no-fund --loglevel=error && \
 		SPOOL_BIN=$(CURDIR)/$(BIN) node run.mjs

@@ -6,11 +6,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/engine/server"
 	"github.com/spoolhq/spool/frontend"
 )
@@ -63,10 +67,15 @@ memory budget, context) apply at the next start; flags override them.`,
 type appRuntime struct {
 	host      *engineHost
 	downloads *downloadManager
-	flags     appFlags
 	settings  string    // the settings file
 	built     bool      // the UI was built in (not the placeholder)
 	stderr    io.Writer // where setting problems are reported
+	// restarting is set while restart stops and starts the engine.
+	restarting atomic.Bool
+
+	mu    sync.Mutex
+	flags appFlags
+	ctx   context.Context // the app's run, for restarts the UI asks for
 }
 
 func newAppRuntime(f *appFlags, stderr io.Writer) (*appRuntime, error) {
@@ -79,14 +88,72 @@ func newAppRuntime(f *appFlags, stderr io.Writer) (*appRuntime, error) {
 	rt.built = built
 	rt.downloads = newDownloadManager(nil)
 	ui := newUIAPI(cfg.ModelDir, rt.settings, rt.downloads)
+	ui.load = rt.loadModel
 	rt.host = newEngineHost(cfg, assets, ui, nil)
 	rt.downloads.publish = rt.host.publish
 	return rt, nil
 }
 
+// loadModel makes dir the model directory (saved, and over --model for
+// this run) and restarts the engine on it in the background.
+func (rt *appRuntime) loadModel(dir string) error {
+	rt.mu.Lock()
+	was := rt.flags.model
+	rt.flags.model = dir
+	ctx := rt.ctx
+	rt.mu.Unlock()
+	// The engine being served stops only for a model that opens and fits.
+	if err := rt.checkModel(); err != nil {
+		rt.mu.Lock()
+		rt.flags.model = was
+		rt.mu.Unlock()
+		return fmt.Errorf("cannot serve %s: %w", dir, err)
+	}
+	s, err := loadSettings(rt.settings)
+	if err != nil {
+		return err
+	}
+	s.ModelDir = dir
+	if err := saveSettings(rt.settings, s); err != nil {
+		return err
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	// The request that asked is answered before the server stops.
+	go func() {
+		if err := rt.restart(ctx); err != nil {
+			fmt.Fprintf(rt.stderr, "spool: loading %s: %v\n", dir, err)
+		}
+	}()
+	return nil
+}
+
+// checkModel opens the headers of the configured model and plans it, as
+// a start would, without loading anything.
+func (rt *appRuntime) checkModel() error {
+	cfg, err := rt.config()
+	if err != nil {
+		return err
+	}
+	d, err := modeldir.OpenHeaders(cfg.ModelDir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = defaultMaxBatch
+	}
+	_, err = hostPlan(d, cfg, nil) // the CPU plan: a start falls back to it when the GPU lines do not fit
+	return err
+}
+
 // config reads the saved settings and applies the flags over them.
 func (rt *appRuntime) config() (hostConfig, error) {
-	f := &rt.flags
+	rt.mu.Lock()
+	flags := rt.flags
+	rt.mu.Unlock()
+	f := &flags
 	gpuMode, err := f.gpu.check()
 	if err != nil {
 		return hostConfig{}, err
@@ -121,7 +188,7 @@ func (rt *appRuntime) config() (hostConfig, error) {
 	}
 	return hostConfig{
 		ModelDir:  dir,
-		Server:    server.Config{Host: s.Host, Port: s.Port, APIKey: s.APIKey},
+		Server:    server.Config{Host: s.Host, Port: s.Port, APIKey: s.APIKey, ModelID: modelIDFor(dir)},
 		Memory:    memoryFlags{memory: s.Memory},
 		Context:   s.Context,
 		UsagePath: usagePath(dir),
@@ -136,6 +203,8 @@ func (rt *appRuntime) restart(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	rt.restarting.Store(true)
+	defer rt.restarting.Store(false)
 	rt.host.Stop()
 	rt.host.SetConfig(cfg)
 	rt.host.Start(ctx)
@@ -152,14 +221,23 @@ func runApp(cmd *cobra.Command, f *appFlags) error {
 	if !rt.built {
 		fmt.Fprintln(stderr, "spool: this binary was built without the web UI (build with `make app`); serving a placeholder page")
 	}
+	rt.mu.Lock()
+	rt.ctx = cmd.Context()
+	rt.mu.Unlock()
 	if !f.noWindow && desktopAvailable() {
 		return runDesktop(cmd.Context(), rt)
 	}
-	return runHeadless(cmd.Context(), rt.host, stderr)
+	return serveHeadless(cmd.Context(), rt.host, stderr, rt.restarting.Load)
 }
 
 // runHeadless serves until ctx ends or the engine fails.
 func runHeadless(ctx context.Context, h *engineHost, stderr io.Writer) error {
+	return serveHeadless(ctx, h, stderr, nil)
+}
+
+// serveHeadless is runHeadless where a stop during a restart (restarting
+// reports one) is not the end.
+func serveHeadless(ctx context.Context, h *engineHost, stderr io.Writer, restarting func() bool) error {
 	changes := make(chan hostStatus, 16)
 	h.onChange = func(st hostStatus) {
 		select {
@@ -182,6 +260,10 @@ func runHeadless(ctx context.Context, h *engineHost, stderr io.Writer) error {
 			case hostFailed:
 				return errors.New(st.Detail)
 			case hostStopped:
+				// A restart stops the engine and starts it again.
+				if (restarting != nil && restarting()) || h.Running() {
+					continue
+				}
 				if ctx.Err() == nil {
 					return errors.New("the engine stopped")
 				}
@@ -199,6 +281,23 @@ func defaultRun(cmd *cobra.Command, _ []string) error {
 		return runApp(cmd, &appFlags{})
 	}
 	return cmd.Help()
+}
+
+// modelIDFor is the id the API serves dir under: its name, or for a
+// Hugging Face cache snapshot (models--owner--name/snapshots/<commit>) the
+// repository's name.
+func modelIDFor(dir string) string {
+	clean := filepath.Clean(dir)
+	if parent := filepath.Dir(clean); filepath.Base(parent) == "snapshots" {
+		repo := filepath.Base(filepath.Dir(parent))
+		if name, ok := strings.CutPrefix(repo, "models--"); ok {
+			if i := strings.LastIndex(name, "--"); i >= 0 {
+				name = name[i+2:]
+			}
+			return name
+		}
+	}
+	return server.ModelIDFromDir(clean)
 }
 
 func launchedAsApp() bool {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"os"
 	"text/tabwriter"
 	"time"
 
@@ -17,7 +19,6 @@ import (
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/engine/plan"
-	"github.com/spoolhq/spool/native"
 )
 
 // streamBench is the result of spool bench stream.
@@ -43,10 +44,34 @@ type streamBench struct {
 	StreamBytesPerSecond float64 `json:"stream_bytes_per_second"`
 	// WaitShare is the share of decode wall time spent waiting for reads.
 	WaitShare float64 `json:"wait_share"`
+	// PackedExperts is the experts read from packs (spool pack);
+	// DecodeBytesPerSecond their rebuilt bytes over the time spent
+	// decoding them (one core's rate: each record decodes on one read
+	// worker); DecodeShare that time over the decode's wall time.
+	PackedExperts        int64    `json:"packed_experts"`
+	DecodeBytesPerSecond float64  `json:"decode_bytes_per_second"`
+	DecodeShare          float64  `json:"decode_share"`
+	PackNotes            []string `json:"pack_notes,omitempty"`
+	// Prefetched counts experts read ahead, PrefetchHits those then
+	// asked for; PrefetchRecall is PrefetchHits over the misses.
+	// PinnedExperts is the pinned tier at the end, Repins the live
+	// re-pinning swaps during the decode.
+	PinnedExperts  int     `json:"pinned_experts"`
+	Repins         int     `json:"repins"`
+	Prefetched     int64   `json:"prefetched"`
+	PrefetchHits   int64   `json:"prefetch_hits"`
+	PrefetchRecall float64 `json:"prefetch_recall"`
 
-	DiskBytesPerSecond     float64 `json:"disk_bytes_per_second"`
+	// DiskBytesPerSecond is the read probe's rate: decoding's access
+	// pattern (whole experts at random, chunked direct reads at the read
+	// pool's queue depth) with nothing else running; the mean of a probe
+	// before and one after the decode.
+	DiskBytesPerSecond float64 `json:"disk_bytes_per_second"`
+	// DiskProbeSpread is |before - after| / mean of the two probes.
+	DiskProbeSpread        float64 `json:"disk_probe_spread"`
 	DiskProbeBytes         int64   `json:"disk_probe_bytes"`
 	DiskProbeDirect        bool    `json:"disk_probe_direct"`
+	DiskProbeQueueDepth    int     `json:"disk_probe_queue_depth"`
 	CeilingTokensPerSecond float64 `json:"ceiling_tokens_per_second"`
 	// Ratio is TokensPerSecond / CeilingTokensPerSecond.
 	Ratio float64 `json:"ratio"`
@@ -64,16 +89,23 @@ func newBenchStreamCmd() *cobra.Command {
 		probeBytes string
 		seed       uint64
 		readChunk  string
+		traceOut   string
+		noPacks    bool
+		prefetch   bool
+		repin      int
+		pinned     string
 	)
 	cmd := &cobra.Command{
 		Use:   "stream --model DIR",
 		Short: "Measure decode speed with experts streamed from disk against the disk's bandwidth",
 		Long: `Stream decodes greedily with the routed experts streamed from disk through
 the bounded cache the memory plan allows (--memory, --expert-cache), and
-measures in the same run the disk's sequential direct-read bandwidth over the
-model's shard files. The ceiling is bandwidth / miss bytes per token: the
-speed if decoding did nothing but read its misses at the disk's sequential
-rate. The figure that matters is tok/s over that ceiling.
+measures in the same run, before and after the decode, the disk under
+decoding's own access pattern: whole experts picked at random, read as the
+read pool's chunked direct requests into the working bank with every worker
+busy. The ceiling is that rate / bytes read per generated token: the speed
+of a decode that did nothing but read. The figure that matters is tok/s
+over that ceiling.
 
 Reads bypass the page cache (O_DIRECT on Linux, F_NOCACHE on macOS), so a
 model file written or read recently does not inflate the figures; direct_io
@@ -96,9 +128,24 @@ The prompt is a few seeded random token ids; MTP speculation is off unless
 			if err != nil {
 				return fmt.Errorf("--read-chunk: %w", err)
 			}
-			res, err := runStreamBench(cmd.Context(), modelDir, &mem, tokens, speculate, experts.StreamOptions{WorkingSlots: working, Workers: workers, ReadChunk: chunk}, probe, seed)
+			pin := int64(-1) // half the cache, once the plan sizes it
+			if pinned != "" {
+				if pin, err = plan.ParseSize(pinned); err != nil {
+					return fmt.Errorf("--pinned: %w", err)
+				}
+			}
+			so := experts.StreamOptions{WorkingSlots: working, Workers: workers, ReadChunk: chunk, IgnorePacks: noPacks, Prefetch: prefetch, RepinEvery: repin, PinnedBytes: pin}
+			if traceOut != "" {
+				so.Trace = &experts.RouteTrace{}
+			}
+			res, err := runStreamBench(cmd.Context(), modelDir, &mem, tokens, speculate, so, probe, seed)
 			if err != nil {
 				return err
+			}
+			if traceOut != "" {
+				if err := os.WriteFile(traceOut, so.Trace.Encode(), 0o644); err != nil {
+					return fmt.Errorf("--trace-out: %w", err)
+				}
 			}
 			return printStreamBench(cmd, res, asJSON)
 		},
@@ -111,9 +158,14 @@ The prompt is a few seeded random token ids; MTP speculation is off unless
 	fl.BoolVar(&speculate, "speculative", false, "draft with the MTP layer")
 	fl.IntVar(&working, "working-slots", 0, "working bank slots (0: 2 x experts_per_tok)")
 	fl.IntVar(&workers, "workers", 8, "read workers")
-	fl.StringVar(&probeBytes, "probe", "4GiB", "bytes read by the sequential bandwidth probe (from the first shard on; read about as much as the run streams so both meet the same caching below the OS)")
+	fl.StringVar(&probeBytes, "probe", "1GiB", "bytes read by each of the two disk probes (before and after the decode)")
 	fl.Uint64Var(&seed, "seed", 1, "seed of the prompt ids")
 	fl.StringVar(&readChunk, "read-chunk", "4MiB", "largest single read request")
+	fl.IntVar(&repin, "repin", experts.DefaultRepinEvery, "re-pin live every N forwards (0: never), as the app does")
+	fl.StringVar(&pinned, "pinned", "", "slab memory of the pinned tier, out of the expert cache (default: half of it, as the app)")
+	fl.BoolVar(&prefetch, "prefetch", false, "read the next layer's predicted experts ahead, at background priority")
+	fl.BoolVar(&noPacks, "ignore-packs", false, "read every expert from its shard, not from packs (spool pack)")
+	fl.StringVar(&traceOut, "trace-out", "", "write the routing trace (every expert acquisition) to this file")
 	cmd.MarkFlagRequired("model")
 	return cmd
 }
@@ -128,6 +180,9 @@ func runStreamBench(ctx context.Context, dir string, mem *memoryFlags, tokens in
 		return nil, err
 	}
 	const promptLen = 4
+	if so.Trace != nil {
+		so.Trace.Layers, so.Trace.Experts = cfg.NumLayers, cfg.NumRoutedExperts
+	}
 	if so.WorkingSlots == 0 {
 		so.WorkingSlots = 2 * cfg.ExpertsPerToken
 	}
@@ -145,6 +200,10 @@ func runStreamBench(ctx context.Context, dir string, mem *memoryFlags, tokens in
 		Model: model.Options{DisableMTP: !speculate},
 		Experts: func(ctx context.Context, c *container.Container, cfg *config.Config, layers []int) (experts.Source, error) {
 			so.CacheBytes, so.WorkingSlots = p.ExpertCacheBytes, p.WorkingSlots
+			if so.PinnedBytes < 0 {
+				so.PinnedBytes = so.CacheBytes / 2
+			}
+			so.PinnedBytes = min(so.PinnedBytes, so.CacheBytes)
 			src, err = experts.NewStreamed(ctx, c, cfg, layers, so)
 			return src, err
 		},
@@ -158,7 +217,7 @@ func runStreamBench(ctx context.Context, dir string, mem *memoryFlags, tokens in
 	defer d.Close()
 	defer src.Close()
 
-	bw, err := native.MeasureSequentialRead(ctx, src.Files(), probeBytes, 0)
+	before, err := src.ProbeReads(ctx, probeBytes, seed)
 	if err != nil {
 		return nil, err
 	}
@@ -184,12 +243,21 @@ func runStreamBench(ctx context.Context, dir string, mem *memoryFlags, tokens in
 	}
 	wall := time.Since(start).Seconds()
 	st := src.Stats()
+	after, err := src.ProbeReads(ctx, probeBytes, seed+1)
+	if err != nil {
+		return nil, err
+	}
+	bw := (before.BytesPerSecond + after.BytesPerSecond) / 2
 	r := &streamBench{
 		Model: dir, MemoryBytes: p.MemoryBytes, CacheBytes: p.ExpertCacheBytes,
 		WorkingSlots: st.WorkingSlots, Workers: so.Workers,
 		ExpertLayers: len(st.Layers), ExpertsPerLayer: cfg.NumRoutedExperts, DirectIO: src.Direct(), ReadChunkBytes: so.ReadChunk,
 		Tokens: len(res.Tokens), Seconds: wall, HitRate: st.Turn.HitRate(),
-		DiskBytesPerSecond: bw.BytesPerSecond, DiskProbeBytes: bw.Bytes, DiskProbeDirect: bw.Direct,
+		DiskBytesPerSecond: bw, DiskProbeBytes: before.Bytes + after.Bytes, DiskProbeDirect: before.Direct && after.Direct,
+		DiskProbeQueueDepth: before.Workers,
+	}
+	if bw > 0 {
+		r.DiskProbeSpread = math.Abs(before.BytesPerSecond-after.BytesPerSecond) / bw
 	}
 	if len(st.Layers) > 0 {
 		r.LRUSlotsPerLayer = st.LRUSlots / len(st.Layers)
@@ -201,6 +269,16 @@ func runStreamBench(ctx context.Context, dir string, mem *memoryFlags, tokens in
 		r.MissBytesPerToken = float64(st.Turn.BytesRead) / float64(decoded)
 		r.StreamBytesPerSecond = float64(st.Turn.BytesRead) / wall
 		r.WaitShare = st.Turn.Wait.Seconds() / wall
+		r.DecodeShare = st.Turn.DecodeTime.Seconds() / wall
+	}
+	r.PackedExperts, r.PackNotes = st.Turn.Unpacked, src.PackNotes()
+	r.Prefetched, r.PrefetchHits = st.Turn.Prefetched, st.Turn.PrefetchHits
+	r.PinnedExperts, r.Repins = st.Pinned, st.Repins
+	if st.Turn.Misses > 0 {
+		r.PrefetchRecall = float64(st.Turn.PrefetchHits) / float64(st.Turn.Misses)
+	}
+	if st.Turn.DecodeTime > 0 {
+		r.DecodeBytesPerSecond = float64(st.Turn.Decoded) / st.Turn.DecodeTime.Seconds()
 	}
 	if r.MissBytesPerToken > 0 {
 		r.CeilingTokensPerSecond = r.DiskBytesPerSecond / r.MissBytesPerToken
@@ -219,11 +297,22 @@ func printStreamBench(cmd *cobra.Command, r *streamBench, asJSON bool) error {
 	fmt.Fprintf(tw, "cache\t%s: %d LRU slots per layer (%.1f%% of the experts), %d working slots, %d read workers, direct I/O %v\n",
 		plan.SizeText(r.CacheBytes), r.LRUSlotsPerLayer, 100*r.CachedFraction, r.WorkingSlots, r.Workers, r.DirectIO)
 	fmt.Fprintf(tw, "decode\t%d tokens in %.2fs: %.3f tok/s\n", r.Tokens, r.Seconds, r.TokensPerSecond)
-	fmt.Fprintf(tw, "hit rate\t%.1f%%\n", 100*r.HitRate)
-	fmt.Fprintf(tw, "miss bytes per token\t%s (%.2f GB/s streamed)\n", plan.SizeText(int64(r.MissBytesPerToken)), r.StreamBytesPerSecond/1e9)
+	fmt.Fprintf(tw, "hit rate\t%.1f%% (%d experts pinned, %d live re-pins)\n", 100*r.HitRate, r.PinnedExperts, r.Repins)
+	fmt.Fprintf(tw, "bytes read per token\t%s (%.2f GB/s streamed)\n", plan.SizeText(int64(r.MissBytesPerToken)), r.StreamBytesPerSecond/1e9)
 	fmt.Fprintf(tw, "disk wait\t%.0f%% of decode time\n", 100*r.WaitShare)
-	fmt.Fprintf(tw, "disk sequential read\t%.2f GB/s over %s (direct %v)\n", r.DiskBytesPerSecond/1e9, plan.SizeText(r.DiskProbeBytes), r.DiskProbeDirect)
-	fmt.Fprintf(tw, "ceiling\t%.3f tok/s (bandwidth / miss bytes per token)\n", r.CeilingTokensPerSecond)
+	if r.PackedExperts > 0 {
+		fmt.Fprintf(tw, "packed experts\t%d read from packs, decoded at %.2f GB/s a core (%.0f%% of decode time, overlapping reads)\n",
+			r.PackedExperts, r.DecodeBytesPerSecond/1e9, 100*r.DecodeShare)
+	}
+	if r.Prefetched > 0 {
+		fmt.Fprintf(tw, "read ahead\t%d experts, %d then asked for (%.0f%% of the misses)\n", r.Prefetched, r.PrefetchHits, 100*r.PrefetchRecall)
+	}
+	for _, n := range r.PackNotes {
+		fmt.Fprintf(tw, "note\t%s\n", n)
+	}
+	fmt.Fprintf(tw, "disk, decode's reads\t%.2f GB/s over %s, %d requests at once (probes before and after differ by %.0f%%; direct %v)\n",
+		r.DiskBytesPerSecond/1e9, plan.SizeText(r.DiskProbeBytes), r.DiskProbeQueueDepth, 100*r.DiskProbeSpread, r.DiskProbeDirect)
+	fmt.Fprintf(tw, "ceiling\t%.3f tok/s (disk rate / bytes read per token)\n", r.CeilingTokensPerSecond)
 	fmt.Fprintf(tw, "ratio\t%.2f\t(tok/s / ceiling)\n", r.Ratio)
 	return tw.Flush()
 }

@@ -62,7 +62,32 @@ zeros. It is for scale tests of bookkeeping, not of speed.`,
 	fl.IntVar(&opts.Experts, "experts", 256, "routed experts per sparse layer (at least 8)")
 	fl.IntVar(&opts.GroupSize, "group-size", 0, "int4 scale group size: 0 for per-row scales (the pinned artifact) or 64")
 	fl.Uint64Var(&opts.Seed, "seed", 1, "seed of the generated values")
+	fl.Var(codesFlag{&opts.Codes}, "codes", "routed experts' int4 codes: uniform (incompressible) or normal (quantized normal weights, as compressible as GLM-5.2's)")
 	fl.BoolVar(&opts.SparseFiles, "sparse-files", false, "write the full 78-layer header-true skeleton with hole payloads")
 	cmd.MarkFlagRequired("out")
 	return cmd
 }
+
+// codesFlag is --codes: synthetic.Codes by name.
+type codesFlag struct{ c *synthetic.Codes }
+
+func (f codesFlag) String() string {
+	if f.c != nil && *f.c == synthetic.CodesNormal {
+		return "normal"
+	}
+	return "uniform"
+}
+
+func (f codesFlag) Set(s string) error {
+	switch s {
+	case "uniform":
+		*f.c = synthetic.CodesUniform
+	case "normal":
+		*f.c = synthetic.CodesNormal
+	default:
+		return fmt.Errorf("%q is not uniform or normal", s)
+	}
+	return nil
+}
+
+func (codesFlag) Type() string { return "codes" }

@@ -5,9 +5,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"runtime"
+	"sync"
 
 	"github.com/wailsapp/wails/v2"
 	"github.com/wailsapp/wails/v2/pkg/menu"
@@ -35,6 +38,15 @@ func runDesktop(ctx context.Context, rt *appRuntime) error {
 	t := startTray(rt)
 	wailsCtx := make(chan context.Context, 1)
 	t.wails = wailsCtx
+	// The window's context, for the shell's endpoints (the tray may not
+	// run: there may be no tray host on Linux).
+	var mu sync.Mutex
+	var window context.Context
+	windowCtx := func() context.Context {
+		mu.Lock()
+		defer mu.Unlock()
+		return window
+	}
 	app := &options.App{
 		Title:     "Spool",
 		Width:     1240,
@@ -43,7 +55,7 @@ func runDesktop(ctx context.Context, rt *appRuntime) error {
 		MinHeight: 480,
 		AssetServer: &assetserver.Options{
 			Assets:  rt.host.assets,
-			Handler: shellHandler(ctx, rt),
+			Handler: shellHandler(ctx, rt, windowCtx),
 		},
 		BackgroundColour: &options.RGBA{R: 245, G: 246, B: 248, A: 255},
 		// On macOS closing the window hides it: the engine keeps serving
@@ -56,6 +68,9 @@ func runDesktop(ctx context.Context, rt *appRuntime) error {
 			OnSecondInstanceLaunch: func(options.SecondInstanceData) { t.showWindow() },
 		},
 		OnStartup: func(wctx context.Context) {
+			mu.Lock()
+			window = wctx
+			mu.Unlock()
 			wailsCtx <- wctx
 			rt.host.Start(ctx)
 		},
@@ -86,8 +101,10 @@ func appMenu() *menu.Menu {
 }
 
 // shellHandler answers what the embedded assets do not: spool-ui.json
-// (where the API is, and its key) and the shell's engine controls.
-func shellHandler(ctx context.Context, rt *appRuntime) http.Handler {
+// (where the API is, and its key), the shell's engine controls, opening a
+// link in the system browser and choosing a folder. wails is the window's
+// context once it runs.
+func shellHandler(ctx context.Context, rt *appRuntime, wails func() context.Context) http.Handler {
 	mux := http.NewServeMux()
 	writeJSON := func(w http.ResponseWriter, v any) {
 		w.Header().Set("Content-Type", "application/json")
@@ -110,6 +127,37 @@ func shellHandler(ctx context.Context, rt *appRuntime) http.Handler {
 	mux.HandleFunc("POST /shell/stop", func(w http.ResponseWriter, r *http.Request) {
 		rt.host.Stop()
 		writeJSON(w, rt.host.Status())
+	})
+	mux.HandleFunc("POST /shell/open", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			URL string `json:"url"`
+		}
+		json.NewDecoder(io.LimitReader(r.Body, 16<<10)).Decode(&body)
+		u, err := url.Parse(body.URL)
+		wctx := wails()
+		switch {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "mailto"):
+			http.Error(w, "only http, https and mailto links open in the browser", http.StatusBadRequest)
+			return
+		case wctx == nil:
+			http.Error(w, "the window is not ready", http.StatusServiceUnavailable)
+			return
+		}
+		wruntime.BrowserOpenURL(wctx, u.String())
+		writeJSON(w, map[string]bool{"opened": true})
+	})
+	mux.HandleFunc("POST /shell/choose-folder", func(w http.ResponseWriter, r *http.Request) {
+		wctx := wails()
+		if wctx == nil {
+			http.Error(w, "the window is not ready", http.StatusServiceUnavailable)
+			return
+		}
+		dir, err := wruntime.OpenDirectoryDialog(wctx, wruntime.OpenDialogOptions{Title: "Choose where to download GLM-5.2", CanCreateDirectories: true})
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		writeJSON(w, map[string]string{"dir": dir}) // "" when cancelled
 	})
 	return mux
 }

@@ -98,23 +98,26 @@ func (lm *loadedModel) load(ctx context.Context, opts modeldir.Options) error {
 func (lm *loadedModel) Close() error { return lm.dir.Close() }
 
 // streamedExperts builds the streamed expert tier the plan sizes, keeping
-// the usage history at usage ("" for none) and pinning the most used
-// experts once there is history.
+// the usage history at usage ("" for none), pinning the most used experts
+// and re-pinning live.
 func streamedExperts(p *plan.Plan, usage string) func(context.Context, *container.Container, *config.Config, []int) (experts.Source, error) {
 	return func(ctx context.Context, c *container.Container, cfg *config.Config, layers []int) (experts.Source, error) {
+		// Half the cache is pinned: from the usage history when there
+		// is one, else learned live; re-pinning keeps the pins following
+		// the session.
 		opts := experts.StreamOptions{
 			CacheBytes:     p.ExpertCacheBytes,
 			WorkingSlots:   p.WorkingSlots,
 			UsagePath:      usage,
 			FootprintLimit: p.MemoryLimitBytes,
+			PinnedBytes:    p.ExpertCacheBytes / 2,
+			RepinEvery:     experts.DefaultRepinEvery,
 		}
 		if usage == "" {
 			return experts.NewStreamed(ctx, c, cfg, layers, opts)
 		}
 		if err := os.MkdirAll(filepath.Dir(usage), 0o755); err != nil {
 			opts.UsagePath = "" // no history rather than no engine
-		} else if _, err := os.Stat(usage); err == nil {
-			opts.PinnedBytes = p.ExpertCacheBytes / 2
 		}
 		return experts.NewStreamed(ctx, c, cfg, layers, opts)
 	}

@@ -26,6 +26,10 @@ const (
 	hostFailed     = "failed"
 )
 
+// defaultMaxBatch is the sequences the app's engine decodes together when
+// the configuration does not say.
+const defaultMaxBatch = 4
+
 // hostConfig is what an engineHost runs.
 type hostConfig struct {
 	ModelDir string
@@ -208,7 +212,7 @@ func (h *engineHost) run(ctx context.Context, cfg hostConfig) error {
 		return err
 	}
 	if cfg.MaxBatch <= 0 {
-		cfg.MaxBatch = 4
+		cfg.MaxBatch = defaultMaxBatch
 	}
 	// Every file is checked and the memory planned before any weight is
 	// read.

@@ -80,6 +80,7 @@ func newRootCmd() *cobra.Command {
 		newFitCmd(),
 		newGenBenchCmd(),
 		newInspectCmd(),
+		newPackCmd(),
 		newPullCmd(),
 		newRunCmd(),
 		newServeCmd(),

@@ -21,6 +21,9 @@ type appSettings struct {
 	ModelDir string `json:"model_dir"` // "" is the demo model (or $SPOOL_MODEL)
 	Memory   string `json:"memory"`    // memory budget such as "24GiB"; "" is the machine's
 	Context  int    `json:"context"`   // tokens per sequence
+	// HubCache is where the model download goes; "" is the Hugging Face
+	// cache (HF_HUB_CACHE, HF_HOME or ~/.cache/huggingface/hub).
+	HubCache string `json:"hub_cache,omitempty"`
 }
 
 func defaultSettings() appSettings {

@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	_ "embed"
-	"fmt"
 	"log"
 	"runtime"
 	"sync"
@@ -13,6 +12,8 @@ import (
 
 	"fyne.io/systray"
 	wruntime "github.com/wailsapp/wails/v2/pkg/runtime"
+
+	"github.com/spoolhq/spool/engine/server"
 )
 
 var (
@@ -114,12 +115,18 @@ func (t *tray) onReady() {
 	t.mu.Lock()
 	t.wctx = wctx
 	t.mu.Unlock()
-	tick := time.NewTicker(time.Second)
+	// Twice a second: the line turns to ready within half a second of a
+	// reply's end.
+	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	last := ""
 	for {
 		st := t.rt.host.Status()
-		if line := statusLine(st); line != last {
+		var srv *server.Status
+		if s, ok := t.rt.host.serverStatus(); ok {
+			srv = &s
+		}
+		if line := statusLine(st, srv); line != last {
 			last = line
 			status.SetTitle(line)
 			if t.rt.host.Running() {
@@ -158,19 +165,4 @@ func (t *tray) onReady() {
 			return
 		}
 	}
-}
-
-// statusLine is the tray's first line for a state.
-func statusLine(st hostStatus) string {
-	switch st.State {
-	case hostLoading:
-		return fmt.Sprintf("Loading… %d%%", int(st.Progress*100))
-	case hostReady:
-		return "Ready · " + st.URL
-	case hostGenerating:
-		return fmt.Sprintf("Generating · %.1f tok/s", st.TokensPerSecond)
-	case hostFailed:
-		return "Failed: " + st.Detail
-	}
-	return "Stopped"
 }

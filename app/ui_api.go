@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/spoolhq/spool/engine/atlas"
@@ -26,12 +27,16 @@ import (
 //	GET  /ui/settings         the saved settings; PUT replaces them (applied at the next start)
 //	GET  /ui/download         the pinned artifact's download: plan, preflight, progress
 //	POST /ui/download/{plan,start,pause,resume,cancel}
+//	POST /ui/download/folder  {"dir":…} downloads to another folder (saved in the settings)
+//	POST /ui/download/load    serves the finished download (saved in the settings)
 type uiAPI struct {
 	modelDir     string
 	settingsPath string
 	downloads    *downloadManager
 	// host, when set, is the in-process engine (desktop) for /ui/info.
 	host *engineHost
+	// load, when set, switches the engine to another model directory.
+	load func(dir string) error
 
 	mu      sync.Mutex
 	weights map[string]planInput // by model directory
@@ -45,6 +50,9 @@ type planInput struct {
 
 func newUIAPI(modelDir, settingsPath string, downloads *downloadManager) *uiAPI {
 	u := &uiAPI{modelDir: modelDir, settingsPath: settingsPath, downloads: downloads, weights: map[string]planInput{}}
+	if s, err := loadSettings(settingsPath); err == nil && s.HubCache != "" {
+		downloads.SetCacheDir(s.HubCache, cacheFromSettings)
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /ui/info", u.handleInfo)
 	mux.HandleFunc("GET /ui/plan", u.handlePlan)
@@ -52,6 +60,8 @@ func newUIAPI(modelDir, settingsPath string, downloads *downloadManager) *uiAPI 
 	mux.HandleFunc("GET /ui/settings", u.handleGetSettings)
 	mux.HandleFunc("PUT /ui/settings", u.handlePutSettings)
 	mux.HandleFunc("GET /ui/download", u.handleDownload)
+	mux.HandleFunc("POST /ui/download/folder", u.handleDownloadFolder)
+	mux.HandleFunc("POST /ui/download/load", u.handleDownloadLoad)
 	mux.HandleFunc("POST /ui/download/{action}", u.handleDownloadAction)
 	mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
 		uiError(w, http.StatusNotFound, "no UI route for %s %s", r.Method, r.URL.Path)
@@ -133,13 +143,16 @@ func (u *uiAPI) planInputs(dir string) (planInput, error) {
 	return in, nil
 }
 
+// handlePlan is the memory plan of the served model or (model=glm52) of
+// the pinned GLM-5.2 artifact, by default with the engine's context and
+// sequence count; memory, context and sequences ask what-ifs.
 func (u *uiAPI) handlePlan(w http.ResponseWriter, r *http.Request) {
-	in, err := u.planInputs(u.dir())
+	q := r.URL.Query()
+	in, name, err := u.planModel(q.Get("model"))
 	if err != nil {
-		uiError(w, http.StatusInternalServerError, "planning %s: %v", u.dir(), err)
+		uiError(w, http.StatusBadRequest, "planning: %v", err)
 		return
 	}
-	q := r.URL.Query()
 	var mf memoryFlags
 	mf.memory, mf.expertCache = q.Get("memory"), q.Get("expert_cache")
 	opts, err := mf.options()
@@ -147,6 +160,9 @@ func (u *uiAPI) handlePlan(w http.ResponseWriter, r *http.Request) {
 		uiError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
+	serverContext, serverSequences := u.planShape()
+	serverContext = min(serverContext, in.cfg.MaxPositionEmbeddings)
+	opts.Context, opts.Sequences = serverContext, serverSequences
 	for _, p := range []struct {
 		name string
 		dst  *int
@@ -172,7 +188,9 @@ func (u *uiAPI) handlePlan(w http.ResponseWriter, r *http.Request) {
 	machine, _ := machineMemory()
 	uiJSON(w, http.StatusOK, map[string]any{
 		"plan": p, "machine_memory_bytes": machine, "max_context": in.cfg.MaxPositionEmbeddings,
-		"model": filepath.Base(filepath.Clean(u.dir())),
+		"model": name, "served_model": filepath.Base(filepath.Clean(u.dir())),
+		"routed_bytes": in.w.RoutedBytes, "resident_bytes": in.w.ResidentBytes,
+		"server_context": serverContext, "server_sequences": serverSequences,
 	})
 }
 
@@ -234,6 +252,10 @@ func (u *uiAPI) handlePutSettings(w http.ResponseWriter, r *http.Request) {
 		uiError(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
+	// The download folder applies at once (when no download runs).
+	if st := u.downloads.Status(); s.HubCache != "" && s.HubCache != st.CacheDir {
+		u.downloads.SetCacheDir(s.HubCache, cacheFromSettings)
+	}
 	uiJSON(w, http.StatusOK, map[string]any{"settings": s, "path": u.settingsPath, "defaults": defaultSettings()})
 }
 
@@ -247,6 +269,63 @@ func (u *uiAPI) handleDownloadAction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	uiJSON(w, http.StatusOK, u.downloads.Status())
+}
+
+// handleDownloadFolder downloads to another folder from now on (and
+// saves the choice) and plans there.
+func (u *uiAPI) handleDownloadFolder(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Dir string `json:"dir"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&body); err != nil {
+		uiError(w, http.StatusBadRequest, "the folder: %v", err)
+		return
+	}
+	dir, err := checkFolder(strings.TrimSpace(body.Dir))
+	if err == nil {
+		err = u.downloads.SetCacheDir(dir, cacheFromSettings)
+	}
+	if err == nil {
+		err = u.updateSettings(func(s *appSettings) { s.HubCache = dir })
+	}
+	if err != nil {
+		uiError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	u.downloads.Do("plan")
+	uiJSON(w, http.StatusOK, u.downloads.Status())
+}
+
+// handleDownloadLoad serves the finished download: it becomes the model
+// directory of the settings and the engine restarts on it.
+func (u *uiAPI) handleDownloadLoad(w http.ResponseWriter, r *http.Request) {
+	st := u.downloads.Status()
+	switch {
+	case st.ModelDir == "":
+		uiError(w, http.StatusBadRequest, "the download is not complete")
+		return
+	case u.load == nil:
+		uiError(w, http.StatusBadRequest, "this server cannot switch models: run `spool serve --model %s`", st.ModelDir)
+		return
+	}
+	if err := u.load(st.ModelDir); err != nil {
+		uiError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	uiJSON(w, http.StatusOK, st)
+}
+
+// updateSettings changes the saved settings.
+func (u *uiAPI) updateSettings(change func(*appSettings)) error {
+	s, err := loadSettings(u.settingsPath)
+	if err != nil {
+		return err
+	}
+	change(&s)
+	if err := s.check(); err != nil {
+		return err
+	}
+	return saveSettings(u.settingsPath, s)
 }
 
 // diskFree is native.DiskFree with the error as text, for the UI.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -15,10 +17,18 @@ import (
 // planTimeout bounds listing the artifact's files on the hub.
 const planTimeout = 30 * time.Second
 
+// Where the download's cache folder came from (downloadStatus.CacheSource).
+const (
+	cacheFromEnv      = "environment" // HF_HUB_CACHE or HF_HOME, or their default
+	cacheFromSettings = "settings"    // chosen in the app
+)
+
 // downloadManager runs at most one download of the pinned artifact for the
 // UI's Model page: it plans (file list, preflight) on request, runs,
 // pauses, resumes and cancels the job, and publishes its events on the
-// websocket as {"type":"download","data":<download.Event>}. Close stops it.
+// websocket as {"type":"download","data":<download.Event>}. The cache
+// folder is the Hugging Face cache unless another one was chosen. Close
+// stops it.
 type downloadManager struct {
 	repo, revision string
 	publish        func(server.Event)
@@ -26,20 +36,21 @@ type downloadManager struct {
 	cancel         context.CancelFunc
 	wg             sync.WaitGroup
 
-	mu       sync.Mutex
-	cacheDir string
-	job      *download.Job
-	plan     *download.Plan
-	planning bool
-	planErr  string
-	running  bool
-	runErr   string
-	last     *download.Event
+	mu          sync.Mutex
+	cacheDir    string
+	cacheSource string
+	job         *download.Job
+	plan        *download.Plan
+	planning    bool
+	planErr     string
+	running     bool
+	runErr      string
+	last        *download.Event
 }
 
 func newDownloadManager(publish func(server.Event)) *downloadManager {
 	ctx, cancel := context.WithCancel(context.Background())
-	d := &downloadManager{repo: download.DefaultRepo, revision: download.DefaultRevision, publish: publish, ctx: ctx, cancel: cancel}
+	d := &downloadManager{repo: download.DefaultRepo, revision: download.DefaultRevision, publish: publish, ctx: ctx, cancel: cancel, cacheSource: cacheFromEnv}
 	if env, err := hub.EnvFromOS(); err == nil {
 		d.cacheDir = env.CacheDir
 	}
@@ -54,25 +65,29 @@ func (d *downloadManager) Close() {
 
 // downloadStatus is GET /ui/download.
 type downloadStatus struct {
-	Repo     string          `json:"repo"`
-	Revision string          `json:"revision"`
-	CacheDir string          `json:"cache_dir"`
-	Disk     map[string]any  `json:"disk"`
-	Planning bool            `json:"planning"`
-	Plan     *download.Plan  `json:"plan,omitempty"`
-	PlanErr  string          `json:"plan_error,omitempty"`
-	State    download.State  `json:"state"`
-	Running  bool            `json:"running"`
-	Error    string          `json:"error,omitempty"`
-	Last     *download.Event `json:"last,omitempty"`
+	Repo        string          `json:"repo"`
+	Revision    string          `json:"revision"`
+	CacheDir    string          `json:"cache_dir"`
+	CacheSource string          `json:"cache_source"`
+	Disk        map[string]any  `json:"disk"`
+	Planning    bool            `json:"planning"`
+	Plan        *download.Plan  `json:"plan,omitempty"`
+	PlanErr     string          `json:"plan_error,omitempty"`
+	State       download.State  `json:"state"`
+	Running     bool            `json:"running"`
+	Error       string          `json:"error,omitempty"`
+	Last        *download.Event `json:"last,omitempty"`
+	// ModelDir is where the finished download is loaded from.
+	ModelDir string `json:"model_dir,omitempty"`
 }
 
-// Status reports the plan, the state and the latest progress.
+// Status reports the plan, the state and the latest progress. A plan that
+// finds every file already in the cache is done.
 func (d *downloadManager) Status() downloadStatus {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	st := downloadStatus{
-		Repo: d.repo, Revision: d.revision, CacheDir: d.cacheDir, Planning: d.planning,
+		Repo: d.repo, Revision: d.revision, CacheDir: d.cacheDir, CacheSource: d.cacheSource, Planning: d.planning,
 		Plan: d.plan, PlanErr: d.planErr, State: download.StateIdle, Running: d.running, Error: d.runErr, Last: d.last,
 	}
 	if d.cacheDir != "" {
@@ -81,7 +96,27 @@ func (d *downloadManager) Status() downloadStatus {
 	if d.job != nil {
 		st.State = d.job.State()
 	}
+	if !d.running && d.plan != nil && d.plan.Complete() {
+		st.State = download.StateDone
+	}
+	if st.State == download.StateDone && d.plan != nil {
+		st.ModelDir = d.plan.SnapshotDir
+	}
 	return st
+}
+
+// SetCacheDir makes dir the cache the download goes to, from source; the
+// plan is dropped (free space and present files differ there). It refuses
+// while a download runs.
+func (d *downloadManager) SetCacheDir(dir, source string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.running {
+		return errors.New("pause or cancel the download before choosing another folder")
+	}
+	d.cacheDir, d.cacheSource = dir, source
+	d.job, d.plan, d.planErr, d.runErr, d.last = nil, nil, "", "", nil
+	return nil
 }
 
 // Do runs an action: plan, start, pause, resume or cancel.
@@ -93,10 +128,10 @@ func (d *downloadManager) Do(action string) error {
 		return d.start()
 	case "pause", "resume", "cancel":
 		d.mu.Lock()
-		job := d.job
+		job, running := d.job, d.running
 		d.mu.Unlock()
-		if job == nil {
-			return errors.New("no download has started")
+		if job == nil || !running {
+			return fmt.Errorf("no download is running to %s", action)
 		}
 		switch action {
 		case "pause":
@@ -111,7 +146,8 @@ func (d *downloadManager) Do(action string) error {
 	return fmt.Errorf("unknown download action %q (plan, start, pause, resume, cancel)", action)
 }
 
-// newJob builds the job from the environment (HF_ENDPOINT, HF_TOKEN, ...).
+// newJob builds a job for the cache folder from the environment
+// (HF_ENDPOINT, HF_TOKEN, ...). Call with d.mu held.
 func (d *downloadManager) newJob() (*download.Job, error) {
 	env, err := hub.EnvFromOS()
 	if err != nil {
@@ -120,8 +156,11 @@ func (d *downloadManager) newJob() (*download.Job, error) {
 	if env.Offline {
 		return nil, errors.New("HF_HUB_OFFLINE is set: listing the files needs the hub")
 	}
+	if d.cacheDir == "" {
+		d.cacheDir = env.CacheDir
+	}
 	return download.New(download.Options{
-		Repo: d.repo, Revision: d.revision, CacheDir: env.CacheDir, Client: hub.NewClient(env),
+		Repo: d.repo, Revision: d.revision, CacheDir: d.cacheDir, Client: hub.NewClient(env),
 		OnEvent: d.onEvent,
 	})
 }
@@ -135,22 +174,21 @@ func (d *downloadManager) onEvent(ev download.Event) {
 	}
 }
 
+// startPlan lists the files again (with a new job, so that the listing is
+// fresh) unless a download runs.
 func (d *downloadManager) startPlan() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.planning || d.running {
 		return nil
 	}
-	if d.job == nil {
-		job, err := d.newJob()
-		if err != nil {
-			d.planErr = err.Error()
-			return nil
-		}
-		d.job = job
+	job, err := d.newJob()
+	if err != nil {
+		d.planErr = err.Error()
+		return nil
 	}
+	d.job, d.last, d.runErr = job, nil, ""
 	d.planning, d.planErr = true, ""
-	job := d.job
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
@@ -160,11 +198,14 @@ func (d *downloadManager) startPlan() error {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		d.planning = false
+		if d.job != job {
+			return // another folder was chosen meanwhile
+		}
 		if err != nil {
 			d.planErr = err.Error()
 			return
 		}
-		d.plan, d.cacheDir = p, p.CacheDir
+		d.plan = p
 	}()
 	return nil
 }
@@ -176,12 +217,12 @@ func (d *downloadManager) start() error {
 	case d.running:
 		return nil
 	case d.plan == nil || d.job == nil:
-		return errors.New("plan the download first (it checks free space)")
+		return errors.New("check the plan and the free space first")
 	case !d.plan.Preflight.OK:
 		return errors.New(d.plan.Preflight.Message)
 	}
-	if d.job.State() == download.StateCancelled {
-		// A cancelled job stays cancelled; a new one resumes its bytes.
+	if s := d.job.State(); s == download.StateCancelled || s == download.StateFailed {
+		// A stopped job stays stopped; a new one resumes its bytes.
 		job, err := d.newJob()
 		if err != nil {
 			return err
@@ -194,12 +235,51 @@ func (d *downloadManager) start() error {
 	go func() {
 		defer d.wg.Done()
 		err := job.Run(d.ctx)
+		var p *download.Plan
+		if err == nil {
+			// The plan now says what is on disk: everything.
+			pctx, cancel := context.WithTimeout(d.ctx, planTimeout)
+			p, _ = job.Plan(pctx)
+			cancel()
+		}
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		d.running = false
-		if err != nil {
+		if p != nil && d.job == job {
+			d.plan = p
+		}
+		if err != nil && !errors.Is(err, download.ErrCancelled) {
 			d.runErr = err.Error()
 		}
 	}()
 	return nil
+}
+
+// checkFolder makes sure dir can hold the download: an absolute path to a
+// directory that exists (or can be made) and can be written.
+func checkFolder(dir string) (string, error) {
+	if dir == "" {
+		return "", errors.New("choose a folder")
+	}
+	if len(dir) > 1 && dir[0] == '~' && (dir[1] == '/' || dir[1] == filepath.Separator) {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", err
+		}
+		dir = filepath.Join(home, dir[2:])
+	}
+	if !filepath.IsAbs(dir) {
+		return "", fmt.Errorf("%q is not an absolute path", dir)
+	}
+	dir = filepath.Clean(dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("cannot use %s: %w", dir, err)
+	}
+	f, err := os.CreateTemp(dir, ".spool-write-check-*")
+	if err != nil {
+		return "", fmt.Errorf("cannot write to %s: %w", dir, err)
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return dir, nil
 }

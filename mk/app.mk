@@ -86,10 +86,14 @@ run-app: spool-ui
 	fi
 endif
 
+# The e2e suite's stand-in for the Hugging Face Hub (download tests).
+STANDIN_HUB := bin/standinhub
+
 e2e: app-deps spool-ui
+	$(GO) build -o $(STANDIN_HUB) ./frontend/e2e/standinhub
 	mkdir -p $(ARTIFACTS)/e2e
 	cd frontend && SPOOL_BIN=$(abspath $(BIN)) SPOOL_MODEL_DIR=$(abspath $(MODEL)) \
-		SPOOL_ARTIFACTS=$(abspath $(ARTIFACTS))/e2e $(NPM) run e2e
+		SPOOL_STANDIN_HUB=$(abspath $(STANDIN_HUB)) SPOOL_ARTIFACTS=$(abspath $(ARTIFACTS))/e2e $(NPM) run e2e
 
 desktop-smoke: desktop
 	mk/desktop-smoke.sh $(DESKTOP_BIN) $(ARTIFACTS)/desktop $(MODEL)

@@ -3,12 +3,12 @@
 //
 //   - positioned and direct reads (O_DIRECT on Linux, F_NOCACHE on macOS) of
 //     arbitrary byte ranges through aligned superset reads, and the bounded
-//     read worker pool that serves expert misses;
+//     read worker pool that serves expert misses (read-ahead requests wait
+//     behind every other one);
 //   - aligned slab memory mapped outside the Go heap, which can be locked,
 //     discarded and freed explicitly;
 //   - the process memory footprint and the machine's total and available
 //     memory;
-//   - a sequential direct-read bandwidth probe;
 //   - disk capacity and power (sleep) assertions.
 //
 // Every service has a real Linux implementation; macOS implementations sit in

@@ -29,6 +29,10 @@ type ReadRequest struct {
 	Slab []byte
 	// Tag is returned unchanged in the result, for the caller's bookkeeping.
 	Tag any
+	// Background requests wait in a queue of their own, served only when
+	// no other request waits: reading ahead never delays a read that is
+	// needed now, beyond the background reads already being served.
+	Background bool
 	// Done, if not nil, is called with the result on the worker goroutine
 	// before the result is sent on the channel returned by Submit. It should
 	// return quickly: the worker serves no other request until it does.
@@ -53,6 +57,7 @@ type ReadResult struct {
 // its context is cancelled or the pool closes.
 type ReadPool struct {
 	queue chan *readJob
+	bg    chan *readJob // background requests
 	done  chan struct{} // closed by Close
 	wg    sync.WaitGroup
 
@@ -77,6 +82,7 @@ func NewReadPool(workers int) *ReadPool {
 	workers = min(max(workers, 1), MaxReadWorkers)
 	p := &ReadPool{
 		queue:   make(chan *readJob, workers*queuePerWorker),
+		bg:      make(chan *readJob, workers*queuePerWorker),
 		done:    make(chan struct{}),
 		workers: workers,
 	}
@@ -121,8 +127,12 @@ func (p *ReadPool) Submit(ctx context.Context, req ReadRequest) (<-chan ReadResu
 	if p.closed {
 		return nil, ErrPoolClosed
 	}
+	q := p.queue
+	if req.Background {
+		q = p.bg
+	}
 	select {
-	case p.queue <- j:
+	case q <- j:
 		return j.result, nil
 	case <-ctx.Done():
 		return nil, fmt.Errorf("native: submit read of %s at offset %d: %w", req.File.path, req.Off, ctx.Err())
@@ -145,6 +155,8 @@ func (p *ReadPool) Close() error {
 			select {
 			case j := <-p.queue:
 				p.finish(j, ReadResult{Tag: j.req.Tag, Wait: time.Since(j.queued), Err: ErrPoolClosed})
+			case j := <-p.bg:
+				p.finish(j, ReadResult{Tag: j.req.Tag, Wait: time.Since(j.queued), Err: ErrPoolClosed})
 			default:
 				return
 			}
@@ -162,10 +174,19 @@ func (p *ReadPool) work() {
 			return
 		default:
 		}
+		// A waiting request goes before any background one.
+		select {
+		case j := <-p.queue:
+			p.serve(j)
+			continue
+		default:
+		}
 		select {
 		case <-p.done:
 			return
 		case j := <-p.queue:
+			p.serve(j)
+		case j := <-p.bg:
 			p.serve(j)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -298,5 +299,60 @@ func TestNewReadPoolClampsWorkers(t *testing.T) {
 			t.Errorf("NewReadPool(%d): %d workers, depth %d", c.in, p.Workers(), p.QueueDepth())
 		}
 		p.Close()
+	}
+}
+
+// TestReadPoolBackgroundWaits: with the one worker busy, a request
+// submitted after a background one is still served first.
+func TestReadPoolBackgroundWaits(t *testing.T) {
+	f, _ := openTestFile(t, 1<<16)
+	p := NewReadPool(1)
+	defer p.Close()
+	var mu sync.Mutex
+	var order []string
+	hold := make(chan struct{})
+	served := func(name string, block bool) func(ReadResult) {
+		return func(ReadResult) {
+			mu.Lock()
+			order = append(order, name)
+			mu.Unlock()
+			if block {
+				<-hold
+			}
+		}
+	}
+	req := func(name string, bg, block bool) ReadRequest {
+		return ReadRequest{File: f, Off: 0, Len: 4096, Slab: newSlab(t, 4096), Background: bg, Done: served(name, block)}
+	}
+	ctx := context.Background()
+	first, err := p.Submit(ctx, req("first", false, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for { // wait until the worker holds the first request
+		mu.Lock()
+		n := len(order)
+		mu.Unlock()
+		if n == 1 {
+			break
+		}
+		runtime.Gosched()
+	}
+	bg, err := p.Submit(ctx, req("background", true, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fg, err := p.Submit(ctx, req("foreground", false, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(hold)
+	for _, ch := range []<-chan ReadResult{first, bg, fg} {
+		if r := <-ch; r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	if want := []string{"first", "foreground", "background"}; !slices.Equal(order, want) {
+		t.Fatalf("served %v, want %v", order, want)
 	}
 }

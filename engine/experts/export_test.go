@@ -3,6 +3,7 @@ package experts
 import (
 	"fmt"
 	"slices"
+	"time"
 )
 
 // Test hooks for the external tests.
@@ -60,6 +61,9 @@ func LeaseHits(l Lease) []bool {
 // CheckInvariants verifies the bookkeeping. With idle set no lease may be
 // outstanding.
 func CheckInvariants(s *Streamed, idle bool) error {
+	if idle {
+		QuiescePrefetch(s)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if n := s.violations.Load(); n > 0 {
@@ -115,6 +119,14 @@ func CheckInvariants(s *Streamed, idle bool) error {
 				return fmt.Errorf("%s: LRU map entry %d points at a slot holding %d or outside the layer", where, id, sl.expert)
 			}
 		}
+		for _, sl := range lc.spare {
+			if err := visit(sl, where+" spare pinned"); err != nil {
+				return err
+			}
+			if sl.state != slotEmpty || sl.tier != tierPinned {
+				return fmt.Errorf("%s: spare pinned slot in state %d tier %d", where, sl.state, sl.tier)
+			}
+		}
 		for id, sl := range lc.pinned {
 			if err := visit(sl, where+" pinned"); err != nil {
 				return err
@@ -131,4 +143,17 @@ func CheckInvariants(s *Streamed, idle bool) error {
 		return fmt.Errorf("slabs add up to %d bytes, accounted %d", slab, s.slabBytes)
 	}
 	return nil
+}
+
+// QuiescePrefetch cancels every read-ahead and waits until their slots
+// are back.
+func QuiescePrefetch(s *Streamed) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cancelAllPrefetchLocked()
+	for i := 0; i < 1000 && s.prefetchesLocked() > 0; i++ {
+		s.mu.Unlock()
+		time.Sleep(2 * time.Millisecond)
+		s.mu.Lock()
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"math"
 	"runtime"
 	"slices"
@@ -63,4 +64,8 @@ func (r *xorshift) sample(n, k int) []int {
 	out := perm[:k]
 	slices.Sort(out)
 	return out
+}
+
+func fmtRecord(layer, expert, count int) string {
+	return fmt.Sprintf("%d %d %d\n", layer, expert, count)
 }

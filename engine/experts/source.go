@@ -1,11 +1,3 @@
-// Package experts owns where routed experts live. The model never knows: it
-// asks a Source for the experts one layer needs for all rows of a forward and
-// gets them through a Lease, as they become ready. Implementations range from
-// fully resident (every expert in memory) to the streamed tier (slabs, LRU,
-// pins, reads from disk).
-//
-// A Source must be safe for use by one forward at a time; leases end at a safe
-// point (Release), and an expert's memory is never reused while leased.
 package experts
 
 import (
@@ -40,4 +32,19 @@ type Lease interface {
 	Done(index int)
 	// Release ends the lease; the experts' memory may be reused afterwards.
 	Release()
+}
+
+// Prefetcher is a Source that can read experts ahead of their Acquire.
+type Prefetcher interface {
+	// Prefetch says that layer will probably soon Acquire ids: a source
+	// may start reading them into spare memory, behind every read an
+	// Acquire is waiting for. It returns at once and never changes what
+	// an Acquire delivers.
+	Prefetch(ctx context.Context, layer int, ids []int)
+	// Prefetching reports whether Prefetch does anything, so that
+	// callers skip computing hints nobody reads.
+	Prefetching() bool
+	// Order says in which order the coming Acquire of layer wants its
+	// experts read, most wanted first (those the most rows route to).
+	Order(layer int, ids []int)
 }

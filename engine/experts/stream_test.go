@@ -142,36 +142,68 @@ func TestStreamedMatchesResident(t *testing.T) {
 		{"no cache, bank of 1", 0, 1, 1, 0},
 		{"1 slot per layer, bank of 2, 4 KiB reads", 1, 2, 3, 4096},
 		{"2 slots per layer, bank of 4", 2, 4, 8, 0},
+		// Room to read ahead: more free working slots than a layer asks for.
+		{"2 slots per layer, bank of 24, 4 KiB reads", 2, 24, 4, 4096},
 	}
 	for _, model := range fixtureModels {
 		ref := residentRef(t, model)
-		for _, b := range budgets {
-			t.Run(model+"/"+b.name, func(t *testing.T) {
-				d, s := openStreamed(t, fixtures.Path(t, model), func(row int64) experts.StreamOptions {
-					return experts.StreamOptions{CacheBytes: b.slots * row, WorkingSlots: b.working, Workers: b.workers, ReadChunk: b.chunk}
-				}, func(s *experts.Streamed) { experts.SetPoison(s, true) })
-				for i, p := range ref.prompts {
-					if got := generateTokens(t, d, p, false); !slices.Equal(got, ref.plain[i]) {
-						t.Errorf("prompt %d: streamed %v, resident %v", i, got, ref.plain[i])
+		for _, v := range []struct{ packed, prefetch, repin bool }{{false, false, false}, {true, false, false}, {false, true, false}, {true, true, false}, {false, false, true}} {
+			for _, b := range budgets {
+				name := model + "/" + b.name
+				dir := fixtures.Path(t, model)
+				if v.packed {
+					name += "/packed"
+					dir = packedModel(t, model)
+				}
+				if v.prefetch {
+					if b.working <= 16 {
+						continue // no room to read ahead
 					}
-					if got := generateTokens(t, d, p, true); !slices.Equal(got, ref.spec[i]) {
-						t.Errorf("prompt %d speculative: streamed %v, resident %v", i, got, ref.spec[i])
+					name += "/prefetch"
+				}
+				var pinned int64
+				if v.repin {
+					if b.slots < 2 {
+						continue
 					}
+					name += "/repin"
+					pinned = 1
 				}
-				st := s.Stats()
-				if st.Total.Misses == 0 || st.Total.BytesRead == 0 {
-					t.Errorf("no misses: %+v", st.Total)
-				}
-				// Every forward misses: the cache is far smaller than a
-				// token's experts.
-				if st.Total.Misses < int64(st.Forwards) {
-					t.Errorf("%d misses over %d forwards: the budget does not force eviction", st.Total.Misses, st.Forwards)
-				}
-				if err := experts.CheckInvariants(s, true); err != nil {
-					t.Error(err)
-				}
-				t.Logf("%d forwards, hit rate %.2f, %d misses, %d bytes read", st.Forwards, st.Total.HitRate(), st.Total.Misses, st.Total.BytesRead)
-			})
+				t.Run(name, func(t *testing.T) {
+					d, s := openStreamed(t, dir, func(row int64) experts.StreamOptions {
+						o := experts.StreamOptions{CacheBytes: b.slots * row, WorkingSlots: b.working, Workers: b.workers, ReadChunk: b.chunk, Prefetch: v.prefetch}
+						if v.repin {
+							o.PinnedBytes, o.RepinEvery = pinned*row, 2
+						}
+						return o
+					}, func(s *experts.Streamed) { experts.SetPoison(s, true) })
+					for i, p := range ref.prompts {
+						if got := generateTokens(t, d, p, false); !slices.Equal(got, ref.plain[i]) {
+							t.Errorf("prompt %d: streamed %v, resident %v", i, got, ref.plain[i])
+						}
+						if got := generateTokens(t, d, p, true); !slices.Equal(got, ref.spec[i]) {
+							t.Errorf("prompt %d speculative: streamed %v, resident %v", i, got, ref.spec[i])
+						}
+					}
+					st := s.Stats()
+					if st.Total.Misses == 0 || st.Total.BytesRead == 0 {
+						t.Errorf("no misses: %+v", st.Total)
+					}
+					// Every forward misses: the cache is far smaller than a
+					// token's experts.
+					if st.Total.Misses < int64(st.Forwards) {
+						t.Errorf("%d misses over %d forwards: the budget does not force eviction", st.Total.Misses, st.Forwards)
+					}
+					if c := st.Total; v.packed && (c.Unpacked < c.Misses || c.Unpacked > c.Misses+c.PrefetchCancelled || c.Decoded == 0) {
+						t.Errorf("packed model: %d of %d misses decoded (%d bytes)", st.Total.Unpacked, st.Total.Misses, st.Total.Decoded)
+					}
+					if err := experts.CheckInvariants(s, true); err != nil {
+						t.Error(err)
+					}
+					t.Logf("%d forwards, hit rate %.2f, %d misses, %d bytes read, %d read ahead (%d used, %d cancelled)", st.Forwards, st.Total.HitRate(), st.Total.Misses, st.Total.BytesRead,
+						st.Total.Prefetched, st.Total.PrefetchHits, st.Total.PrefetchCancelled)
+				})
+			}
 		}
 	}
 }
@@ -250,27 +282,7 @@ func TestShortReadThenRecover(t *testing.T) {
 	}
 }
 
-func copyModel(t *testing.T, src string) string {
-	t.Helper()
-	dst := t.TempDir()
-	entries, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if e.IsDir() {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dst
-}
+func copyModel(t *testing.T, src string) string { return fixtures.CopyModel(t, src) }
 
 // TestFootprintGuard: a footprint above the limit makes the LRU give slots
 // back at safe points; generation stays exact and the slabs shrink.

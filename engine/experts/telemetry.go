@@ -19,6 +19,16 @@ type Counters struct {
 	// Wait is foreground wait: time the consumer spent blocked in Next
 	// for a read to land.
 	Wait time.Duration
+	// Unpacked counts packed experts decoded, Decoded the bytes they
+	// rebuilt and DecodeTime the time spent decoding (on read workers,
+	// overlapping reads).
+	Unpacked   int64
+	Decoded    int64
+	DecodeTime time.Duration
+	// Prefetched counts experts read ahead (Prefetch), PrefetchHits those
+	// an Acquire then asked for (each also counts as a miss: the policy
+	// did not hold it), PrefetchCancelled the wrong guesses dropped.
+	Prefetched, PrefetchHits, PrefetchCancelled int64
 }
 
 // HitRate is Hits / (Hits + Misses), 0 without lookups.
@@ -37,6 +47,12 @@ func (c *Counters) add(o Counters) {
 	c.BytesRead += o.BytesRead
 	c.DiskTime += o.DiskTime
 	c.Wait += o.Wait
+	c.Unpacked += o.Unpacked
+	c.Decoded += o.Decoded
+	c.DecodeTime += o.DecodeTime
+	c.Prefetched += o.Prefetched
+	c.PrefetchHits += o.PrefetchHits
+	c.PrefetchCancelled += o.PrefetchCancelled
 }
 
 // LayerStats are one expert layer's counters.
@@ -61,6 +77,8 @@ type Stats struct {
 	SlabBytes int64
 	// Shrinks counts LRU slots given back by the footprint guard.
 	Shrinks int
+	// Repins counts live re-pinning swaps.
+	Repins int
 }
 
 // telemetry holds the counters; it is guarded by the source's mutex.
@@ -70,6 +88,7 @@ type telemetry struct {
 	total   []Counters
 	hits    []byte // routed bitmap since the last HitBitmap, LSB-first
 	shrinks int
+	repins  int
 }
 
 func (t *telemetry) init(rows, experts int) {
@@ -106,6 +125,29 @@ func (t *telemetry) read(row int, n int64, service time.Duration) {
 	}
 }
 
+func (t *telemetry) unpacked(row int, n int64, spent time.Duration) {
+	for _, c := range []*Counters{&t.turn[row], &t.total[row]} {
+		c.Unpacked++
+		c.Decoded += n
+		c.DecodeTime += spent
+	}
+}
+
+func (t *telemetry) prefetched(row int) {
+	t.turn[row].Prefetched++
+	t.total[row].Prefetched++
+}
+
+func (t *telemetry) prefetchHit(row int) {
+	t.turn[row].PrefetchHits++
+	t.total[row].PrefetchHits++
+}
+
+func (t *telemetry) prefetchCancelled(row int) {
+	t.turn[row].PrefetchCancelled++
+	t.total[row].PrefetchCancelled++
+}
+
 func (t *telemetry) wait(row int, d time.Duration) {
 	t.turn[row].Wait += d
 	t.total[row].Wait += d
@@ -115,7 +157,7 @@ func (t *telemetry) wait(row int, d time.Duration) {
 func (s *Streamed) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Stats{Forwards: s.forwards, SlabBytes: s.slabBytes, Shrinks: s.tel.shrinks}
+	st := Stats{Forwards: s.forwards, SlabBytes: s.slabBytes, Shrinks: s.tel.shrinks, Repins: s.tel.repins}
 	for _, cl := range s.classes {
 		st.WorkingSlots += cl.all
 	}

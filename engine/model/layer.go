@@ -45,6 +45,9 @@ func (y *layer) forward(ctx context.Context, r *Runner, p *pass) error {
 		h[i] += attn[i]
 	}
 	m.scratch.put(attn)
+	if !y.mtp {
+		r.prefetchNext(ctx, y, h, R)
+	}
 	r.normRows(x, h, y.postNorm, R)
 	ffn, err := r.mlpForward(ctx, y, p)
 	if err != nil {

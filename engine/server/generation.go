@@ -49,11 +49,13 @@ type outcome struct {
 	calls      int
 }
 
-// submit queues a turn.
+// submit queues a turn; the UI's status follows it from here.
 func (s *Server) submit(ctx context.Context, t *turn) (*scheduler.Stream, error) {
 	endParsing(ctx)
+	s.beginRequest(ctx, t)
 	st, err := s.eng.Scheduler.Submit(ctx, t.req)
 	if err != nil {
+		s.endRequest(t.id, nil, scheduler.FinishError)
 		return nil, asAPIError(err)
 	}
 	return st, nil
@@ -62,8 +64,10 @@ func (s *Server) submit(ctx context.Context, t *turn) (*scheduler.Stream, error)
 // generate reads a turn's stream to the end, turning tokens into pieces
 // for onPiece; onIdle is called every KeepAlive while nothing arrives. An
 // error from either callback cancels the generation.
-func (s *Server) generate(ctx context.Context, t *turn, st *scheduler.Stream, onPiece func(piece) error, onIdle func() error) (*outcome, error) {
+func (s *Server) generate(ctx context.Context, t *turn, st *scheduler.Stream, onPiece func(piece) error, onIdle func() error) (_ *outcome, err error) {
 	defer st.Cancel()
+	out := &outcome{}
+	defer func() { s.endRequest(t.id, out.res, finishOf(out, err)) }()
 	dec := s.eng.Tokenizer.NewStreamDecoder(true)
 	stops := &stopMatcher{stops: t.stops}
 	var split *chat.ReasoningSplitter
@@ -77,7 +81,6 @@ func (s *Server) generate(ctx context.Context, t *turn, st *scheduler.Stream, on
 			tools.write(t.prefix)
 		}
 	}
-	out := &outcome{}
 	// process turns text into a piece and hands it on; final marks the
 	// last piece, cut a generation that ran out of tokens.
 	process := func(text string, toks []scheduler.Token, final, cut bool) error {
@@ -150,6 +153,7 @@ func (s *Server) generate(ctx context.Context, t *turn, st *scheduler.Stream, on
 				break
 			}
 		}
+		s.addTokens(t.id, len(used))
 		if out.stopString != "" {
 			st.Cancel()
 			if err := process(text, used, true, false); err != nil {
@@ -187,6 +191,17 @@ func (s *Server) generate(ctx context.Context, t *turn, st *scheduler.Stream, on
 		out.finish = "tool_calls"
 	}
 	return out, nil
+}
+
+// finishOf is how a generation ended, for the UI's status.
+func finishOf(o *outcome, err error) string {
+	switch {
+	case err == nil:
+		return o.finish
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return scheduler.FinishCancelled
+	}
+	return scheduler.FinishError
 }
 
 // end flushes the decoder's tail through the matcher and releases

@@ -1,8 +1,11 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,8 +18,10 @@ const eventsPath = "/v1/events"
 
 // Event is one message on the events websocket:
 //
-//	{"type":"hello","data":{…the /v1/models entry…}}
-//	{"type":"state","data":{"state":"ready"|"generating","tokens_per_second":…,"active":…,"queued":…}}
+//	{"type":"hello","data":{…the /v1/models entry…, "thinking":true}}
+//	{"type":"state","data":<Status>}
+//	{"type":"prefill","data":<PrefillEvent>}
+//	{"type":"request","data":<RequestSummary>}
 //	{"type":"token","data":{"id":"chatcmpl-…","content":"…","reasoning":"…"}}
 //	{"type":"experts","data":{"map":"<base64>","hits":"<base64>"}}
 //
@@ -46,9 +51,11 @@ type hub struct {
 	mu   sync.Mutex
 	subs map[chan Event]struct{}
 	n    atomic.Int32
+	// live is the requests in flight, which the state events report.
+	live *liveRequests
 }
 
-func newHub() *hub { return &hub{subs: map[chan Event]struct{}{}} }
+func newHub() *hub { return &hub{subs: map[chan Event]struct{}{}, live: newLiveRequests()} }
 
 // active reports whether anyone listens (cheap; checked per token).
 func (h *hub) active() bool { return h.n.Load() > 0 }
@@ -80,22 +87,18 @@ func (h *hub) publish(ev Event) {
 	}
 }
 
-// stateEvent is the engine state pushed to the UI.
-type stateEvent struct {
-	State           string  `json:"state"`
-	TokensPerSecond float64 `json:"tokens_per_second"`
-	Active          int     `json:"active"`
-	Queued          int     `json:"queued"`
-	Model           string  `json:"model"`
+// helloEvent is the first event of a connection: the served model and
+// what the chat may offer.
+type helloEvent struct {
+	modelObject
+	// Thinking reports whether the model's chat template has a thinking
+	// switch (enable_thinking).
+	Thinking bool `json:"thinking"`
 }
 
-func (s *Server) stateEvent() Event {
-	st := s.eng.Scheduler.Stats()
-	state := st.State
-	if state == "idle" {
-		state = "ready"
-	}
-	return Event{Type: "state", Data: stateEvent{State: state, TokensPerSecond: st.TokensPerSecond, Active: st.Active, Queued: st.Queued, Model: s.cfg.ModelID}}
+func (s *Server) helloEvent() Event {
+	t := s.eng.Template
+	return Event{Type: "hello", Data: helloEvent{modelObject: s.modelObject(), Thinking: t != nil && strings.Contains(t.Source(), "enable_thinking")}}
 }
 
 // run publishes periodic events while anyone listens, until ctx ends.
@@ -104,7 +107,7 @@ func (h *hub) run(ctx context.Context, s *Server) {
 	defer stateTick.Stop()
 	expertTick := time.NewTicker(wsExpertsInterval)
 	defer expertTick.Stop()
-	var last stateEvent
+	var last []byte
 	idle := 0
 	for {
 		select {
@@ -114,8 +117,10 @@ func (h *hub) run(ctx context.Context, s *Server) {
 			if !h.active() {
 				continue
 			}
+			// Requests publish their own starts and ends; the tick
+			// refreshes the rates while they run.
 			ev := s.stateEvent()
-			if cur := ev.Data.(stateEvent); cur != last {
+			if cur, err := json.Marshal(ev.Data); err == nil && !bytes.Equal(cur, last) {
 				last = cur
 				h.publish(ev)
 			}
@@ -124,7 +129,7 @@ func (h *hub) run(ctx context.Context, s *Server) {
 			if e == nil || !h.active() {
 				continue
 			}
-			if s.eng.Scheduler.Stats().State != "generating" {
+			if s.Status().State == StateReady {
 				if idle++; idle < wsExpertsIdleTicks {
 					continue
 				}
@@ -162,7 +167,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		conn.SetWriteDeadline(time.Now().Add(wsWriteTimeout))
 		return conn.WriteJSON(ev)
 	}
-	if write(Event{Type: "hello", Data: s.modelObject()}) != nil || write(s.stateEvent()) != nil {
+	if write(s.helloEvent()) != nil || write(s.stateEvent()) != nil {
 		return
 	}
 	ping := time.NewTicker(wsPingInterval)

@@ -12,12 +12,13 @@ import (
 type fill uint8
 
 const (
-	fillInt4    fill = iota // packed int4 codes, symmetric about 0 (see fillChunk)
-	fillInt8                // int8 codes, symmetric about 0
-	fillScales              // F32 quantization scales in [0.75, 1.25) x base
-	fillUniform             // F32 uniform values with standard deviation base
-	fillOnes                // F32 ones (norm weights)
-	fillZeros               // F32 zeros (router correction bias)
+	fillInt4       fill = iota // packed int4 codes, symmetric about 0 (see fillChunk)
+	fillInt8                   // int8 codes, symmetric about 0
+	fillScales                 // F32 quantization scales in [0.75, 1.25) x base
+	fillUniform                // F32 uniform values with standard deviation base
+	fillOnes                   // F32 ones (norm weights)
+	fillZeros                  // F32 zeros (router correction bias)
+	fillNormalInt4             // int4 codes of normal weights (CodesNormal), row bytes apart
 )
 
 // tensor is one tensor of a shard and how to fill it.
@@ -28,6 +29,7 @@ type tensor struct {
 	size  int64
 	fill  fill
 	base  float32
+	row   int64 // bytes per matrix row, for fills drawn row by row
 }
 
 // quant is the storage of one quantized matrix.

@@ -26,6 +26,8 @@ type Options struct {
 	// GroupSize is the int4 scale group: 0 for one scale per row (the
 	// pinned public artifact) or 64.
 	GroupSize int
+	// Codes draws the routed experts' int4 codes (default uniform).
+	Codes Codes
 	// Seed makes the values; the same options and seed write the same
 	// bytes.
 	Seed uint64
@@ -111,6 +113,10 @@ func Generate(ctx context.Context, dir string, opts Options) (*Result, error) {
 	meta := map[string]string{
 		"format":      "pt",
 		"spool_bench": fmt.Sprintf("seed=%d group_size=%d sparse_files=%t", opts.Seed, opts.GroupSize, opts.SparseFiles),
+	}
+	if opts.Codes == CodesNormal {
+		useNormalCodes(shards, cfg)
+		meta["spool_bench"] += " codes=normal"
 	}
 	for _, s := range shards {
 		path := filepath.Join(dir, s.name)

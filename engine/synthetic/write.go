@@ -66,6 +66,9 @@ func writePayload(ctx context.Context, w io.Writer, t tensor, seed uint64, buf [
 			return err
 		}
 		n := min(left, int64(len(buf)))
+		if t.row > 0 {
+			n = min(left, int64(len(buf))/t.row*t.row)
+		}
 		chunk := buf[:n]
 		fillChunk(chunk, t, rng)
 		if _, err := w.Write(chunk); err != nil {
@@ -104,6 +107,16 @@ func fillChunk(chunk []byte, t tensor, rng *rand.PCG) {
 		return
 	case fillZeros:
 		clear(chunk)
+		return
+	case fillNormalInt4:
+		codes := normalCodes
+		for i := 0; i < len(chunk); i += 2 {
+			r := rng.Uint64()
+			chunk[i] = codes[uint16(r)] | codes[uint16(r>>16)]<<4
+			if i+1 < len(chunk) {
+				chunk[i+1] = codes[uint16(r>>32)] | codes[uint16(r>>48)]<<4
+			}
+		}
 		return
 	}
 	for i := 0; i+4 <= len(chunk); i += 4 {

@@ -1,278 +1,258 @@
-// End-to-end tests of the web UI in headless Chromium (Debian's
-// /usr/bin/chromium driven by playwright-core; no browser is downloaded)
-// against a Spool server on the demo model. Screenshots of every page, in
-// light and dark mode, go to test-artifacts/e2e/.
-//
-// Environment: SPOOL_BIN (default bin/spool), SPOOL_E2E_COMMAND (default
-// "app --no-window": the engine with the streamed expert tier and the UI),
-// SPOOL_MODEL_DIR (default assets/models/glm52-mini), CHROMIUM (default
-// /usr/bin/chromium), SPOOL_ARTIFACTS (default test-artifacts/e2e).
+// The pages of the web UI against a Spool server on the demo model: every
+// page at 1280 and 800 px in light and dark mode (screenshots in
+// test-artifacts/e2e/, axe-core with no serious or critical violation),
+// keyboard use (skip link, nav, heat map, atlas), the narrow window's
+// drawer, the heat map, the atlas and the fit plan of GLM-5.2.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { axe, launchBrowser, narrow, openPage, shot, startSpool, wide } from './helpers.mjs';
 
-const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const bin = process.env.SPOOL_BIN ?? join(repo, 'bin', 'spool');
-const command = (process.env.SPOOL_E2E_COMMAND ?? 'app --no-window').split(/\s+/).filter(Boolean);
-const modelDir = process.env.SPOOL_MODEL_DIR ?? join(repo, 'assets', 'models', 'glm52-mini');
-const artifacts = process.env.SPOOL_ARTIFACTS ?? join(repo, 'test-artifacts', 'e2e');
-const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
-
-/** freePort asks the kernel for an unused loopback port. */
-function freePort() {
-  return new Promise((ok, fail) => {
-    const s = createServer();
-    s.once('error', fail);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => ok(port));
-    });
-  });
-}
-
-async function waitHealthy(base, proc, log) {
-  for (let i = 0; i < 600; i++) {
-    if (proc.exitCode !== null) throw new Error(`spool exited with ${proc.exitCode}:\n${log()}`);
-    try {
-      const r = await fetch(base + '/health');
-      if (r.ok) return;
-    } catch {
-      // Not listening yet.
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`spool did not become healthy:\n${log()}`);
-}
-
-let server;
+let spool;
 let browser;
-let base;
-let home;
-let output = '';
 
 before(async () => {
-  mkdirSync(artifacts, { recursive: true });
-  home = mkdtempSync(join(tmpdir(), 'spool-e2e-'));
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  server = spawn(bin, [...command, '--model', modelDir, '--port', String(port)], {
-    cwd: repo,
-    env: { ...process.env, SPOOL_SETTINGS: join(home, 'settings.json'), XDG_CACHE_HOME: join(home, 'cache'), HF_HUB_OFFLINE: '1' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  server.stdout.on('data', (d) => (output += d));
-  server.stderr.on('data', (d) => (output += d));
-  await waitHealthy(base, server, () => output);
-  browser = await chromium.launch({
-    executablePath: chromiumPath,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-  });
+  [spool, browser] = await Promise.all([startSpool(), launchBrowser()]);
 });
 
 after(async () => {
   await browser?.close();
-  if (server && server.exitCode === null) {
-    server.kill('SIGTERM');
-    await new Promise((r) => server.once('exit', r));
-  }
-  if (home) rmSync(home, { recursive: true, force: true });
+  await spool?.stop();
 });
 
-async function openPage(route, colorScheme = 'light') {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 820 }, colorScheme });
-  const page = await context.newPage();
-  const errors = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  await page.goto(`${base}/#/${route}`);
-  return { page, context, errors };
-}
+const pages = [
+  ['chat', (p) => p.getByTestId('chat-model').filter({ hasText: 'glm52-mini' }).waitFor()],
+  ['model', (p) => p.getByRole('heading', { name: 'GLM-5.2 (Colibri int4, int8 MTP)' }).waitFor()],
+  ['fit', (p) => p.getByTestId('verdict').waitFor()],
+  ['experts', (p) => p.getByTestId('heatmap').waitFor()],
+  ['atlas', (p) => p.waitForFunction(() => Number(document.querySelector('[data-testid=atlas]')?.dataset.drawn ?? 0) > 0)],
+  ['settings', (p) => p.getByLabel('Bind address').waitFor()],
+];
 
-async function shot(page, name) {
-  await page.screenshot({ path: join(artifacts, `${name}.png`) });
-}
-
-const question = 'What does the function re.compile do?';
-
-describe('Spool UI', () => {
-  test('a chat round trip streams text', async () => {
-    const { page, context, errors } = await openPage('chat');
-    await page.getByLabel('Message').fill(question);
-    await page.getByTestId('send').click();
-    const reply = page.locator('.turn.assistant .body').last();
-    // The caret shows while tokens stream in; record the growing text.
-    const lengths = new Set();
-    await page.locator('.turn.assistant .caret').first().waitFor({ timeout: 30000 }).catch(() => {});
-    for (let i = 0; i < 400; i++) {
-      lengths.add((await reply.innerText()).length);
-      if ((await page.getByTestId('send').innerText()) === 'Send') break;
-      await page.waitForTimeout(25);
+describe('Spool UI pages', () => {
+  for (const [name, viewport] of [
+    ['1280', wide],
+    ['800', narrow],
+  ]) {
+    for (const scheme of ['light', 'dark']) {
+      test(`every page at ${name} px, ${scheme}: renders, no serious axe violation`, async () => {
+        const { page, context, errors } = await openPage(browser, spool.base, 'chat', { viewport, colorScheme: scheme });
+        const problems = [];
+        for (const [route, ready] of pages) {
+          await page.goto(`${spool.base}/#/${route}`);
+          await ready(page);
+          await page.waitForTimeout(150);
+          await shot(page, `${route}-${name}-${scheme}`);
+          for (const v of await axe(page)) problems.push(`#/${route}: ${v}`);
+          // Words never break in the middle (paths and hashes may).
+          const breaking = await page.evaluate(() => [...document.querySelectorAll('#app *')].filter((el) => getComputedStyle(el).wordBreak === 'break-all').map((el) => el.className || el.tagName));
+          if (breaking.length) problems.push(`#/${route}: word-break: break-all on ${breaking.slice(0, 3).join(', ')}`);
+        }
+        assert.deepEqual(problems, [], 'axe-core found serious or critical violations');
+        assert.deepEqual(errors, []);
+        await context.close();
+      });
     }
-    await assert.doesNotReject(page.getByTestId('send').filter({ hasText: 'Send' }).waitFor({ timeout: 60000 }));
-    const text = (await reply.innerText()).trim();
-    assert.ok(text.length > 10, `the reply is too short: ${JSON.stringify(text)}`);
-    assert.doesNotMatch(text, /Error:/);
-    assert.ok([...lengths].filter((n) => n > 0).length >= 2 || text.length > 0, 'the reply did not stream');
-    await shot(page, 'chat-light');
-    // The conversation is kept across a reload.
-    await page.reload();
-    await page.locator('.turn.assistant .body').last().waitFor();
-    assert.equal(await page.locator('.conv-list .conv').count(), 1);
-    await page.emulateMedia({ colorScheme: 'dark' });
+  }
+
+  test('the skip link moves focus to the content and keeps the page', async () => {
+    const { page, context } = await openPage(browser, spool.base, 'fit');
+    await page.getByTestId('verdict').waitFor();
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Skip to content');
+    await page.keyboard.press('Enter');
     await page.waitForTimeout(100);
-    await shot(page, 'chat-dark');
-    assert.deepEqual(errors, []);
+    assert.equal(new URL(page.url()).hash, '#/fit', 'the skip link changed the route');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'main');
+    assert.equal(await page.getByRole('heading', { name: 'Fit plan' }).count(), 1);
     await context.close();
   });
 
-  test('stop ends a reply', async () => {
-    const { page, context, errors } = await openPage('chat');
-    await page.getByRole('button', { name: '+ New chat' }).click();
-    // A long prompt keeps the request busy (prefill) long enough to stop
-    // it whatever the demo model would answer.
-    const long = 'What does the method str.split do? ' + 'Explain the separator and maxsplit arguments. '.repeat(60);
-    await page.getByLabel('Message').fill(long);
-    await page.getByTestId('send').click();
-    await page.getByTestId('send').filter({ hasText: 'Stop' }).waitFor();
-    await page.getByTestId('send').click();
-    await page.getByTestId('send').filter({ hasText: 'Send' }).waitFor({ timeout: 10000 });
-    await page.locator('.turn.assistant .badge', { hasText: 'Stopped' }).waitFor({ timeout: 5000 });
-    await shot(page, 'chat-stopped');
-    // The server saw the client go and cancelled the generation.
-    let finish = '';
-    for (let i = 0; i < 100 && finish !== 'cancelled'; i++) {
-      const stats = await (await fetch(base + '/stats')).json();
-      finish = stats.last_turn?.finish_reason ?? '';
-      if (finish !== 'cancelled') await new Promise((r) => setTimeout(r, 100));
+  test('every page is keyboard reachable and named at 800 px', async () => {
+    const { page, context } = await openPage(browser, spool.base, 'chat', { viewport: narrow });
+    for (const label of ['Chat', 'Model', 'Fit', 'Experts', 'Atlas', 'Settings']) {
+      const link = page.getByRole('link', { name: label, exact: true });
+      assert.equal(await link.count(), 1, `no link named ${label}`);
+      assert.ok(await link.isVisible(), `${label} is not visible`);
     }
-    assert.equal(finish, 'cancelled');
-    // The engine is still serving: a new request completes.
-    const r = await fetch(base + '/v1/chat/completions', {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ model: 'spool', messages: [{ role: 'user', content: question }], max_tokens: 8 }),
+    const names = [];
+    for (let i = 0; i < 10; i++) {
+      await page.keyboard.press('Tab');
+      names.push(await page.evaluate(() => document.activeElement?.getAttribute('title') ?? document.activeElement?.textContent?.trim() ?? ''));
+    }
+    for (const label of ['Chat', 'Model', 'Fit', 'Experts', 'Atlas', 'Settings']) assert.ok(names.includes(label), `${label} is not reachable with Tab: ${names.join(' | ')}`);
+    await context.close();
+  });
+
+  test('at 800 px the conversation list is a drawer', async () => {
+    const { page, context, errors } = await openPage(browser, spool.base, 'chat', { viewport: narrow });
+    await page.evaluate(() => {
+      const now = Date.now();
+      const convs = ['Regular expressions', 'Paths'].map((title, i) => ({ id: 'c' + i, title, updated: now - i, turns: [{ role: 'user', content: title + '?' }, { role: 'assistant', content: 'About ' + title, finish: 'stop' }] }));
+      localStorage.setItem('spool.conversations.v1', JSON.stringify(convs));
     });
-    assert.equal(r.status, 200);
+    await page.reload();
+    const drawer = page.locator('#conversations');
+    const toggle = page.getByRole('button', { name: 'Conversations' });
+    assert.ok(!(await drawer.isVisible()), 'the list shows without being opened');
+    await toggle.click();
+    await page.getByRole('button', { name: 'Paths', exact: true }).waitFor({ state: 'visible' });
+    assert.equal(await toggle.getAttribute('aria-expanded'), 'true');
+    await shot(page, 'chat-800-drawer');
+    await page.keyboard.press('Escape');
+    await drawer.waitFor({ state: 'hidden' });
+    await toggle.click();
+    await page.getByRole('button', { name: 'Paths', exact: true }).click();
+    await drawer.waitFor({ state: 'hidden' });
+    assert.equal(await page.locator('.chat-title').innerText(), 'Paths');
     assert.deepEqual(errors, []);
     await context.close();
   });
 
   test('the heat map changes after a reply', async () => {
-    const { page, context, errors } = await openPage('experts');
+    const { page, context, errors } = await openPage(browser, spool.base, 'experts');
     const canvas = page.getByTestId('heatmap');
     await canvas.waitFor();
     assert.equal(await canvas.getAttribute('data-cells'), String(6 * 64));
-    const wrap = page.locator('.heat-wrap');
     await page.waitForFunction(() => Number(document.querySelector('.heat-wrap')?.dataset.updates ?? 0) >= 1);
-    // Let any flash of earlier tests fade, then fingerprint the grid.
-    await page.waitForTimeout(1200);
+    await page.waitForTimeout(1000);
     const digest = async () => createHash('sha256').update(await canvas.screenshot()).digest('hex');
     const before = await digest();
-    const updates = Number(await wrap.getAttribute('data-updates'));
-    const r = await fetch(base + '/v1/chat/completions', {
+    const updates = Number(await page.locator('.heat-wrap').getAttribute('data-updates'));
+    const r = await fetch(spool.base + '/v1/chat/completions', {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
       body: JSON.stringify({ model: 'spool', messages: [{ role: 'user', content: 'What does the function heapq.heappush do?' }], max_tokens: 24 }),
     });
     assert.equal(r.status, 200);
     await page.waitForFunction((n) => Number(document.querySelector('.heat-wrap')?.dataset.updates ?? 0) > n + 1, updates, { timeout: 15000 });
-    const afterDigest = await digest();
-    assert.notEqual(afterDigest, before, 'the heat map did not change after a reply');
-    const hit = await page.locator('.stat', { hasText: 'Hit this turn' }).locator('.stat-value').innerText();
-    await shot(page, 'experts-light');
-    await page.emulateMedia({ colorScheme: 'dark' });
-    await page.waitForTimeout(150);
-    await shot(page, 'experts-dark');
-    assert.ok(Number(hit.replace(/\D/g, '')) >= 0);
+    assert.notEqual(await digest(), before, 'the heat map did not change after a reply');
     assert.deepEqual(errors, []);
     await context.close();
   });
 
-  test('the heat map draws the full GLM-5.2 grid at 10 updates/s', async () => {
-    const { page, context, errors } = await openPage('experts?simulate=glm52', 'dark');
+  test('the GLM-5.2 heat map: hits are outlined, fills are the legend’s colours', async () => {
+    const { page, context, errors } = await openPage(browser, spool.base, 'experts?simulate=glm52', { colorScheme: 'dark' });
     const canvas = page.getByTestId('heatmap');
     await canvas.waitFor();
     assert.equal(await canvas.getAttribute('data-cells'), '19456');
     await page.waitForFunction(() => Number(document.querySelector('.heat-wrap')?.dataset.updates ?? 0) >= 12);
-    await canvas.hover({ position: { x: 300, y: 120 } });
+    // Every cell's centre is the colour its tier and usage give, whether
+    // or not it was just hit (a hit only draws an outline).
+    const check = await canvas.evaluate((c) => {
+      const m = c.heatmap;
+      const ctx = c.getContext('2d');
+      const dpr = window.devicePixelRatio || 1;
+      let hits = 0;
+      let bad = 0;
+      let checked = 0;
+      const samples = [];
+      const now = performance.now();
+      m.draw(now);
+      for (let i = 0; i < m.cells; i += 7) {
+        const rc = m.cellRect(i);
+        if (rc.w < 3 || rc.h < 3) continue;
+        const px = ctx.getImageData(Math.floor((rc.x + rc.w / 2) * dpr), Math.floor((rc.y + rc.h / 2) * dpr), 1, 1).data;
+        const want = m.fillOf(i);
+        checked++;
+        if (m.flashing(i, now)) hits++;
+        if (Math.abs(px[0] - want[0]) + Math.abs(px[1] - want[1]) + Math.abs(px[2] - want[2]) > 9) {
+          bad++;
+          if (bad < 4) samples.push({ i, rc, px: [...px], want, flashing: m.flashing(i, now), info: m.cellInfo(i) });
+        }
+      }
+      return { hits, bad, checked, samples };
+    });
+    assert.ok(check.checked > 1000, `checked ${check.checked} cells`);
+    assert.ok(check.hits > 0, 'no cell was flashing');
+    assert.equal(check.bad, 0, `${check.bad} cell fills are not a legend colour: ${JSON.stringify(check.samples)}`);
+    assert.equal(await page.getByTestId('heat-legend').locator('.ramp').count(), 3);
+    await canvas.focus();
+    await page.keyboard.press('ArrowRight');
     await page.locator('.tooltip').waitFor();
     await shot(page, 'experts-glm52-dark');
     assert.deepEqual(errors, []);
     await context.close();
   });
 
-  test('the fit page shows the plan', async () => {
-    const { page, context, errors } = await openPage('fit');
-    const rows = page.getByTestId('plan-table').locator('tbody tr');
-    await rows.first().waitFor();
-    assert.ok((await rows.count()) >= 8);
-    await assert.doesNotReject(page.getByTestId('verdict').filter({ hasText: 'Fits' }).waitFor());
+  test('the atlas: points reachable by keyboard, visible in dark mode', async () => {
+    const { page, context, errors } = await openPage(browser, spool.base, 'atlas', { colorScheme: 'dark' });
+    const canvas = page.getByTestId('atlas');
+    await page.waitForFunction(() => Number(document.querySelector('[data-testid=atlas]')?.dataset.drawn ?? 0) > 0);
+    const visible = await canvas.evaluate((c) => {
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      let strong = 0;
+      for (let i = 3; i < d.length; i += 4) if (d[i] >= 200) strong++;
+      return strong;
+    });
+    assert.ok(visible > 1500, `only ${visible} strongly painted pixels in dark mode`);
+    const detail = page.getByTestId('atlas-detail');
+    await page.keyboard.press('Tab');
+    for (let i = 0; i < 12 && !(await canvas.evaluate((c) => c === document.activeElement)); i++) await page.keyboard.press('Tab');
+    assert.ok(await canvas.evaluate((c) => c === document.activeElement), 'the atlas is not reachable with Tab');
+    const first = await detail.innerText();
+    assert.match(first, /^Layer \d+, expert \d+/);
+    await page.keyboard.press('ArrowRight');
+    await page.keyboard.press('ArrowDown');
+    assert.notEqual(await detail.innerText(), first, 'the arrow keys did not move to another expert');
+    assert.ok(await page.locator('.tooltip').isVisible());
+    await shot(page, 'atlas-keyboard-dark');
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
+  test('the fit page plans GLM-5.2 before it is downloaded', async () => {
+    const { page, context, errors } = await openPage(browser, spool.base, 'fit', { viewport: narrow });
+    const verdict = page.getByTestId('verdict');
+    await verdict.waitFor();
+    assert.match(await verdict.innerText(), /GLM-5\.2/);
+    // The engine's own sequence count and context, the model's limit in
+    // the context choices, the pinned artifact's resident weights.
+    assert.equal(await page.getByLabel('Sequences decoded together').inputValue(), '4');
+    const contexts = await page.getByLabel('Context (tokens per sequence)').locator('option').allInnerTexts();
+    assert.ok(contexts.some((t) => t.startsWith('1,048,576')), `contexts: ${contexts}`);
+    const resident = await page.getByTestId('plan-table').locator('tr', { hasText: 'resident weights' }).locator('td.num').innerText();
+    assert.equal(resident, '10.1 GiB');
+    // The what-ifs: memory and context change the plan.
     const kv = () => page.getByTestId('plan-table').locator('tr', { hasText: 'KV cache' }).locator('td.num').innerText();
     const kvBefore = await kv();
-    await page.getByLabel('Context (tokens per sequence)').selectOption('2048');
+    await page.getByLabel('Context (tokens per sequence)').selectOption('32768');
     await page.waitForFunction((b) => {
       const td = [...document.querySelectorAll('[data-testid=plan-table] tr')].find((r) => r.textContent.includes('KV cache'))?.querySelector('td.num');
       return td && td.textContent !== b;
     }, kvBefore);
-    await shot(page, 'fit-light');
-    await page.emulateMedia({ colorScheme: 'dark' });
-    await page.waitForTimeout(100);
-    await shot(page, 'fit-dark');
+    // "This machine" does not overlap the slider or its value.
+    const boxes = await page.evaluate(() => ['#fit-memory', '#fit-memory-out'].map((s) => document.querySelector(s).getBoundingClientRect().toJSON()).concat([[...document.querySelectorAll('button')].find((b) => b.textContent === 'This machine').getBoundingClientRect().toJSON()]));
+    const overlap = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+    assert.ok(!overlap(boxes[2], boxes[0]) && !overlap(boxes[2], boxes[1]), `"This machine" overlaps: ${JSON.stringify(boxes)}`);
+    await shot(page, 'fit-glm52-800');
+    // The served model is one click away.
+    await page.getByRole('radio', { name: /glm52-mini/ }).click();
+    await page.getByTestId('verdict').filter({ hasText: 'glm52-mini' }).waitFor();
     assert.deepEqual(errors, []);
     await context.close();
   });
 
-  test('the atlas canvas draws', async () => {
-    const { page, context, errors } = await openPage('atlas');
-    const canvas = page.getByTestId('atlas');
-    await canvas.waitFor();
-    await page.waitForFunction(() => Number(document.querySelector('[data-testid=atlas]')?.dataset.drawn ?? 0) > 0);
-    const painted = await canvas.evaluate((c) => {
-      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-      let n = 0;
-      for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++;
-      return n;
+  test('the thinking switch shows only for a model that can think', async () => {
+    const { page, context } = await openPage(browser, spool.base, 'chat');
+    await page.getByTestId('chat-model').filter({ hasText: 'glm52-mini' }).waitFor();
+    assert.ok(await page.getByRole('switch', { name: 'Thinking' }).isVisible(), 'the demo template has a thinking switch');
+    await context.close();
+    // The same server, as if its model's template had no thinking switch.
+    const c2 = await browser.newContext({ viewport: wide });
+    const p2 = await c2.newPage();
+    await p2.routeWebSocket(/\/v1\/events/, (ws) => {
+      const server = ws.connectToServer();
+      server.onMessage((m) => {
+        const ev = JSON.parse(String(m));
+        if (ev.type === 'hello') ev.data.thinking = false;
+        ws.send(JSON.stringify(ev));
+      });
     });
-    assert.ok(painted > 1000, `only ${painted} pixels painted`);
-    await shot(page, 'atlas-light');
-    await page.emulateMedia({ colorScheme: 'dark' });
-    await page.waitForTimeout(150);
-    await shot(page, 'atlas-dark');
-    assert.deepEqual(errors, []);
-    await context.close();
-  });
-
-  test('the model and settings pages render', async () => {
-    for (const scheme of ['light', 'dark']) {
-      const { page, context, errors } = await openPage('model', scheme);
-      await page.getByRole('heading', { name: 'GLM-5.2 (Colibri int4, int8 MTP)' }).waitFor();
-      await page.getByText('glm52-mini').first().waitFor();
-      await shot(page, `model-${scheme}`);
-      await page.goto(`${base}/#/settings`);
-      await page.getByLabel('Bind address').waitFor();
-      await shot(page, `settings-${scheme}`);
-      assert.deepEqual(errors, []);
-      await context.close();
-    }
-  });
-
-  test('every page is keyboard reachable', async () => {
-    const { page, context } = await openPage('chat');
-    const names = [];
-    for (let i = 0; i < 16; i++) {
-      await page.keyboard.press('Tab');
-      names.push(await page.evaluate(() => document.activeElement?.textContent?.trim() ?? ''));
-    }
-    for (const label of ['Chat', 'Model', 'Fit', 'Experts', 'Atlas', 'Settings']) {
-      assert.ok(names.includes(label), `${label} is not reachable with Tab: ${names.join(' | ')}`);
-    }
-    await context.close();
+    await p2.goto(`${spool.base}/#/chat`);
+    await p2.getByTestId('chat-model').filter({ hasText: 'glm52-mini' }).waitFor();
+    assert.equal(await p2.getByRole('switch', { name: 'Thinking' }).count(), 0);
+    await c2.close();
   });
 });

@@ -44,6 +44,22 @@ export class APIError extends Error {
   ) {
     super(message);
   }
+
+  /** offline reports that the server could not be reached at all. */
+  get offline(): boolean {
+    return this.status === 0;
+  }
+}
+
+/** request is fetch with an unreachable server as an APIError (status 0)
+ * instead of the browser's "Failed to fetch". */
+async function request(url: string, init: RequestInit): Promise<Response> {
+  try {
+    return await fetch(url, init);
+  } catch (e) {
+    if ((e as Error).name === 'AbortError') throw e;
+    throw new APIError('The engine is not reachable.', 0);
+  }
 }
 
 function headers(extra: Record<string, string> = {}): Record<string, string> {
@@ -65,13 +81,13 @@ async function errorOf(r: Response): Promise<APIError> {
 }
 
 export async function getJSON<T>(path: string, signal?: AbortSignal): Promise<T> {
-  const r = await fetch(conn.base + path, { headers: headers(), signal, cache: 'no-store' });
+  const r = await request(conn.base + path, { headers: headers(), signal, cache: 'no-store' });
   if (!r.ok) throw await errorOf(r);
   return (await r.json()) as T;
 }
 
 export async function sendJSON<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const r = await fetch(conn.base + path, {
+  const r = await request(conn.base + path, {
     method,
     headers: headers(body === undefined ? {} : { 'Content-Type': 'application/json' }),
     body: body === undefined ? undefined : JSON.stringify(body),
@@ -80,11 +96,30 @@ export async function sendJSON<T>(method: string, path: string, body?: unknown):
   return (await r.json()) as T;
 }
 
-/** shell calls the desktop shell's own endpoints (start/stop/status). */
-export async function shell<T>(action: 'status' | 'start' | 'stop'): Promise<T> {
-  const r = await fetch('./shell/' + action, { method: action === 'status' ? 'GET' : 'POST', cache: 'no-store' });
-  if (!r.ok) throw await errorOf(r);
+/** shell calls the desktop shell's own endpoints: engine status, start
+ * and stop, opening a URL in the browser, choosing a folder. */
+export async function shell<T>(action: 'status' | 'start' | 'stop' | 'open' | 'choose-folder', body?: unknown): Promise<T> {
+  const r = await request('./shell/' + action, {
+    method: action === 'status' ? 'GET' : 'POST',
+    cache: 'no-store',
+    headers: body === undefined ? {} : { 'Content-Type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  if (!r.ok) throw new APIError((await r.text()).trim() || `${r.status} ${r.statusText}`, r.status);
   return (await r.json()) as T;
+}
+
+/** countTokens is the prompt length of messages with the model's chat
+ * template (the Anthropic count_tokens endpoint; system turns aside). */
+export async function countTokens(messages: ChatMessage[], signal?: AbortSignal): Promise<number> {
+  const r = await request(conn.base + '/v1/messages/count_tokens', {
+    method: 'POST',
+    headers: headers({ 'Content-Type': 'application/json' }),
+    body: JSON.stringify({ model: 'spool', messages: messages.map((m) => ({ role: m.role, content: m.content || ' ' })) }),
+    signal,
+  });
+  if (!r.ok) throw await errorOf(r);
+  return ((await r.json()) as { input_tokens: number }).input_tokens;
 }
 
 export function eventsURL(): string {
@@ -112,6 +147,10 @@ export interface ChatMessage {
 export interface Usage {
   prompt_tokens: number;
   completion_tokens: number;
+  prompt_tokens_details?: { cached_tokens?: number };
+  /** Spool's timing (absent from other servers). */
+  prefill_ms?: number;
+  decode_ms?: number;
 }
 
 /** ToolCallDelta is one streamed piece of a tool call. */
@@ -123,6 +162,8 @@ export interface ToolCallDelta {
 }
 
 export interface StreamHandlers {
+  /** onStart receives the request's id (the one its events carry). */
+  onStart?(id: string): void;
   onContent(text: string): void;
   onReasoning(text: string): void;
   onToolCall(index: number, call: ToolCallDelta): void;
@@ -142,7 +183,7 @@ interface ChunkChoice {
  * the handlers until the stream ends or signal aborts it. */
 export async function streamChat(
   messages: ChatMessage[],
-  opts: { thinking: boolean; maxTokens?: number; signal: AbortSignal },
+  opts: { thinking?: boolean; maxTokens?: number; signal: AbortSignal },
   on: StreamHandlers,
 ): Promise<void> {
   const body = {
@@ -151,9 +192,9 @@ export async function streamChat(
     stream_options: { include_usage: true },
     messages,
     max_tokens: opts.maxTokens,
-    chat_template_kwargs: { enable_thinking: opts.thinking },
+    chat_template_kwargs: opts.thinking === undefined ? undefined : { enable_thinking: opts.thinking },
   };
-  const r = await fetch(conn.base + '/v1/chat/completions', {
+  const r = await request(conn.base + '/v1/chat/completions', {
     method: 'POST',
     headers: headers({ 'Content-Type': 'application/json', Accept: 'text/event-stream' }),
     body: JSON.stringify(body),
@@ -164,8 +205,16 @@ export async function streamChat(
   let buf = '';
   let finish: string | null = null;
   let usage: Usage | undefined;
+  let started = false;
   for (;;) {
-    const { value, done } = await reader.read();
+    let value: string | undefined;
+    let done: boolean;
+    try {
+      ({ value, done } = await reader.read());
+    } catch (e) {
+      if (opts.signal.aborted) throw e;
+      throw new APIError('The connection to the engine was lost during the reply.', 0);
+    }
     if (done) break;
     buf += value;
     let cut: number;
@@ -179,8 +228,12 @@ export async function streamChat(
           on.onFinish(finish, usage);
           return;
         }
-        const chunk = JSON.parse(data) as { choices?: ChunkChoice[]; usage?: Usage; error?: { message: string } };
+        const chunk = JSON.parse(data) as { id?: string; choices?: ChunkChoice[]; usage?: Usage; error?: { message: string } };
         if (chunk.error) throw new APIError(chunk.error.message, 500);
+        if (!started && chunk.id) {
+          started = true;
+          on.onStart?.(chunk.id);
+        }
         if (chunk.usage) usage = chunk.usage;
         for (const c of chunk.choices ?? []) {
           const d = c.delta;

@@ -35,7 +35,10 @@ interface AtlasDoc {
   provenance?: Provenance;
 }
 
-const topicColors = ['#2563eb', '#db2777', '#059669', '#d97706', '#7c3aed', '#0891b2', '#dc2626', '#65a30d', '#9333ea', '#0d9488'];
+/** topicColor is topic i's colour for the current theme (--topic-N). */
+function topicColor(i: number): string {
+  return cssVar(`--topic-${(i % 10) + 1}`) || '#2563eb';
+}
 
 export class AtlasPage implements Page {
   title = 'Atlas';
@@ -46,6 +49,8 @@ export class AtlasPage implements Page {
   private minSpec!: HTMLInputElement;
   private stretch = 1;
   private scaleNote = h('p', { class: 'muted small' });
+  private detail = h('p', { class: 'muted heat-detail', 'aria-live': 'polite', 'data-testid': 'atlas-detail' }, 'Hover a point, or focus the map and use the arrow keys, for details.');
+  private sel: AtlasExpert | null = null;
   private points: Array<{ x: number; y: number; r: number; e: AtlasExpert }> = [];
   private body!: HTMLElement;
   private ro: ResizeObserver | null = null;
@@ -92,10 +97,17 @@ export class AtlasPage implements Page {
     const specOut = h('output', { for: 'atlas-spec' }, '0.00');
     this.layer.addEventListener('change', () => this.draw());
     this.minSpec.addEventListener('input', () => ((specOut.value = Number(this.minSpec.value).toFixed(2)), this.draw()));
-    this.canvas = h('canvas', { class: 'atlas-canvas', 'data-testid': 'atlas', role: 'img', 'aria-label': `Expert atlas: ${doc.experts.length} experts over ${doc.categories.length} topics` });
+    this.canvas = h('canvas', { class: 'atlas-canvas', 'data-testid': 'atlas', role: 'img', tabindex: 0, 'aria-label': `Expert atlas: ${doc.experts.length} experts over ${doc.categories.length} topics. Use the arrow keys to move between experts.`, 'aria-describedby': 'atlas-detail' });
+    this.detail.id = 'atlas-detail';
     this.canvas.addEventListener('mousemove', (e) => this.hover(e));
     this.canvas.addEventListener('mouseleave', () => (this.tip.hidden = true));
-    const legend = h('div', { class: 'legend' }, ...doc.categories.flatMap((c, i) => [h('span', { class: 'swatch', style: `background:${topicColors[i % topicColors.length]}` }), c]));
+    this.canvas.addEventListener('keydown', (e) => this.onKey(e));
+    this.canvas.addEventListener('focus', () => this.select(this.selectedIndex() >= 0 ? this.selectedIndex() : this.largest()));
+    this.canvas.addEventListener('blur', () => {
+      this.tip.hidden = true;
+      this.draw();
+    });
+    const legend = h('div', { class: 'legend' }, ...doc.categories.flatMap((c, i) => [h('span', { class: 'swatch', style: `background:var(--topic-${(i % 10) + 1})` }), c]));
     const top = [...doc.experts].sort((a, b) => b.spec - a.spec || b.total - a.total).slice(0, 12);
     const pv = doc.provenance;
     replace(
@@ -106,6 +118,7 @@ export class AtlasPage implements Page {
         h('div', { class: 'controls inline' }, h('div', { class: 'field' }, h('label', { for: 'atlas-layer' }, 'Layer'), this.layer), h('div', { class: 'field' }, h('label', { for: 'atlas-spec' }, 'Minimum specialization'), h('div', { class: 'range-row' }, this.minSpec, specOut))),
         legend,
         h('div', { class: 'atlas-wrap' }, this.canvas),
+        this.detail,
         this.scaleNote,
       ),
       h(
@@ -170,6 +183,7 @@ export class AtlasPage implements Page {
       return [cx + R * Math.cos(a), cy + R * Math.sin(a)];
     });
     const fg = cssVar('--text') || '#222';
+    const colours = doc.categories.map((_, i) => topicColor(i));
     const line = cssVar('--border') || '#ccc';
     ctx.strokeStyle = line;
     ctx.lineWidth = 1;
@@ -206,14 +220,29 @@ export class AtlasPage implements Page {
       const y = cy + oy * this.stretch;
       const r = 2.5 + 9 * Math.sqrt(e.total / maxTotal);
       const ci = doc.categories.indexOf(e.top_topic);
-      ctx.globalAlpha = 0.2 + 0.75 * (e.spec / maxSpec);
-      ctx.fillStyle = topicColors[(ci < 0 ? 0 : ci) % topicColors.length];
+      const colour = colours[ci < 0 ? 0 : ci];
+      // Opacity carries specialization; the rim keeps the faintest
+      // points visible on either theme.
+      ctx.globalAlpha = 0.3 + 0.65 * (e.spec / maxSpec);
+      ctx.fillStyle = colour;
       ctx.beginPath();
       ctx.arc(x, y, r, 0, 2 * Math.PI);
       ctx.fill();
+      ctx.globalAlpha = 0.9;
+      ctx.strokeStyle = colour;
+      ctx.lineWidth = 1;
+      ctx.stroke();
       this.points.push({ x, y, r, e });
     }
     ctx.globalAlpha = 1;
+    const sel = this.points.find((p) => p.e === this.sel);
+    if (sel && document.activeElement === this.canvas) {
+      ctx.strokeStyle = fg;
+      ctx.lineWidth = 2;
+      ctx.beginPath();
+      ctx.arc(sel.x, sel.y, sel.r + 4, 0, 2 * Math.PI);
+      ctx.stroke();
+    }
     ctx.font = '600 13px system-ui, sans-serif';
     ctx.textAlign = 'center';
     ctx.textBaseline = 'middle';
@@ -221,7 +250,7 @@ export class AtlasPage implements Page {
       const dx = x - cx;
       const dy = y - cy;
       const d = Math.hypot(dx, dy) || 1;
-      ctx.fillStyle = topicColors[i % topicColors.length];
+      ctx.fillStyle = colours[i];
       ctx.beginPath();
       ctx.arc(x, y, 5, 0, 2 * Math.PI);
       ctx.fill();
@@ -230,6 +259,79 @@ export class AtlasPage implements Page {
     });
     this.canvas.dataset.drawn = String(this.points.length);
     this.scaleNote.textContent = `Distance from the centre: how far an expert's topic mix is from an even mix, stretched ${this.stretch >= 10 ? Math.round(this.stretch) : this.stretch.toFixed(1)}× so that the most lopsided expert reaches the rim. Size: selections; opacity: specialization relative to the most specialized (spec ${maxSpec.toFixed(2)}).`;
+  }
+
+  private selectedIndex(): number {
+    return this.points.findIndex((p) => p.e === this.sel);
+  }
+
+  /** largest is the most used point shown (where the keyboard starts). */
+  private largest(): number {
+    let best = -1;
+    this.points.forEach((p, i) => {
+      if (best < 0 || p.r > this.points[best].r) best = i;
+    });
+    return best;
+  }
+
+  /** onKey moves the selection to the nearest point in the arrow's
+   * direction (Home and End: the first and last drawn). */
+  private onKey(e: KeyboardEvent): void {
+    const dirs: Record<string, [number, number]> = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1] };
+    let next = -1;
+    if (e.key === 'Home') next = 0;
+    else if (e.key === 'End') next = this.points.length - 1;
+    else if (e.key === 'Escape') {
+      this.tip.hidden = true;
+      return;
+    } else if (dirs[e.key]) {
+      const at = this.selectedIndex();
+      const cur = this.points[at];
+      if (!cur) next = this.largest();
+      else {
+        const [dx, dy] = dirs[e.key];
+        let best = Infinity;
+        this.points.forEach((p, i) => {
+          const along = (p.x - cur.x) * dx + (p.y - cur.y) * dy;
+          if (i === at || along <= 0) return;
+          const across = Math.abs((p.x - cur.x) * dy) + Math.abs((p.y - cur.y) * dx);
+          const score = along + 2 * across;
+          if (score < best) {
+            best = score;
+            next = i;
+          }
+        });
+      }
+    } else return;
+    e.preventDefault();
+    if (next >= 0) this.select(next);
+  }
+
+  private select(i: number): void {
+    const p = this.points[i];
+    if (!p) return;
+    this.sel = p.e;
+    this.draw();
+    const r = this.canvas.getBoundingClientRect();
+    this.showTip(p.e, r.left + p.x, r.top + p.y);
+  }
+
+  private describe(e: AtlasExpert): string {
+    const mix = Object.entries(e.p)
+      .filter(([, p]) => p >= 0.05)
+      .sort((a, b) => b[1] - a[1])
+      .map(([c, p]) => `${c} ${(p * 100).toFixed(0)}%`)
+      .join(', ');
+    return `Layer ${e.layer}, expert ${e.expert} · ${e.top_topic} (spec ${e.spec.toFixed(2)}, lift ${e.top_lift.toFixed(1)}×, fired ${e.reliability}) · ${mix}`;
+  }
+
+  private showTip(e: AtlasExpert, x: number, y: number): void {
+    const text = this.describe(e);
+    this.tip.textContent = text;
+    this.detail.textContent = text;
+    this.tip.hidden = false;
+    this.tip.style.left = Math.max(8, Math.min(window.innerWidth - this.tip.offsetWidth - 8, x + 12)) + 'px';
+    this.tip.style.top = y + 14 + 'px';
   }
 
   private hover(ev: MouseEvent): void {
@@ -249,15 +351,6 @@ export class AtlasPage implements Page {
       this.tip.hidden = true;
       return;
     }
-    const e = best.e;
-    const mix = Object.entries(e.p)
-      .filter(([, p]) => p >= 0.05)
-      .sort((a, b) => b[1] - a[1])
-      .map(([c, p]) => `${c} ${(p * 100).toFixed(0)}%`)
-      .join(', ');
-    this.tip.textContent = `Layer ${e.layer}, expert ${e.expert} · ${e.top_topic} (spec ${e.spec.toFixed(2)}, lift ${e.top_lift.toFixed(1)}×, fired ${e.reliability}) · ${mix}`;
-    this.tip.hidden = false;
-    this.tip.style.left = Math.min(window.innerWidth - this.tip.offsetWidth - 8, ev.clientX + 12) + 'px';
-    this.tip.style.top = ev.clientY + 14 + 'px';
+    this.showTip(best.e, ev.clientX, ev.clientY);
   }
 }

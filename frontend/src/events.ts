@@ -17,6 +17,7 @@ export class Events {
   private retry = 500;
   private timer: number | undefined;
   private stopped = false;
+  private reportedDown = false;
   connected = false;
 
   start(): void {
@@ -56,6 +57,7 @@ export class Events {
     ws.onopen = () => {
       this.retry = 500;
       this.connected = true;
+      this.reportedDown = false;
       this.emit('connection', true);
     };
     ws.onmessage = (m) => {
@@ -69,8 +71,11 @@ export class Events {
     ws.onclose = () => {
       if (this.ws !== ws) return;
       this.ws = null;
-      if (this.connected) {
+      // Down is reported once: when a connection drops, or when the first
+      // attempt fails.
+      if (this.connected || !this.reportedDown) {
         this.connected = false;
+        this.reportedDown = true;
         this.emit('connection', false);
       }
       this.schedule();

@@ -2,7 +2,7 @@
 
 import { getJSON } from './api';
 import { events } from './events';
-import { HeatMap, tierNames, type Palette, type Shape } from './heatmap';
+import { HeatMap, TIER_DISK, TIER_LRU, TIER_PINNED, tierNames, usageLevel, type Palette, type Shape } from './heatmap';
 import { base64Bytes, cssVar, h, percent, replace, type Page } from './util';
 
 export interface ModelInfo {
@@ -77,7 +77,9 @@ export class ExpertsPage implements Page {
   private tip!: HTMLElement;
   private detail!: HTMLElement;
   private wrap!: HTMLElement;
-  private lastState = 'idle';
+  private legend!: HTMLElement;
+  private legendMax = -1;
+  private lastState = 'ready';
   private tiers: TierStats | null = null;
   private gpu: GPUStatus | null = null;
   private ro: ResizeObserver | null = null;
@@ -89,26 +91,15 @@ export class ExpertsPage implements Page {
     this.tip = h('div', { class: 'tooltip', role: 'tooltip', hidden: true });
     this.detail = h('p', { class: 'muted heat-detail' }, 'Hover a cell, or focus the grid and use the arrow keys, for details.');
     this.wrap = h('div', { class: 'heat-wrap' });
-    const legend = h(
-      'div',
-      { class: 'legend' },
-      h('span', { class: 'swatch disk' }),
-      'on disk',
-      h('span', { class: 'swatch lru' }),
-      'LRU cache',
-      h('span', { class: 'swatch pinned' }),
-      'pinned',
-      h('span', { class: 'swatch flash' }),
-      'hit just now',
-      h('span', { class: 'muted' }, '· brighter = used more (log₂ of the count)'),
-    );
+    this.legend = h('div', { class: 'heat-legend', 'data-testid': 'heat-legend' });
+    this.renderLegend();
     replace(
       root,
       h(
         'div',
         { class: 'page' },
         h('header', { class: 'page-head' }, h('h1', {}, 'Expert heat map'), h('p', { class: 'muted' }, 'Every routed expert of every MoE layer: where it lives, how much it is used, and which ones the current turn hits.')),
-        h('section', { class: 'card' }, this.summary, legend, this.wrap, this.detail),
+        h('section', { class: 'card' }, this.summary, this.legend, this.wrap, this.detail),
       ),
       this.tip,
     );
@@ -162,7 +153,9 @@ export class ExpertsPage implements Page {
     this.offs.push(
       events.on('experts', (d: { map?: string; hits?: string }) => this.apply(d.map, d.hits)),
       events.on('state', (d: { state: string }) => {
-        if (d.state === 'generating' && this.lastState !== 'generating') this.map?.resetTurn();
+        // A turn starts when the engine leaves ready (queued, reading the
+        // prompt or generating).
+        if (d.state !== 'ready' && this.lastState === 'ready') this.map?.resetTurn();
         this.lastState = d.state;
         this.renderSummary();
       }),
@@ -200,6 +193,8 @@ export class ExpertsPage implements Page {
     c.setAttribute('aria-label', `Heat map of ${shape.rows} layers × ${shape.cols} experts (${shape.rows * shape.cols} cells). Use the arrow keys to inspect cells.`);
     c.dataset.testid = 'heatmap';
     c.dataset.cells = String(shape.rows * shape.cols);
+    // The map itself, for checks of what it draws.
+    (c as HTMLCanvasElement & { heatmap?: HeatMap }).heatmap = m;
     replace(this.wrap, c);
     this.ro = new ResizeObserver(() => m.layout(this.wrap.clientWidth));
     this.ro.observe(this.wrap);
@@ -246,9 +241,32 @@ export class ExpertsPage implements Page {
     this.tip.style.top = y + 14 + 'px';
   }
 
+  /** renderLegend draws the usage scale of each tier with the colours
+   * the grid uses (usageLevel between the cold colour and the tier's). */
+  private renderLegend(): void {
+    const maxHeat = this.map?.maxHeat ?? 1;
+    if (maxHeat === this.legendMax) return;
+    this.legendMax = maxHeat;
+    const most = maxHeat <= 1 ? 'once' : `${(2 ** (maxHeat - 1)).toLocaleString()}+ times`;
+    const ramp = (cls: string, tier: number, name: string) => {
+      const stops = [0, 0.25, 0.5, 0.75, 1].map((f) => {
+        const level = f === 0 ? usageLevel(tier, 0, maxHeat) : usageLevel(tier, Math.max(1, Math.round(f * maxHeat)), maxHeat);
+        return `color-mix(in srgb, var(--heat-${cls}) ${(level * 100).toFixed(0)}%, var(--heat-cold)) ${(f * 100).toFixed(0)}%`;
+      });
+      return h('div', { class: 'ramp-row' }, h('span', { class: 'ramp-name' }, name), h('span', { class: 'ramp', style: `background: linear-gradient(to right, ${stops.join(', ')})`, 'aria-hidden': 'true' }));
+    };
+    replace(
+      this.legend,
+      h('div', { class: 'ramps' }, ramp('disk', TIER_DISK, 'On disk'), ramp('lru', TIER_LRU, 'In the LRU cache'), ramp('pinned', TIER_PINNED, 'Pinned')),
+      h('div', { class: 'ramp-scale muted small' }, h('span', {}, 'never used'), h('span', {}, `used ${most} (log scale)`)),
+      h('div', { class: 'legend' }, h('span', { class: 'swatch outline', 'aria-hidden': 'true' }), 'outlined: hit in the last second'),
+    );
+  }
+
   private renderSummary(): void {
     const m = this.map;
     if (!m) return;
+    this.renderLegend();
     const [disk, lru, pinned] = m.tierCounts();
     const items: Array<[string, string]> = [
       ['Experts', m.cells.toLocaleString()],

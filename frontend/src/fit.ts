@@ -1,8 +1,11 @@
-// The Fit page: the memory equation for this machine, the verdict, and
-// what-if controls (memory budget, context, sequences).
+// The Fit page: the memory equation on this machine, line by line, for the
+// pinned GLM-5.2 artifact (planned from its config and known formats,
+// before anything is downloaded) or for the model being served; with
+// what-if controls: memory, context (up to the model's limit) and
+// sequences (by default the count the engine runs with).
 
 import { getJSON } from './api';
-import { bytes, debounce, h, replace, type Page } from './util';
+import { bytes, debounce, diskBytes, h, replace, type Page } from './util';
 
 interface Item {
   name: string;
@@ -21,6 +24,7 @@ interface Plan {
   cache_slots_per_layer: number;
   experts_per_layer: number;
   expert_layers: number;
+  source: string;
   items: Item[];
   problem?: string;
   suggestion?: string;
@@ -31,9 +35,15 @@ interface PlanResponse {
   machine_memory_bytes: number;
   max_context: number;
   model: string;
+  served_model: string;
+  routed_bytes: number;
+  resident_bytes: number;
+  server_context: number;
+  server_sequences: number;
 }
 
 const GiB = 1024 ** 3;
+const contexts = [2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576];
 
 export class FitPage implements Page {
   title = 'Fit';
@@ -42,6 +52,9 @@ export class FitPage implements Page {
   private memoryOut!: HTMLOutputElement;
   private context!: HTMLSelectElement;
   private sequences!: HTMLInputElement;
+  private seqHint!: HTMLElement;
+  private model = 'glm52';
+  private pick!: HTMLElement;
   private machine = 0;
   private ctl = new AbortController();
 
@@ -50,8 +63,10 @@ export class FitPage implements Page {
     this.memory = h('input', { type: 'range', id: 'fit-memory', min: 8, max: 192, step: 1, value: 32, 'aria-describedby': 'fit-memory-out' });
     this.memoryOut = h('output', { id: 'fit-memory-out', for: 'fit-memory' });
     this.context = h('select', { id: 'fit-context' });
-    this.sequences = h('input', { type: 'number', id: 'fit-seq', min: 1, max: 64, value: 1 });
-    const reset = h('button', { type: 'button', class: 'ghost', onclick: () => this.useMachine() }, 'This machine');
+    this.sequences = h('input', { type: 'number', id: 'fit-seq', min: 1, max: 64, value: 1, 'aria-describedby': 'fit-seq-hint' });
+    this.seqHint = h('p', { class: 'hint', id: 'fit-seq-hint' });
+    this.pick = h('div', { class: 'segmented', role: 'radiogroup', 'aria-label': 'Model to plan' });
+    const reset = h('button', { type: 'button', class: 'small', onclick: () => this.useMachine() }, 'This machine');
     const update = debounce(() => this.refresh(), 150);
     this.memory.addEventListener('input', () => {
       this.memoryOut.value = this.memory.value + ' GiB';
@@ -64,13 +79,14 @@ export class FitPage implements Page {
       h(
         'div',
         { class: 'page' },
-        h('header', { class: 'page-head' }, h('h1', {}, 'Fit plan'), h('p', { class: 'muted' }, 'The memory equation of running the model on this machine, line by line. Change the budget or the context to see what fits.')),
+        h('header', { class: 'page-head' }, h('h1', {}, 'Fit plan'), h('p', { class: 'muted' }, 'Does the model fit this machine? The memory equation of running it, line by line, before anything is downloaded. Change the budget, the context or the sequences to see what fits.')),
         h(
           'section',
           { class: 'card controls', 'aria-label': 'What if' },
-          h('div', { class: 'field' }, h('label', { for: 'fit-memory' }, 'Memory'), h('div', { class: 'range-row' }, this.memory, this.memoryOut, reset)),
+          h('div', { class: 'field wide' }, h('span', { class: 'label', id: 'fit-model-label' }, 'Model'), this.pick),
+          h('div', { class: 'field' }, h('label', { for: 'fit-memory' }, 'Memory'), h('div', { class: 'range-row' }, this.memory, this.memoryOut), h('div', {}, reset)),
           h('div', { class: 'field' }, h('label', { for: 'fit-context' }, 'Context (tokens per sequence)'), this.context),
-          h('div', { class: 'field' }, h('label', { for: 'fit-seq' }, 'Sequences decoded together'), this.sequences),
+          h('div', { class: 'field' }, h('label', { for: 'fit-seq' }, 'Sequences decoded together'), this.sequences, this.seqHint),
         ),
         this.out,
       ),
@@ -82,17 +98,47 @@ export class FitPage implements Page {
     this.ctl.abort();
   }
 
+  private renderPick(served: string): void {
+    const option = (id: string, label: string, note: string) => {
+      const on = this.model === id;
+      return h(
+        'button',
+        { type: 'button', role: 'radio', 'aria-checked': String(on), tabindex: on ? 0 : -1, class: on ? 'on' : '', 'data-model': id, onclick: () => this.choose(id) },
+        h('span', {}, label),
+        h('span', { class: 'muted small' }, note),
+      );
+    };
+    replace(this.pick, option('glm52', 'GLM-5.2', 'the pinned artifact, before downloading'), option('served', served, 'the model being served'));
+    this.pick.onkeydown = (e: KeyboardEvent) => {
+      if (e.key === 'ArrowRight' || e.key === 'ArrowLeft' || e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+        e.preventDefault();
+        this.choose(this.model === 'glm52' ? 'served' : 'glm52');
+        (this.pick.querySelector('[aria-checked=true]') as HTMLElement | null)?.focus();
+      }
+    };
+  }
+
+  private choose(model: string): void {
+    if (model === this.model) return;
+    this.model = model;
+    this.first();
+  }
+
   private async first(): Promise<void> {
     try {
-      const r = await getJSON<PlanResponse>('/ui/plan', this.ctl.signal);
+      const r = await getJSON<PlanResponse>('/ui/plan?model=' + this.model, this.ctl.signal);
       this.machine = r.machine_memory_bytes || r.plan.memory_bytes;
-      const opts = [2048, 4096, 8192, 16384, 32768, 65536, 131072, 202752].filter((c) => c <= r.max_context);
-      if (!opts.includes(r.max_context)) opts.push(r.max_context);
-      replace(this.context, ...opts.map((c) => h('option', { value: c, selected: c === r.plan.context }, c.toLocaleString())));
+      const opts = contexts.filter((c) => c <= r.max_context);
+      for (const c of [r.max_context, r.plan.context]) if (!opts.includes(c)) opts.push(c);
+      opts.sort((a, b) => a - b);
+      replace(this.context, ...opts.map((c) => h('option', { value: c, selected: c === r.plan.context }, c.toLocaleString() + (c === r.max_context ? ' (the model’s limit)' : ''))));
+      this.sequences.value = String(r.plan.sequences);
+      this.seqHint.textContent = `The engine decodes ${r.server_sequences} sequences together (${r.server_context.toLocaleString()} tokens each).`;
+      this.renderPick(r.served_model);
       this.setMemory(r.plan.memory_bytes);
       this.show(r);
     } catch (e) {
-      if (!this.ctl.signal.aborted) replace(this.out, h('p', { class: 'error' }, (e as Error).message));
+      if (!this.ctl.signal.aborted) replace(this.out, h('p', { class: 'error', role: 'alert' }, (e as Error).message));
     }
   }
 
@@ -109,19 +155,20 @@ export class FitPage implements Page {
   }
 
   private async refresh(): Promise<void> {
-    const q = new URLSearchParams({ memory: this.memory.value + 'GiB', context: this.context.value, sequences: this.sequences.value || '1' });
+    const q = new URLSearchParams({ model: this.model, memory: this.memory.value + 'GiB', context: this.context.value, sequences: this.sequences.value || '1' });
     try {
       this.show(await getJSON<PlanResponse>('/ui/plan?' + q.toString(), this.ctl.signal));
     } catch (e) {
-      if (!this.ctl.signal.aborted) replace(this.out, h('p', { class: 'error' }, (e as Error).message));
+      if (!this.ctl.signal.aborted) replace(this.out, h('p', { class: 'error', role: 'alert' }, (e as Error).message));
     }
   }
 
   private show(r: PlanResponse): void {
     const p = r.plan;
     const limit = p.memory_limit_bytes;
+    const streamed = `${p.cache_slots_per_layer} expert cache slots per layer (of ${p.experts_per_layer}); the rest of the ${bytes(r.routed_bytes)} of routed experts stream from the SSD`;
     const verdict = p.fits
-      ? h('div', { class: 'verdict ok', 'data-testid': 'verdict' }, h('strong', {}, 'Fits.'), ` ${r.model} runs in ${bytes(p.planned_process_bytes)} of the ${bytes(limit)} limit, with ${p.cache_slots_per_layer} expert cache slots per layer (of ${p.experts_per_layer}).`)
+      ? h('div', { class: 'verdict ok', 'data-testid': 'verdict' }, h('strong', {}, 'Fits.'), ` ${r.model} runs in ${bytes(p.planned_process_bytes)} of the ${bytes(limit)} limit with ${p.sequences} sequence${p.sequences === 1 ? '' : 's'} of ${p.context.toLocaleString()} tokens: ${streamed}.`)
       : h('div', { class: 'verdict bad', 'data-testid': 'verdict' }, h('strong', {}, 'Does not fit. '), p.problem ?? '', p.suggestion ? h('p', {}, p.suggestion) : null);
     const palette = ['--c1', '--c2', '--c3', '--c4', '--c5', '--c6', '--c7'];
     const scale = Math.max(limit, p.planned_process_bytes);
@@ -144,7 +191,13 @@ export class FitPage implements Page {
     replace(
       this.out,
       verdict,
-      h('section', { class: 'card' }, h('h2', {}, 'Where the memory goes'), bar),
+      h(
+        'section',
+        { class: 'card' },
+        h('h2', {}, 'Where the memory goes'),
+        bar,
+        h('p', { class: 'muted small' }, `Weights: ${bytes(r.resident_bytes)} resident, ${bytes(r.routed_bytes)} (${diskBytes(r.routed_bytes)}) of routed experts on disk. Planned from ${p.source}.`),
+      ),
       h(
         'section',
         { class: 'card' },

@@ -1,9 +1,11 @@
 // The expert heat map: a layer x expert grid drawn on a canvas. Each cell
 // is one routed expert: its tier (disk, LRU, pinned) picks the hue, its
-// usage (log2 of the persistent count) the intensity, and a hit in the
-// latest update flashes it. The grid is painted one pixel per cell into an
-// offscreen canvas and scaled up without smoothing, so the 19,456 cells of
-// GLM-5.2 cost one putImageData per frame.
+// usage (log2 of the persistent count) how far the colour goes from the
+// cold one to the tier's, exactly as the legend's scales show, and a hit
+// in the latest updates draws an outline that fades (it never changes the
+// fill, so every fill is a colour of the legend). The grid is painted one
+// pixel per cell into an offscreen canvas and scaled up without smoothing,
+// so the 19,456 cells of GLM-5.2 cost one putImageData per frame.
 
 export const TIER_DISK = 0;
 export const TIER_LRU = 1;
@@ -28,6 +30,18 @@ export interface Palette {
 
 const flashMillis = 900;
 
+/** usageLevel is how far (0..1) a cell's colour goes from cold to its
+ * tier's colour: 0 for a never-used expert on disk, a floor for resident
+ * ones, then linear in log2 of the count up to the most used. */
+export function usageLevel(tier: number, heat: number, maxHeat: number): number {
+  if (heat === 0) return tier === TIER_DISK ? 0 : usageFloor;
+  return usageFloor + (1 - usageFloor) * (heat / Math.max(1, maxHeat));
+}
+
+/** usageFloor is the level of a resident expert never used (and the step
+ * from 0 to a first use). */
+export const usageFloor = 0.2;
+
 export class HeatMap {
   readonly canvas: HTMLCanvasElement;
   private off: HTMLCanvasElement;
@@ -37,7 +51,7 @@ export class HeatMap {
   private turnHits: Uint8Array;
   private raf = 0;
   private dirty = true;
-  private maxHeat = 1;
+  maxHeat = 1;
   private palette: Palette;
   private cell = { w: 4, h: 6, x0: 44, y0: 18 };
   hover = -1;
@@ -162,7 +176,6 @@ export class HeatMap {
     let flashing = false;
     const data = this.img.data;
     const p = this.palette;
-    const inv = 1 / this.maxHeat;
     if (!this.dirty) {
       for (let i = 0; i < n; i++) {
         if (now - this.flashAt[i] < flashMillis) {
@@ -178,25 +191,33 @@ export class HeatMap {
       const tier = Math.min(2, b >> 6);
       const heat = b & 63;
       const hot = p.tiers[tier];
-      // Intensity: a floor so that resident-but-unused cells show their tier.
-      const t = heat === 0 ? (tier === TIER_DISK ? 0 : 0.18) : 0.25 + 0.75 * Math.sqrt(heat * inv);
-      let r = p.cold[0] + (hot[0] - p.cold[0]) * t;
-      let g = p.cold[1] + (hot[1] - p.cold[1]) * t;
-      let bl = p.cold[2] + (hot[2] - p.cold[2]) * t;
-      const age = now - this.flashAt[i];
-      if (age < flashMillis) {
-        const f = 1 - age / flashMillis;
-        const k = f * f;
-        r += (p.flash[0] - r) * k;
-        g += (p.flash[1] - g) * k;
-        bl += (p.flash[2] - bl) * k;
-      }
+      const t = usageLevel(tier, heat, this.maxHeat);
       const o = i * 4;
-      data[o] = r;
-      data[o + 1] = g;
-      data[o + 2] = bl;
+      data[o] = p.cold[0] + (hot[0] - p.cold[0]) * t;
+      data[o + 1] = p.cold[1] + (hot[1] - p.cold[1]) * t;
+      data[o + 2] = p.cold[2] + (hot[2] - p.cold[2]) * t;
       data[o + 3] = 255;
     }
+    this.drawGrid(now);
+  }
+
+  /** fillOf is cell i's fill: its tier's colour at its usage level. */
+  fillOf(i: number): RGB {
+    const { tier, heat } = this.cellInfo(i);
+    const p = this.palette;
+    const hot = p.tiers[tier];
+    const t = usageLevel(tier, heat, this.maxHeat);
+    return [0, 1, 2].map((k) => Math.round(p.cold[k] + (hot[k] - p.cold[k]) * t)) as RGB;
+  }
+
+  /** flashing reports whether cell i shows a recent hit at now. */
+  flashing(i: number, now: number): boolean {
+    return now - this.flashAt[i] < flashMillis;
+  }
+
+  private drawGrid(now: number): void {
+    const n = this.cells;
+    const p = this.palette;
     const octx = this.off.getContext('2d')!;
     octx.putImageData(this.img, 0, 0);
     const ctx = this.canvas.getContext('2d')!;
@@ -240,6 +261,24 @@ export class HeatMap {
     ctx.textBaseline = 'alphabetic';
     const step = cols > 128 ? 32 : cols > 32 ? 16 : 4;
     for (let c = 0; c < cols; c += step) ctx.fillText(String(c), x0 + c * w + w / 2, y0 - 5);
+    // Hits: an outline in the flash colour, fading out; cells too narrow
+    // for one get its top and bottom edges, so the fill stays visible.
+    const [fr, fg2, fb] = p.flash;
+    ctx.lineWidth = 1.5;
+    for (let i = 0; i < n; i++) {
+      const age = now - this.flashAt[i];
+      if (age >= flashMillis) continue;
+      const rc = this.cellRect(i);
+      const colour = `rgba(${fr},${fg2},${fb},${(1 - age / flashMillis).toFixed(2)})`;
+      if (rc.w >= 6) {
+        ctx.strokeStyle = colour;
+        ctx.strokeRect(rc.x + 0.75, rc.y + 0.75, rc.w - 1.5, rc.h - 1.5);
+      } else {
+        ctx.fillStyle = colour;
+        ctx.fillRect(rc.x, rc.y, rc.w, 1);
+        ctx.fillRect(rc.x, rc.y + rc.h - 1, rc.w, 1);
+      }
+    }
     if (this.hover >= 0) {
       const rc = this.cellRect(this.hover);
       ctx.strokeStyle = fg;

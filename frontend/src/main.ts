@@ -1,15 +1,19 @@
-// Spool's web UI: a sidebar of sections and a hash router. Served by
-// `spool serve` at "/" and by the desktop shell's webview.
+// Spool's web UI: a sidebar of sections and a hash router (#/chat,
+// #/model, ...). Served by `spool serve` at "/" and by the desktop shell's
+// webview.
 
 import './style.css';
-import { conn, connect, shell } from './api';
+import { conn, connect, getJSON, shell } from './api';
 import { AtlasPage } from './atlas';
 import { ChatPage } from './chat';
+import { downloads, downloadSummary } from './downloads';
 import { events } from './events';
 import { ExpertsPage } from './experts';
 import { FitPage } from './fit';
+import { wireLinks } from './links';
 import { ModelPage } from './model';
 import { applyTheme, SettingsPage, type Theme } from './settings';
+import { engine } from './status';
 import { h, replace, type Page } from './util';
 
 const routes: Record<string, { label: string; icon: string; page: () => Page }> = {
@@ -22,11 +26,15 @@ const routes: Record<string, { label: string; icon: string; page: () => Page }> 
 };
 
 let current: Page | null = null;
+let currentKey = '';
 let main: HTMLElement;
 const navLinks = new Map<string, HTMLAnchorElement>();
 const statusDot = h('span', { class: 'dot-status', 'aria-hidden': 'true' });
 const statusText = h('span', { class: 'status-text' }, 'Connecting…');
 const shellBar = h('div', { class: 'shell-bar', hidden: true });
+const downloadLink = h('a', { class: 'dl-indicator', href: '#/model', hidden: true, 'data-testid': 'download-indicator' });
+/** shellState is the desktop shell's engine state when it is not serving. */
+let shellState: { state: string; text: string } | null = null;
 
 function icon(d: string): SVGSVGElement {
   const svg = document.createElementNS('http://www.w3.org/2000/svg', 'svg');
@@ -41,7 +49,9 @@ function icon(d: string): SVGSVGElement {
 function layout(): void {
   const nav = h('nav', { class: 'nav', 'aria-label': 'Sections' });
   for (const [id, r] of Object.entries(routes)) {
-    const a = h('a', { href: '#/' + id, 'data-route': id }, icon(r.icon), h('span', {}, r.label));
+    // The label stays in the accessibility tree when a narrow window
+    // shows only the icon.
+    const a = h('a', { href: '#/' + id, 'data-route': id, title: r.label }, icon(r.icon), h('span', { class: 'nav-label' }, r.label));
     navLinks.set(id, a);
     nav.append(a);
   }
@@ -55,8 +65,9 @@ function layout(): void {
       h(
         'aside',
         { class: 'sidebar' },
-        h('div', { class: 'brand' }, h('img', { src: './favicon.svg', alt: '', width: 28, height: 28 }), h('span', {}, 'Spool')),
+        h('div', { class: 'brand' }, h('img', { src: './favicon.svg', alt: '', width: 28, height: 28 }), h('span', { class: 'brand-name' }, 'Spool')),
         nav,
+        downloadLink,
         h('div', { class: 'engine-status', role: 'status', 'data-testid': 'engine-status' }, statusDot, statusText),
         shellBar,
       ),
@@ -66,24 +77,39 @@ function layout(): void {
 }
 
 function route(): void {
-  const id = (location.hash.replace(/^#\/?/, '').split(/[?/]/)[0] || 'chat') as string;
-  const r = routes[id] ?? routes.chat;
+  const hash = location.hash;
+  // "#main" and other in-page anchors are not routes.
+  if (hash && !hash.startsWith('#/') && current) return;
+  const id = hash.replace(/^#\/?/, '').split(/[?/]/)[0] || 'chat';
   const key = routes[id] ? id : 'chat';
   current?.unmount?.();
   for (const [k, a] of navLinks) {
     if (k === key) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
-  current = r.page();
+  current = routes[key].page();
+  currentKey = key;
   document.title = `${current.title} · Spool`;
   main.dataset.page = key;
   current.mount(main);
+  showDownload();
 }
 
-function setStatus(state: string, detail = ''): void {
-  statusDot.className = 'dot-status ' + state;
-  statusText.textContent = detail || state;
-  document.body.dataset.engine = state;
+function showStatus(): void {
+  const s = shellState ?? engine.line();
+  statusDot.className = 'dot-status ' + s.state;
+  statusText.textContent = s.text;
+  document.body.dataset.engine = s.state;
+}
+
+/** showDownload is the sidebar's note of a download running while the
+ * Model page is not shown. */
+function showDownload(): void {
+  const d = downloadSummary();
+  downloadLink.hidden = !d || currentKey === 'model';
+  if (!d) return;
+  downloadLink.setAttribute('aria-label', d.label);
+  replace(downloadLink, h('span', { class: 'dl-text', 'aria-hidden': 'true' }, d.short), h('progress', { max: 1, value: d.fraction, 'aria-hidden': 'true' }));
 }
 
 /** In the desktop app the engine can be stopped; offer to start it. */
@@ -91,36 +117,35 @@ async function pollShell(): Promise<void> {
   try {
     const s = await shell<{ state: string; detail?: string; progress?: number }>('status');
     if (s.state === 'stopped' || s.state === 'failed') {
-      setStatus(s.state === 'failed' ? 'error' : 'stopped', s.state === 'failed' ? 'Model failed to start' : 'Model stopped');
+      shellState = s.state === 'failed' ? { state: 'error', text: 'Model failed to start' } : { state: 'stopped', text: 'Model stopped' };
       replace(shellBar, s.detail ? h('p', { class: 'small error' }, s.detail) : '', h('button', { type: 'button', class: 'primary small', onclick: () => shell('start').then(pollShell) }, 'Start model'));
       shellBar.hidden = false;
     } else if (s.state === 'loading') {
-      setStatus('loading', `Loading… ${Math.round((s.progress ?? 0) * 100)}%`);
+      shellState = { state: 'loading', text: `Loading… ${Math.round((s.progress ?? 0) * 100)}%` };
       shellBar.hidden = true;
     } else {
+      shellState = null;
       shellBar.hidden = true;
     }
   } catch {
-    // Not fatal: the status line keeps what the websocket said.
+    shellState = null;
   }
+  showStatus();
 }
 
 async function start(): Promise<void> {
   applyTheme((localStorage.getItem('spool.theme') as Theme) ?? 'system');
   layout();
+  wireLinks();
   await connect();
-  events.on('connection', (up: boolean) => {
-    if (!up) setStatus('offline', 'Engine not reachable');
-  });
-  events.on('state', (d: { state: string; tokens_per_second: number; model: string }) => {
-    if (d.state === 'generating') setStatus('generating', `Generating · ${d.tokens_per_second.toFixed(1)} tok/s`);
-    else setStatus('ready', `Ready · ${d.model}`);
-  });
+  engine.on(showStatus);
+  downloads.on(showDownload);
   events.start();
   if (conn.shell) {
     pollShell();
     window.setInterval(pollShell, 1500);
   }
+  getJSON('/ui/download').then((s) => downloads.set(s as never), () => {});
   window.addEventListener('hashchange', route);
   route();
 }

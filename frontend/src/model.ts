@@ -1,103 +1,69 @@
-// The Model page: the pinned GLM-5.2 artifact, the disk preflight, and the
-// download's progress (rate, ETA, pause/resume, verification), wired to
-// the downloader through /ui/download and the "download" events.
+// The Model page: the model being served, and the pinned GLM-5.2 artifact's
+// download as a state machine: plan and check the disk (another folder can
+// be chosen), download with pause, resume and a confirmed cancel, and once
+// every file is verified, load it.
 
-import { getJSON, sendJSON } from './api';
-import { events } from './events';
-import { diskBytes, duration, h, percent, replace, type Page } from './util';
+import { conn, getJSON, sendJSON, shell } from './api';
+import { downloads, type DownloadStatus } from './downloads';
 import type { Info } from './experts';
+import { confirmDialog } from './notice';
+import { bytes, diskBytes, duration, h, percent, replace, type Page } from './util';
 
-interface Preflight {
-  volume: string;
-  to_fetch: number;
-  reserve: number;
-  required: number;
-  available: number;
-  important: number;
-  checked: boolean;
-  ok: boolean;
-  purge: boolean;
-  message: string;
+/** Phase is what the user can do next. */
+type Phase = 'unplanned' | 'planning' | 'plan-error' | 'no-space' | 'ready' | 'downloading' | 'paused' | 'done';
+
+function phaseOf(s: DownloadStatus): Phase {
+  if (s.state === 'done' && s.model_dir) return 'done';
+  if (s.running) return s.state === 'paused' ? 'paused' : 'downloading';
+  if (s.planning) return 'planning';
+  if (!s.plan) return s.plan_error ? 'plan-error' : 'unplanned';
+  if (!s.plan.preflight.ok) return 'no-space';
+  return 'ready';
 }
 
-interface PlannedFile {
-  path: string;
-  size: number;
-  status: 'complete' | 'partial' | 'missing';
-  present: number;
-  lfs: boolean;
-}
-
-interface DownloadPlan {
-  repo: string;
-  revision: string;
-  commit: string;
-  snapshot_dir: string;
-  files: PlannedFile[];
-  total_bytes: number;
-  present_bytes: number;
-  to_fetch: number;
-  preflight: Preflight;
-}
-
-interface Progress {
-  done: number;
-  total: number;
-  rate: number;
-  eta_s: number;
-  files_done: number;
-  files_total: number;
-  active?: Array<{ path: string; done: number; total: number; rate: number }>;
-}
-
-interface DownloadEvent {
-  kind: string;
-  state?: string;
-  file?: string;
-  message?: string;
-  progress: Progress;
-}
-
-interface Status {
-  repo: string;
-  revision: string;
-  cache_dir: string;
-  disk?: { path?: string; available?: number; important?: number; total?: number; error?: string };
-  planning: boolean;
-  plan?: DownloadPlan;
-  plan_error?: string;
-  state: string;
-  running: boolean;
-  error?: string;
-  last?: DownloadEvent;
+/** size shows a download size both ways: 357 GiB (384 GB). */
+function size(n: number): string {
+  return `${bytes(n)} (${diskBytes(n)})`;
 }
 
 export class ModelPage implements Page {
   title = 'Model';
   private root!: HTMLElement;
-  private status: Status | null = null;
+  private serving!: HTMLElement;
+  private artifact!: HTMLElement;
+  private progress!: HTMLElement;
+  private message!: HTMLElement;
   private info: Info | null = null;
   private timer: number | undefined;
   private off: (() => void) | null = null;
-  private verified = new Set<string>();
-  private integrity: string[] = [];
+  private shown = '';
+  private choosing = false;
+  private loading = false;
+  private bar: { state: HTMLElement; amount: HTMLElement; meter: HTMLProgressElement; rate: HTMLElement; eta: HTMLElement; files: HTMLElement; active: HTMLElement } | null = null;
 
   mount(root: HTMLElement): void {
-    this.root = h('div', { class: 'page' });
+    this.serving = h('section', { class: 'card' }, h('h2', {}, 'Serving now'), h('p', { class: 'muted' }, 'Loading…'));
+    this.artifact = h('section', { class: 'card', 'aria-labelledby': 'artifact-title' });
+    this.progress = h('section', { class: 'card', 'aria-labelledby': 'progress-title', hidden: true });
+    this.message = h('p', { class: 'error', role: 'alert', 'data-testid': 'download-error' });
+    this.root = h(
+      'div',
+      { class: 'page' },
+      h('header', { class: 'page-head' }, h('h1', {}, 'Model'), h('p', { class: 'muted' }, 'The model Spool serves, and the full GLM-5.2 artifact it can download.')),
+      this.serving,
+      this.artifact,
+      this.progress,
+    );
     replace(root, this.root);
-    this.off = events.on('download', (ev: DownloadEvent) => {
-      if (ev.kind === 'file-done' && ev.file) this.verified.add(ev.file);
-      if (ev.kind === 'integrity' && ev.file) this.integrity.push(`${ev.file}: ${ev.message ?? 'failed verification'}`);
-      if (this.status) {
-        this.status.last = ev;
-        if (ev.state) this.status.state = ev.state;
-        this.render();
-      }
-    });
-    getJSON<Info>('/ui/info').then((i) => ((this.info = i), this.render())).catch(() => {});
+    this.off = downloads.on(() => this.render());
+    getJSON<Info>('/ui/info').then(
+      (i) => ((this.info = i), this.renderServing(), this.render(true)),
+      (e) => replace(this.serving, h('h2', {}, 'Serving now'), h('p', { class: 'error' }, (e as Error).message)),
+    );
     this.refresh();
     this.timer = window.setInterval(() => {
-      if (this.status?.planning || this.status?.running) this.refresh();
+      const s = downloads.status;
+      if (s?.planning || s?.running) this.refresh();
     }, 1000);
   }
 
@@ -108,81 +74,151 @@ export class ModelPage implements Page {
 
   private async refresh(): Promise<void> {
     try {
-      this.status = await getJSON<Status>('/ui/download');
+      downloads.set(await getJSON<DownloadStatus>('/ui/download'));
     } catch (e) {
-      replace(this.root, h('p', { class: 'error' }, (e as Error).message));
-      return;
+      replace(this.artifact, h('h2', { id: 'artifact-title' }, 'GLM-5.2'), h('p', { class: 'error', role: 'alert' }, (e as Error).message));
     }
-    this.render();
   }
 
-  private async act(action: string): Promise<void> {
+  private async act(action: string, body?: unknown): Promise<void> {
+    this.message.textContent = '';
     try {
-      this.status = await sendJSON<Status>('POST', '/ui/download/' + action);
-      this.render();
+      downloads.set(await sendJSON<DownloadStatus>('POST', '/ui/download/' + action, body));
     } catch (e) {
-      alert((e as Error).message);
+      this.message.textContent = (e as Error).message;
     }
   }
 
-  private render(): void {
-    const s = this.status;
-    if (!s) return;
-    const short = s.revision.length > 12 ? s.revision.slice(0, 12) : s.revision;
+  private async cancel(): Promise<void> {
+    const ok = await confirmDialog({
+      title: 'Cancel the download?',
+      body: 'The bytes already downloaded stay on disk: downloading again later resumes from them.',
+      confirm: 'Cancel download',
+      cancel: 'Keep downloading',
+      danger: true,
+    });
+    if (ok) await this.act('cancel');
+  }
+
+  private async load(): Promise<void> {
+    this.loading = true;
+    this.render(true);
+    await this.act('load');
+    if (this.message.textContent) {
+      this.loading = false;
+      this.render(true);
+    }
+  }
+
+  private renderServing(): void {
     const local = this.info?.model;
-    const head = h('header', { class: 'page-head' }, h('h1', {}, 'Model'), h('p', { class: 'muted' }, 'The model Spool serves, and the full GLM-5.2 artifact it can download.'));
-    const serving = h(
-      'section',
-      { class: 'card' },
+    replace(
+      this.serving,
       h('h2', {}, 'Serving now'),
       local
-        ? h('dl', { class: 'facts' }, fact('Model', local.name), fact('Directory', local.dir), fact('Layers', `${local.layers} (${local.sparse_layers.length} with routed experts)`), fact('Experts', `${local.experts} per layer, ${local.experts_per_token} per token`), fact('Context', local.context_length.toLocaleString() + ' tokens'))
-        : h('p', { class: 'muted' }, 'Loading…'),
+        ? h('dl', { class: 'facts' }, fact('Model', local.name), fact('Directory', h('code', {}, local.dir)), fact('Layers', `${local.layers} (${local.sparse_layers.length} with routed experts)`), fact('Experts', `${local.experts} per layer, ${local.experts_per_token} per token`), fact('Context', local.context_length.toLocaleString() + ' tokens'))
+        : h('p', { class: 'error' }, this.info?.model_error ?? 'No model.'),
     );
-    const artifact = h(
-      'section',
-      { class: 'card' },
-      h('h2', {}, 'GLM-5.2 (Colibri int4, int8 MTP)'),
+  }
+
+  /** render shows the state; the artifact card is built again only when
+   * the phase changes (buttons keep their focus), the progress figures
+   * update in place. */
+  private render(force = false): void {
+    const s = downloads.status;
+    if (!s) return;
+    const phase = phaseOf(s);
+    const key = [phase, s.plan?.commit, s.plan?.to_fetch, s.plan?.preflight.ok, s.cache_dir, s.plan_error, s.error, this.choosing, this.loading].join('|');
+    if (force || key !== this.shown) {
+      const hadFocus = this.artifact.contains(document.activeElement);
+      this.shown = key;
+      this.renderArtifact(s, phase);
+      if (hadFocus) (this.artifact.querySelector('.actions button:not([disabled])') as HTMLElement | null)?.focus();
+    }
+    this.renderProgress(s, phase);
+  }
+
+  private renderArtifact(s: DownloadStatus, phase: Phase): void {
+    const short = s.revision.length > 12 ? s.revision.slice(0, 12) : s.revision;
+    replace(
+      this.artifact,
+      h('h2', { id: 'artifact-title' }, 'GLM-5.2 (Colibri int4, int8 MTP)'),
       h(
         'dl',
         { class: 'facts' },
-        fact('Repository', h('a', { href: `https://huggingface.co/${s.repo}`, target: '_blank', rel: 'noreferrer' }, s.repo)),
+        fact('Repository', h('a', { href: `https://huggingface.co/${s.repo}` }, s.repo)),
         fact('Pinned revision', h('code', { title: s.revision }, short)),
-        fact('Cache', s.cache_dir || '–'),
+        s.plan ? fact('Size', size(s.plan.total_bytes)) : null,
       ),
-      this.preflightView(s),
-      this.actions(s),
+      this.folderView(s, phase),
+      this.preflightView(s, phase),
+      this.actions(s, phase),
+      this.message,
+      s.plan?.files.length ? this.filesView(s) : null,
     );
-    replace(this.root, head, serving, artifact, this.progressView(s));
   }
 
-  private preflightView(s: Status): HTMLElement {
-    const p = s.plan;
-    if (!p) {
-      const disk = s.disk;
-      return h(
-        'div',
-        { class: 'preflight' },
-        h('h3', {}, 'Disk'),
-        disk && disk.available !== undefined
-          ? h('dl', { class: 'facts' }, fact('Volume', disk.path ?? ''), fact('Available', diskBytes(disk.available)), disk.important && disk.important > disk.available ? fact('Counting purgeable', diskBytes(disk.important)) : null, fact('Capacity', diskBytes(disk.total ?? 0)))
-          : h('p', { class: 'muted' }, disk?.error ?? 'Free space unknown.'),
-        s.planning ? h('p', { class: 'muted' }, 'Listing the files on the hub…') : null,
-        s.plan_error ? h('p', { class: 'error', 'data-testid': 'plan-error' }, 'Could not plan the download: ', s.plan_error) : null,
+  private folderView(s: DownloadStatus, phase: Phase): HTMLElement {
+    const disk = s.disk;
+    const where = s.cache_source === 'settings' ? 'chosen in Spool' : 'the Hugging Face cache (HF_HUB_CACHE)';
+    const box = h(
+      'div',
+      { class: 'folder' },
+      h('h3', {}, 'Download folder'),
+      h('p', { class: 'folder-path' }, h('code', { 'data-testid': 'cache-dir' }, s.cache_dir || '–'), ' ', h('span', { class: 'muted' }, `· ${where}`)),
+      disk && disk.available !== undefined
+        ? h('p', { class: 'muted small' }, `${diskBytes(disk.available)} free of ${diskBytes(disk.total ?? 0)} on ${disk.path ?? 'this volume'}`, disk.important && disk.important > disk.available ? ` (${diskBytes(disk.important)} counting purgeable space)` : '')
+        : h('p', { class: 'muted small' }, disk?.error ?? 'Free space unknown.'),
+    );
+    const busy = phase === 'downloading' || phase === 'paused' || phase === 'planning';
+    if (this.choosing && !busy) {
+      const input = h('input', { type: 'text', id: 'folder-input', value: s.cache_dir, autocomplete: 'off', spellcheck: 'false' });
+      const use = () => {
+        this.choosing = false;
+        this.act('folder', { dir: input.value.trim() });
+      };
+      input.addEventListener('keydown', (e) => e.key === 'Enter' && (e.preventDefault(), use()));
+      box.append(
+        h('div', { class: 'field' }, h('label', { for: 'folder-input' }, 'Folder on a disk with room for the download'), input),
+        h('div', { class: 'actions' }, h('button', { type: 'button', class: 'primary', onclick: use }, 'Use this folder'), h('button', { type: 'button', onclick: () => ((this.choosing = false), this.render(true)) }, 'Cancel')),
       );
+      queueMicrotask(() => input.focus());
     }
+    return box;
+  }
+
+  private async chooseFolder(): Promise<void> {
+    if (conn.shell) {
+      try {
+        const r = await shell<{ dir: string }>('choose-folder');
+        if (r.dir) await this.act('folder', { dir: r.dir });
+        return;
+      } catch {
+        // No native dialog: type the path.
+      }
+    }
+    this.choosing = true;
+    this.render(true);
+  }
+
+  private preflightView(s: DownloadStatus, phase: Phase): HTMLElement | null {
+    const p = s.plan;
+    if (phase === 'planning') return h('p', { class: 'muted', role: 'status' }, 'Listing the files on the hub…');
+    if (phase === 'plan-error') return h('p', { class: 'error', role: 'alert', 'data-testid': 'plan-error' }, 'Could not plan the download: ', s.plan_error ?? '');
+    // Once a download runs, its progress tells the rest.
+    if (!p || phase === 'done' || phase === 'downloading' || phase === 'paused') return null;
     const pf = p.preflight;
     const verdict = !pf.checked ? 'Free space not checked' : !pf.ok ? 'Not enough space' : pf.purge ? 'Fits once macOS frees purgeable space' : 'Enough space';
     return h(
       'div',
       { class: 'preflight' },
       h('h3', {}, 'Preflight'),
-      h('div', { class: 'verdict ' + (pf.ok ? 'ok' : 'bad') }, h('strong', {}, verdict + '. '), pf.message),
+      h('div', { class: 'verdict ' + (pf.ok ? 'ok' : 'bad'), 'data-testid': 'preflight-verdict' }, h('strong', {}, verdict + '. '), pf.message.charAt(0).toUpperCase() + pf.message.slice(1) + '.'),
       h(
         'dl',
         { class: 'facts grid' },
         fact('Files', `${p.files.length}`),
-        fact('Total size', diskBytes(p.total_bytes)),
+        fact('Total size', size(p.total_bytes)),
         fact('Already on disk', diskBytes(p.present_bytes)),
         fact('To fetch', diskBytes(pf.to_fetch)),
         fact('Reserve', diskBytes(pf.reserve)),
@@ -193,47 +229,100 @@ export class ModelPage implements Page {
     );
   }
 
-  private actions(s: Status): HTMLElement {
-    const b = (label: string, action: string, cls = '') => h('button', { type: 'button', class: cls, onclick: () => this.act(action) }, label);
-    const bar = h('div', { class: 'actions' });
-    if (!s.plan) bar.append(b(s.planning ? 'Checking…' : 'Check plan and disk space', 'plan', 'primary'));
-    else if (s.state === 'paused') bar.append(b('Resume', 'resume', 'primary'), b('Cancel', 'cancel', 'danger'));
-    else if (s.running) bar.append(b('Pause', 'pause'), b('Cancel', 'cancel', 'danger'));
-    else if (s.state !== 'done') bar.append(b(s.state === 'idle' ? 'Download' : 'Download again', 'start', 'primary'), b('Re-check', 'plan'));
-    if (s.error) bar.append(h('p', { class: 'error' }, s.error));
+  private actions(s: DownloadStatus, phase: Phase): HTMLElement {
+    const b = (label: string, run: () => void, cls = '') => h('button', { type: 'button', class: cls, onclick: run }, label);
+    const bar = h('div', { class: 'actions', 'data-testid': 'download-actions' });
+    const folder = b('Choose another folder…', () => this.chooseFolder());
+    const check = b('Check again', () => this.act('plan'));
+    switch (phase) {
+      case 'unplanned':
+        bar.append(b('Check plan and disk space', () => this.act('plan'), 'primary'), folder);
+        break;
+      case 'planning':
+        bar.append(h('button', { type: 'button', class: 'primary', disabled: true }, 'Checking…'));
+        break;
+      case 'plan-error':
+        bar.append(b('Try again', () => this.act('plan'), 'primary'), folder);
+        break;
+      case 'no-space':
+        bar.append(folder, check);
+        break;
+      case 'ready':
+        bar.append(b(s.plan && s.plan.present_bytes > 0 ? 'Resume download' : 'Download', () => this.act('start'), 'primary'), check, folder);
+        break;
+      case 'downloading':
+        bar.append(b('Pause', () => this.act('pause')), b('Cancel download…', () => this.cancel(), 'danger-outline'));
+        break;
+      case 'paused':
+        bar.append(b('Resume', () => this.act('resume'), 'primary'), b('Cancel download…', () => this.cancel(), 'danger-outline'));
+        break;
+      case 'done': {
+        const serving = this.info?.model?.dir === s.model_dir;
+        if (serving) bar.append(h('p', { class: 'ok-text' }, 'GLM-5.2 is the model being served.'));
+        else if (this.loading) bar.append(h('button', { type: 'button', class: 'primary', disabled: true }, 'Loading GLM-5.2…'), h('p', { class: 'muted', role: 'status' }, 'The engine restarts on the downloaded model; the chat reconnects when it is ready.'));
+        else bar.append(b('Load GLM-5.2', () => this.load(), 'primary'), h('p', { class: 'muted small' }, 'Serves it from ', h('code', {}, s.model_dir ?? ''), ' (saved in the settings).'));
+        break;
+      }
+    }
+    if (s.error && phase !== 'downloading' && phase !== 'paused') bar.append(h('p', { class: 'error', role: 'alert' }, 'The download stopped: ', s.error, ' Downloaded bytes are kept.'));
     return bar;
   }
 
-  private progressView(s: Status): HTMLElement | string {
-    const ev = s.last;
-    const plan = s.plan;
-    if (!ev && !plan) return '';
-    const p = ev?.progress ?? { done: plan!.present_bytes, total: plan!.total_bytes, rate: 0, eta_s: 0, files_done: plan!.files.filter((f) => f.status === 'complete').length, files_total: plan!.files.length };
-    const frac = p.total > 0 ? p.done / p.total : 0;
-    const files = plan?.files ?? [];
+  private filesView(s: DownloadStatus): HTMLElement {
+    const files = s.plan!.files;
     return h(
-      'section',
-      { class: 'card' },
-      h('h2', {}, 'Download'),
-      h('div', { class: 'progress-head' }, h('strong', {}, stateLabel(s.state)), h('span', { class: 'muted' }, `${diskBytes(p.done)} of ${diskBytes(p.total)} · ${percent(frac, 1)}`)),
-      h('progress', { max: 1, value: frac, 'aria-label': 'Download progress' }),
-      h('dl', { class: 'facts grid' }, fact('Rate', p.rate > 0 ? diskBytes(p.rate) + '/s' : '–'), fact('Time left', duration(p.eta_s)), fact('Files verified', `${p.files_done} of ${p.files_total}`)),
-      ...(p.active ?? []).map((a) => h('div', { class: 'file-row' }, h('code', {}, a.path), h('progress', { max: a.total || 1, value: a.done }), h('span', { class: 'muted' }, a.rate > 0 ? diskBytes(a.rate) + '/s' : ''))),
-      this.integrity.length ? h('div', { class: 'error' }, h('strong', {}, 'Verification failures (fetched again): '), this.integrity.join('; ')) : null,
-      files.length
-        ? h(
-            'details',
-            {},
-            h('summary', {}, `Files (${files.length})`),
-            h(
-              'table',
-              { class: 'files' },
-              h('thead', {}, h('tr', {}, h('th', {}, 'File'), h('th', { class: 'num' }, 'Size'), h('th', {}, 'State'))),
-              h('tbody', {}, ...files.map((f) => h('tr', {}, h('td', {}, h('code', {}, f.path)), h('td', { class: 'num' }, diskBytes(f.size)), h('td', {}, this.verified.has(f.path) || f.status === 'complete' ? 'verified' : f.status)))),
-            ),
-          )
-        : null,
+      'details',
+      { class: 'files-list' },
+      h('summary', {}, `Files (${files.length})`),
+      h(
+        'table',
+        { class: 'files' },
+        h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'File'), h('th', { scope: 'col', class: 'num' }, 'Size'), h('th', { scope: 'col' }, 'State'))),
+        h('tbody', {}, ...files.map((f) => h('tr', {}, h('td', {}, h('code', {}, f.path)), h('td', { class: 'num' }, diskBytes(f.size)), h('td', {}, downloads.verified.has(f.path) || f.status === 'complete' ? 'verified' : f.status)))),
+      ),
     );
+  }
+
+  /** renderProgress updates the progress card in place. */
+  private renderProgress(s: DownloadStatus, phase: Phase): void {
+    const plan = s.plan;
+    const ev = s.last;
+    this.progress.hidden = !plan || phase === 'no-space' || phase === 'planning' || (phase === 'ready' && plan.present_bytes === 0 && !ev);
+    if (this.progress.hidden || !plan) return;
+    if (!this.bar) {
+      this.bar = {
+        state: h('strong', { 'data-testid': 'download-state' }),
+        amount: h('span', { class: 'muted' }),
+        meter: h('progress', { max: 1, value: 0, 'aria-label': 'Download progress' }),
+        rate: h('dd', { 'data-testid': 'download-rate' }),
+        eta: h('dd', { 'data-testid': 'download-eta' }),
+        files: h('dd', {}),
+        active: h('div', { class: 'active-files' }),
+      };
+      const b = this.bar;
+      replace(
+        this.progress,
+        h('h2', { id: 'progress-title' }, 'Download'),
+        h('div', { class: 'progress-head' }, b.state, b.amount),
+        b.meter,
+        h('dl', { class: 'facts grid' }, h('div', { class: 'fact' }, h('dt', {}, 'Rate'), b.rate), h('div', { class: 'fact' }, h('dt', {}, 'Time left'), b.eta), h('div', { class: 'fact' }, h('dt', {}, 'Files verified'), b.files)),
+        b.active,
+      );
+    }
+    const b = this.bar;
+    const p = phase === 'done' ? { done: plan.total_bytes, total: plan.total_bytes, rate: 0, eta_s: 0, files_done: plan.files.length, files_total: plan.files.length } : (ev?.progress ?? { done: plan.present_bytes, total: plan.total_bytes, rate: 0, eta_s: 0, files_done: plan.files.filter((f) => f.status === 'complete').length, files_total: plan.files.length });
+    const frac = p.total > 0 ? p.done / p.total : 0;
+    const moving = phase === 'downloading';
+    b.state.textContent = stateLabel(phase, s.state);
+    b.amount.textContent = `${diskBytes(p.done)} of ${diskBytes(p.total)} · ${percent(frac, 1)}`;
+    b.meter.value = frac;
+    // A paused, stopped or finished download has no rate and no time left.
+    b.rate.textContent = moving && p.rate > 0 ? diskBytes(p.rate) + '/s' : '–';
+    b.eta.textContent = moving && p.eta_s > 0 ? duration(p.eta_s) : '–';
+    b.files.textContent = `${p.files_done} of ${p.files_total}`;
+    const active = moving ? (p as { active?: Array<{ path: string; done: number; total: number; rate: number }> }).active ?? [] : [];
+    replace(b.active, ...active.map((a) => h('div', { class: 'file-row' }, h('code', {}, a.path), h('progress', { max: a.total || 1, value: a.done, 'aria-label': `${a.path} progress` }), h('span', { class: 'muted' }, a.rate > 0 ? diskBytes(a.rate) + '/s' : ''))));
+    if (downloads.integrity.length) b.active.append(h('p', { class: 'error' }, h('strong', {}, 'Verification failures (fetched again): '), downloads.integrity.join('; ')));
   }
 }
 
@@ -241,6 +330,14 @@ function fact(k: string, v: Node | string): HTMLElement {
   return h('div', { class: 'fact' }, h('dt', {}, k), h('dd', {}, v));
 }
 
-function stateLabel(s: string): string {
-  return ({ idle: 'Not started', downloading: 'Downloading', paused: 'Paused', done: 'Complete: every file verified', failed: 'Failed (progress kept)', cancelled: 'Cancelled (progress kept)' } as Record<string, string>)[s] ?? s;
+function stateLabel(phase: Phase, state: string): string {
+  switch (phase) {
+    case 'downloading':
+      return 'Downloading';
+    case 'paused':
+      return 'Paused';
+    case 'done':
+      return 'Complete: every file verified';
+  }
+  return ({ failed: 'Stopped by an error (progress kept)', cancelled: 'Cancelled (progress kept)' } as Record<string, string>)[state] ?? 'Not complete';
 }

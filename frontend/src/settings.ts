@@ -12,6 +12,7 @@ interface Settings {
   model_dir: string;
   memory: string;
   context: number;
+  hub_cache?: string;
 }
 
 interface SettingsResponse {
@@ -79,6 +80,7 @@ export class SettingsPage implements Page {
     const dir = input('set-model', s.model_dir, { placeholder: 'the demo model', autocomplete: 'off' });
     const mem = input('set-memory', s.memory, { placeholder: "this machine's memory", autocomplete: 'off' });
     const ctx = input('set-context', s.context, { type: 'number', min: 256, step: 256, placeholder: d.context });
+    const cache = input('set-cache', s.hub_cache ?? '', { placeholder: 'the Hugging Face cache', autocomplete: 'off' });
     const note = h('p', { class: 'muted', 'aria-live': 'polite' });
     const form = h(
       'form',
@@ -93,6 +95,7 @@ export class SettingsPage implements Page {
             model_dir: dir.value.trim(),
             memory: mem.value.trim(),
             context: Number(ctx.value) || 0,
+            hub_cache: cache.value.trim() || undefined,
           };
           try {
             await sendJSON('PUT', '/ui/settings', next);
@@ -115,6 +118,7 @@ export class SettingsPage implements Page {
         field('set-model', 'Model directory', dir),
         field('set-memory', 'Memory budget', mem, 'For example 24GiB; empty plans against all of this machine’s memory.'),
         field('set-context', 'Context (tokens)', ctx),
+        field('set-cache', 'Download folder', cache, 'Where the GLM-5.2 download goes (357 GiB); empty is HF_HUB_CACHE or ~/.cache/huggingface/hub.'),
       ),
       h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary' }, 'Save')),
       note,

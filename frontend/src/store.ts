@@ -1,16 +1,17 @@
 // Conversations, kept in localStorage so that they survive restarts (of
 // the page, the server and the desktop app).
 
-import type { ChatMessage, ToolCall } from './api';
+import type { ChatMessage, ToolCall, Usage } from './api';
 
 export interface Turn {
   role: 'user' | 'assistant';
   content: string;
   reasoning?: string;
   toolCalls?: ToolCall[];
-  /** status of an assistant turn: why it ended. */
+  /** finish of an assistant turn: stop, length, tool_calls, stopped, error. */
   finish?: string;
-  stats?: string;
+  /** usage is the reply's own figures (kept for stopped replies too). */
+  usage?: Usage;
 }
 
 export interface Conversation {
@@ -18,6 +19,11 @@ export interface Conversation {
   title: string;
   updated: number;
   turns: Turn[];
+  /** contextFrom is the first turn still sent to the model: earlier ones
+   * were left out when the conversation outgrew the context. */
+  contextFrom?: number;
+  /** contextTokens is what the latest reply left in the context. */
+  contextTokens?: number;
 }
 
 const storageKey = 'spool.conversations.v1';
@@ -32,11 +38,13 @@ export function loadConversations(): Conversation[] {
   }
 }
 
-export function saveConversations(list: Conversation[]): void {
+/** saveConversations keeps list; it reports false when storage refused. */
+export function saveConversations(list: Conversation[]): boolean {
   try {
-    localStorage.setItem(storageKey, JSON.stringify(list.slice(0, 200)));
+    localStorage.setItem(storageKey, JSON.stringify(list.slice(0, 500)));
+    return true;
   } catch {
-    // Storage full or disabled: conversations stay in memory.
+    return false;
   }
 }
 
@@ -44,11 +52,35 @@ export function newConversation(): Conversation {
   return { id: crypto.randomUUID(), title: 'New chat', updated: Date.now(), turns: [] };
 }
 
+/** titleFor is a conversation title from its first message. */
+export function titleFor(text: string): string {
+  const line = text.trim().split('\n')[0];
+  return line.length > 48 ? line.slice(0, 47) + '…' : line || 'New chat';
+}
+
 /** toMessages turns the turns into API messages (finished content only). */
 export function toMessages(turns: Turn[]): ChatMessage[] {
-  return turns.map((t) => {
-    const m: ChatMessage = { role: t.role, content: t.content };
-    if (t.role === 'assistant' && t.toolCalls?.length) m.tool_calls = t.toolCalls;
-    return m;
-  });
+  return turns
+    .filter((t) => t.finish !== 'error')
+    .map((t) => {
+      const m: ChatMessage = { role: t.role, content: t.content };
+      if (t.role === 'assistant' && t.toolCalls?.length) m.tool_calls = t.toolCalls;
+      return m;
+    });
+}
+
+/** matches reports whether a conversation contains query (any case); it
+ * returns a snippet around the first hit in the turns. */
+export function search(c: Conversation, query: string): { hit: boolean; snippet?: string } {
+  const q = query.trim().toLowerCase();
+  if (!q) return { hit: true };
+  if (c.title.toLowerCase().includes(q)) return { hit: true };
+  for (const t of c.turns) {
+    const i = t.content.toLowerCase().indexOf(q);
+    if (i >= 0) {
+      const from = Math.max(0, i - 24);
+      return { hit: true, snippet: (from > 0 ? '…' : '') + t.content.slice(from, i + q.length + 40).replace(/\s+/g, ' ') + '…' };
+    }
+  }
+  return { hit: false };
 }

@@ -103,3 +103,18 @@ export interface Page {
   mount(root: HTMLElement): void;
   unmount?(): void;
 }
+
+/** Observable is a store that tells its listeners when it changed. */
+export class Observable {
+  private listeners = new Set<() => void>();
+
+  /** on calls fn after every change; it returns the unsubscribe. */
+  on(fn: () => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  protected emit(): void {
+    for (const fn of this.listeners) fn();
+  }
+}

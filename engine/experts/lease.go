@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -32,6 +33,11 @@ type streamLease struct {
 	submitting sync.WaitGroup // submitAsync goroutines
 	// hitAtAcquire marks the experts that were resident at Acquire.
 	hitAtAcquire []bool
+	// adopted cancels the reads of the prefetches this lease took over.
+	adopted []context.CancelFunc
+	// rank orders the reads: an item's place in the layer's Order hint
+	// (items it does not name after, in id order).
+	rank []int
 }
 
 type itemState uint8
@@ -58,13 +64,29 @@ type readEvent struct {
 	item int
 	file string
 	res  native.ReadResult
+	// unpacked marks the completion of a packed expert's decode (res.Err
+	// its error); u is its state.
+	unpacked bool
+	u        *unpackState
+}
+
+// readTag is a read request's Tag: the item it reads, and the decode
+// state of a packed one.
+type readTag struct {
+	item int
+	u    *unpackState
 }
 
 // startLocked gives waiting misses free working slots and returns their
 // read requests, to be submitted without the lock held.
 func (l *streamLease) startLocked() []native.ReadRequest {
 	var reqs []native.ReadRequest
-	for i := range l.items {
+	order := make([]int, len(l.items))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return l.rank[a] - l.rank[b] })
+	for _, i := range order {
 		if l.items[i].state == itemQueued && l.items[i].readsLeft == 0 && !l.items[i].failed {
 			reqs = append(reqs, l.readsFor(i)...)
 		}
@@ -77,6 +99,9 @@ func (l *streamLease) startLocked() []native.ReadRequest {
 func (l *streamLease) pumpLocked() []native.ReadRequest {
 	var reqs []native.ReadRequest
 	cl := l.lc.class
+	// Demand reads first: read-aheads give their slots up.
+	for stolen := 0; stolen < len(l.pending)-len(cl.free) && l.s.stealPrefetchLocked(cl); stolen++ {
+	}
 	for len(l.pending) > 0 && len(cl.free) > 0 && l.err == nil {
 		i := l.pending[0]
 		l.pending = l.pending[1:]
@@ -96,11 +121,18 @@ func (l *streamLease) readsFor(i int) []native.ReadRequest {
 	it := &l.items[i]
 	lo := it.lc.layouts[it.id]
 	cs := lo.chunks(l.s.opts.ReadChunk)
+	tag := readTag{item: i}
+	if lo.packed != nil {
+		// One more event: the decode's completion.
+		tag.u = newUnpackState(lo, it.slot.slab, l.s.opts.ReadChunk)
+		it.readsLeft++
+		l.inflight++
+	}
 	reqs := make([]native.ReadRequest, len(cs))
 	for k, c := range cs {
 		r := lo.reads[c.read]
-		end := r.at + native.SlabLen(r.n)
-		reqs[k] = native.ReadRequest{File: l.s.files[r.file], Off: c.off, Len: c.n, Slab: it.slot.slab[c.at:end], Tag: i}
+		end := r.at + r.room
+		reqs[k] = native.ReadRequest{File: l.s.files[r.file], Off: c.off, Len: c.n, Slab: it.slot.slab[c.at:end], Tag: tag}
 	}
 	it.readsLeft += len(reqs)
 	l.inflight += len(reqs)
@@ -124,17 +156,29 @@ func (l *streamLease) submitAsync(reqs []native.ReadRequest) {
 // refusal as its error.
 func (l *streamLease) submit(reqs []native.ReadRequest) {
 	for _, req := range reqs {
-		i := req.Tag.(int)
+		tag := req.Tag.(readTag)
+		i := tag.item
+		deliver := func(res native.ReadResult) {
+			l.events <- readEvent{item: i, file: req.File.Path(), res: res}
+			if tag.u == nil {
+				return
+			}
+			// Decode what landed (on this worker), then report the decode
+			// once it is complete.
+			if final, err := tag.u.landed(req.Off, res.Err); final {
+				l.events <- readEvent{item: i, file: req.File.Path(), res: native.ReadResult{Tag: tag, Err: err}, unpacked: true, u: tag.u}
+			}
+		}
 		req.Done = func(res native.ReadResult) {
 			if fault := l.s.fault.Load(); fault != nil && res.Err == nil {
 				if err := (*fault)(l.s.reads.Add(1)); err != nil {
 					res.Err, res.Data = err, nil
 				}
 			}
-			l.events <- readEvent{item: i, file: req.File.Path(), res: res}
+			deliver(res)
 		}
 		if _, err := l.s.pool.Submit(l.ctx, req); err != nil {
-			l.events <- readEvent{item: i, file: req.File.Path(), res: native.ReadResult{Tag: i, Err: err}}
+			deliver(native.ReadResult{Tag: tag, Err: err})
 		}
 	}
 }
@@ -145,7 +189,13 @@ func (l *streamLease) handle(ev readEvent) {
 	l.inflight--
 	it := &l.items[ev.item]
 	it.readsLeft--
-	if it.lc != nil {
+	switch {
+	case ev.unpacked:
+		l.s.tel.unpacked(it.lc.row, ev.u.out, ev.u.spent)
+		if ev.res.Err != nil && !it.failed && l.err == nil {
+			l.err = fmt.Errorf("experts: decoding layer %d expert %d from %s: %w", it.lc.layer, it.id, ev.file, ev.res.Err)
+		}
+	case it.lc != nil:
 		l.s.tel.read(it.lc.row, ev.res.Bytes, ev.res.Service)
 	}
 	if ev.res.Err != nil {
@@ -290,8 +340,12 @@ func (l *streamLease) Release() {
 		s.mu.Unlock()
 		return
 	}
+	adopted := l.adopted
 	s.mu.Unlock()
 	l.cancel()
+	for _, cancel := range adopted {
+		cancel()
+	}
 	for {
 		s.mu.Lock()
 		n := l.inflight

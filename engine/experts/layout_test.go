@@ -15,7 +15,7 @@ func TestChunks(t *testing.T) {
 		{0, 1, A}, {1, 1, A}, {A - 1, 2, A}, {100, 5 * A, A}, {100, 5*A - 100, 2 * A},
 		{12345, 18_874_368, 4 << 20}, {4 << 20, 4 << 20, 4 << 20}, {7, 3, 4 << 20},
 	} {
-		lo := &layout{reads: []extentRead{{off: tc.off, n: tc.n, at: 3 * A}}}
+		lo := &layout{reads: []extentRead{{off: tc.off, n: tc.n, at: 3 * A, room: native.SlabLen(tc.n)}}}
 		start, _ := native.AlignedSpan(tc.off, tc.n)
 		next := tc.off
 		for i, c := range lo.chunks(tc.size) {

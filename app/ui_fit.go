@@ -1,0 +1,70 @@
+package main
+
+import (
+	_ "embed"
+	"fmt"
+	"path/filepath"
+
+	"github.com/spoolhq/spool/engine/config"
+	"github.com/spoolhq/spool/engine/download"
+	"github.com/spoolhq/spool/engine/plan"
+)
+
+// glm52Config is the config.json of the pinned GLM-5.2 artifact (the one
+// the Model page downloads; ../shared/fixtures/glm52-real/config.json).
+//
+//go:embed glm52/config.json
+var glm52Config []byte
+
+// Models the Fit page plans (the model query parameter of /ui/plan).
+const (
+	planServed = "served" // the model directory the engine serves
+	planGLM52  = "glm52"  // the pinned GLM-5.2 artifact, before it is downloaded
+)
+
+// glm52PlanInput plans the pinned artifact from its config and its known
+// formats (per-row int4, int8 embedding, lm_head and MTP layer, no DSA
+// indexer): what a Mac needs before a byte of the 357 GiB is on disk.
+func glm52PlanInput() (planInput, error) {
+	cfg, err := config.Parse(glm52Config, nil)
+	if err != nil {
+		return planInput{}, fmt.Errorf("the built-in GLM-5.2 config: %w", err)
+	}
+	w, err := plan.FromConfig(cfg, plan.Artifact{})
+	if err != nil {
+		return planInput{}, err
+	}
+	w.Source = fmt.Sprintf("%s@%.12s: %s", download.DefaultRepo, download.DefaultRevision, w.Source)
+	return planInput{cfg: cfg, w: w}, nil
+}
+
+// planShape is the context and the sequence count the engine runs with:
+// the ones a plan for this machine must use.
+func (u *uiAPI) planShape() (context, sequences int) {
+	context, sequences = plan.DefaultContext, defaultMaxBatch
+	if u.host == nil {
+		return context, sequences
+	}
+	u.host.mu.Lock()
+	defer u.host.mu.Unlock()
+	if c := u.host.cfg.Context; c > 0 {
+		context = c
+	}
+	if b := u.host.cfg.MaxBatch; b > 0 {
+		sequences = b
+	}
+	return context, sequences
+}
+
+// planModel returns the plan input and the display name of model.
+func (u *uiAPI) planModel(model string) (planInput, string, error) {
+	switch model {
+	case planGLM52:
+		in, err := glm52PlanInput()
+		return in, "GLM-5.2", err
+	case "", planServed:
+		in, err := u.planInputs(u.dir())
+		return in, filepath.Base(filepath.Clean(u.dir())), err
+	}
+	return planInput{}, "", fmt.Errorf("unknown model %q (served or glm52)", model)
+}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/spoolhq/spool/engine/server"
+)
+
+// serverStatus is the serving engine's own status (requests in flight,
+// the last reply's figures), the one the UI's sidebar shows; false when
+// no server runs.
+func (h *engineHost) serverStatus() (server.Status, bool) {
+	h.mu.Lock()
+	srv := h.srv
+	h.mu.Unlock()
+	if srv == nil {
+		return server.Status{}, false
+	}
+	return srv.Status(), true
+}
+
+// statusLine is the menu bar's first line: the host's state, and while it
+// serves, what the server says (ready the moment a request ends, and one
+// tok/s figure per reply, the request's own).
+func statusLine(st hostStatus, srv *server.Status) string {
+	switch st.State {
+	case hostLoading:
+		return fmt.Sprintf("Loading… %d%%", int(st.Progress*100))
+	case hostFailed:
+		return "Failed: " + st.Detail
+	case hostStopped:
+		return "Stopped"
+	}
+	if srv == nil {
+		return "Ready · " + st.URL
+	}
+	switch srv.State {
+	case server.PhaseQueued:
+		return "Waiting for a free slot"
+	case server.PhasePrefilling:
+		for _, r := range srv.Requests {
+			if r.Phase == server.PhasePrefilling && r.PromptTokens > 0 {
+				return fmt.Sprintf("Reading prompt · %d%%", 100*r.PrefillDone/r.PromptTokens)
+			}
+		}
+		return "Reading prompt"
+	case server.PhaseGenerating:
+		return "Generating · " + formatRate(srv.TokensPerSecond) + " tok/s"
+	}
+	line := "Ready · " + srv.Model
+	if srv.Last != nil && srv.Last.DecodeTokensPerSecond > 0 {
+		line += " · last reply " + formatRate(srv.Last.DecodeTokensPerSecond) + " tok/s"
+	}
+	return line
+}
+
+// formatRate is a tok/s figure as the UI writes it: one decimal below 100.
+func formatRate(x float64) string {
+	if x >= 100 {
+		return fmt.Sprintf("%.0f", math.Round(x))
+	}
+	return fmt.Sprintf("%.1f", x)
+}

@@ -1,0 +1,89 @@
+package expertpack
+
+import (
+	"fmt"
+
+	"github.com/spoolhq/spool/engine/rans"
+)
+
+// Unpacker decodes one record in place, block by block, as its bytes
+// arrive: the record is read into a slab at offset at (at least
+// Record.SlabAt), and the region is rebuilt at slab offset 0. It is not
+// safe for concurrent use.
+type Unpacker struct {
+	rec  *Record
+	at   int64
+	decs []*rans.Decoder // per segment; nil for raw ones
+	next int             // next block to decode
+}
+
+// NewUnpacker prepares the in-place decode of rec read at slab offset at
+// of slab.
+func NewUnpacker(rec *Record, slab []byte, at int64) (*Unpacker, error) {
+	if at < rec.SlabAt(1) {
+		return nil, fmt.Errorf("expertpack: record read at slab offset %d would overwrite itself (needs %d)", at, rec.SlabAt(1))
+	}
+	if int64(len(slab)) < at+rec.recordBytes || int64(len(slab)) < rec.RegionLen {
+		return nil, fmt.Errorf("expertpack: slab of %d bytes cannot hold a %d byte record at %d", len(slab), rec.recordBytes, at)
+	}
+	u := &Unpacker{rec: rec, at: at, decs: make([]*rans.Decoder, len(rec.Segments))}
+	for i, s := range rec.Segments {
+		if !s.Coded {
+			continue
+		}
+		d, err := rans.NewDecoder(&s.Table)
+		if err != nil {
+			return nil, fmt.Errorf("%w: segment %d: %v", ErrCorrupt, i, err)
+		}
+		u.decs[i] = d
+	}
+	return u, nil
+}
+
+// Advance decodes, in order, every block whose data lies within the
+// record's first landed bytes. It reports whether every block is decoded.
+func (u *Unpacker) Advance(slab []byte, landed int64) (bool, error) {
+	for ; u.next < len(u.rec.Blocks); u.next++ {
+		b := u.rec.Blocks[u.next]
+		if b.Data+b.CodedLen > landed {
+			return false, nil
+		}
+		src := slab[u.at+b.Data : u.at+b.Data+b.CodedLen]
+		dst := slab[b.Out : b.Out+b.RawLen]
+		d := u.decs[b.Segment]
+		if d == nil {
+			copy(dst, src)
+			continue
+		}
+		if err := d.Decode(dst, src); err != nil {
+			return false, fmt.Errorf("%w: block %d (region bytes %d..%d): %v", ErrCorrupt, u.next, b.Out, b.Out+b.RawLen, err)
+		}
+	}
+	return true, nil
+}
+
+// Decode unpacks a whole record (rec, its bytes) into region and scales,
+// which must have the record's lengths. It is the plain path, for
+// verification and for loading experts into memory.
+func Decode(region, scales, rec []byte) error {
+	r, err := ParseRecord(rec, int64(len(rec)))
+	if err != nil {
+		return err
+	}
+	if int64(len(region)) != r.RegionLen || int64(len(scales)) != r.ScalesLen {
+		return fmt.Errorf("expertpack: record holds %d region and %d scale bytes, buffers of %d and %d given", r.RegionLen, r.ScalesLen, len(region), len(scales))
+	}
+	at := r.SlabAt(1)
+	slab := make([]byte, max(at+int64(len(rec)), r.RegionLen))
+	copy(slab[at:], rec)
+	u, err := NewUnpacker(r, slab, at)
+	if err != nil {
+		return err
+	}
+	if _, err := u.Advance(slab, int64(len(rec))); err != nil {
+		return err
+	}
+	copy(region, slab[:r.RegionLen])
+	copy(scales, rec[r.ScalesOff:r.ScalesOff+r.ScalesLen])
+	return nil
+}

@@ -1,0 +1,118 @@
+package expertpack
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"testing"
+)
+
+func sampleRecord(tb testing.TB) ([]byte, []byte, []byte) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	region := make([]byte, 3*BlockLen+777)
+	for i := range region {
+		region[i] = byte(0x88 + rng.IntN(3) - 1 + 16*(rng.IntN(3)-1))
+	}
+	scales := make([]byte, 300)
+	for i := range scales {
+		scales[i] = byte(rng.Uint32())
+	}
+	rec, err := BuildRecord(region, []int64{BlockLen, 2*BlockLen + 700, 77}, scales, false)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return rec, region, scales
+}
+
+func TestRecordRoundTrip(t *testing.T) {
+	rec, region, scales := sampleRecord(t)
+	gotR, gotS := make([]byte, len(region)), make([]byte, len(scales))
+	if err := Decode(gotR, gotS, rec); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(gotR, region) || !bytes.Equal(gotS, scales) {
+		t.Fatal("round trip differs")
+	}
+	if len(rec) > len(region)*3/4 {
+		t.Fatalf("record of %d bytes for %d skewed bytes", len(rec), len(region))
+	}
+}
+
+// TestRecordRefusesCorruption: every single-byte change of a record is
+// refused (header checksum, framing, or the coder's end-state checks) or
+// decodes to the original bytes (padding); none panics.
+func TestRecordRefusesCorruption(t *testing.T) {
+	rec, region, scales := sampleRecord(t)
+	r, err := ParseRecord(rec, int64(len(rec)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 3))
+	for trial := 0; trial < 300; trial++ {
+		c := bytes.Clone(rec)
+		i := rng.IntN(int(r.ScalesOff)) // the scales are raw payload, not checked
+		c[i] ^= byte(1 + rng.IntN(255))
+		gotR, gotS := make([]byte, len(region)), make([]byte, len(scales))
+		err := Decode(gotR, gotS, c)
+		if err == nil {
+			if !bytes.Equal(gotR, region) {
+				t.Fatalf("byte %d changed: decoded without error to different bytes", i)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("byte %d: %v does not wrap ErrCorrupt", i, err)
+		}
+	}
+}
+
+func FuzzParseRecord(f *testing.F) {
+	rec, _, _ := sampleRecord(f)
+	f.Add(rec)
+	f.Add(rec[:100])
+	f.Add([]byte("SPXR"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := ParseRecord(b, int64(len(b)))
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("%v does not wrap ErrCorrupt", err)
+			}
+			return
+		}
+		at := r.SlabAt(RecordAlign)
+		if r.RegionLen > 1<<24 {
+			return
+		}
+		slab := make([]byte, max(at+int64(len(b)), r.RegionLen))
+		copy(slab[at:], b)
+		u, err := NewUnpacker(r, slab, at)
+		if err != nil {
+			return
+		}
+		if _, err := u.Advance(slab, int64(len(b))); err != nil && !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("%v does not wrap ErrCorrupt", err)
+		}
+	})
+}
+
+func FuzzParseIndex(f *testing.F) {
+	x := &Index{
+		Sources: []Source{{Name: "out-00001.safetensors", Size: 1 << 30, ModTime: 12345}},
+		Entries: []Entry{{Layer: 1, Expert: 0, Offset: 4096, Length: 5000, SlabAt: 8192}, {Layer: 1, Expert: 3, Offset: 12288, Length: 100}},
+	}
+	b := x.encode()
+	f.Add(b, int64(1<<20))
+	f.Add(b[:70], int64(100))
+	f.Fuzz(func(t *testing.T, b []byte, size int64) {
+		x, err := ParseIndex(b, size)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("%v does not wrap ErrCorrupt", err)
+			}
+			return
+		}
+		if !bytes.Equal(x.encode(), b[:len(x.encode())]) {
+			t.Fatal("a parsed index encodes differently")
+		}
+	})
+}

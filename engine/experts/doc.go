@@ -1,0 +1,31 @@
+// Package experts owns where routed experts live. The model never knows: it
+// asks a Source for the experts one layer needs for all rows of a forward and
+// gets them through a Lease, as they become ready. Implementations range from
+// fully resident (every expert in memory) to the streamed tier (slabs, LRU,
+// pins, reads from disk).
+//
+// A Source must be safe for use by one forward at a time; leases end at a safe
+// point (Release), and an expert's memory is never reused while leased.
+//
+// Files, one concept each:
+//
+//	source.go    Source, Lease, Prefetcher: the interfaces
+//	resident.go  Resident, the all-in-memory plain path
+//	stream.go    Streamed: construction and accessors
+//	options.go   StreamOptions and their defaults
+//	layout.go    where an expert's bytes are on disk and in a slab (raw or packed)
+//	slots.go     slabs: slot classes, the working bank, LRU and pinned slots
+//	lru.go       Acquire and the per-layer LRU policy
+//	lease.go     a lease: reads in flight, hand-out order, Done and Release
+//	unpack.go    decoding a packed expert in place as its reads land
+//	packs.go     opening the packs beside the shards (engine/expertpack)
+//	pins.go      pins chosen at startup from the usage history
+//	repin.go     live re-pinning with hysteresis
+//	prefetch.go  read-ahead into free working slots; the read order hint
+//	guard.go     the footprint guard
+//	close.go     shutdown
+//	probe.go     the disk probed with decoding's access pattern
+//	usage.go     the persistent usage history (.coli_usage)
+//	trace.go     routing traces: recording, parsing, replay
+//	telemetry.go counters, the expert map, the hit bitmap
+package experts

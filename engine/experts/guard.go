@@ -1,0 +1,36 @@
+package experts
+
+import (
+	"slices"
+
+	"github.com/spoolhq/spool/native"
+)
+
+// guardLocked samples the footprint and, above the limit, shrinks every
+// layer's LRU by one unleased slot, freeing its slab.
+func (s *Streamed) guardLocked() {
+	sample := s.footprint
+	if sample == nil {
+		sample = func() (uint64, error) {
+			f, err := native.Footprint()
+			return f.Footprint, err
+		}
+	}
+	fp, err := sample()
+	if err != nil || fp <= uint64(s.opts.FootprintLimit) {
+		return
+	}
+	for _, lc := range s.layers {
+		sl := lc.victim()
+		if sl == nil {
+			continue
+		}
+		s.invalidate(sl)
+		lc.slots = slices.DeleteFunc(lc.slots, func(x *slot) bool { return x == sl })
+		lc.cap = len(lc.slots)
+		s.slabBytes -= int64(len(sl.slab))
+		native.Free(sl.slab)
+		sl.slab = nil
+		s.tel.shrinks++
+	}
+}

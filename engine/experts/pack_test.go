@@ -1,0 +1,116 @@
+package experts_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spoolhq/spool/engine/config"
+	"github.com/spoolhq/spool/engine/container"
+	"github.com/spoolhq/spool/engine/expertpack"
+	"github.com/spoolhq/spool/engine/experts"
+	"github.com/spoolhq/spool/internal/fixtures"
+)
+
+// packedModel copies a fixture model and packs every one of its experts
+// (forced: the fixtures' experts are too small to gain), so that every
+// read of a streamed source goes through the decoder.
+func packedModel(t *testing.T, model string) string {
+	t.Helper()
+	dir := copyModel(t, fixtures.Path(t, model))
+	cfg, err := config.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := container.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	res, err := expertpack.PackModel(context.Background(), c, cfg, expertpack.Options{Force: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range res {
+		n += r.Packed
+	}
+	if want := len(expertpack.ExpertLayers(c, cfg)) * cfg.NumRoutedExperts; n != want {
+		t.Fatalf("%d of %d experts packed", n, want)
+	}
+	return dir
+}
+
+// TestCorruptPack: a pack whose records are damaged fails generation with
+// an error naming the expert and the pack, never a panic or wrong tokens;
+// a pack whose shard changed is not used (a note says so) and generation
+// is exact.
+func TestCorruptPack(t *testing.T) {
+	const model = "glm52-tiny"
+	ref := residentRef(t, model)
+	dir := packedModel(t, model)
+	for _, sh := range []string{"out-00000.safetensors", "out-00001.safetensors"} {
+		path := dir + "/" + sh + expertpack.Suffix
+		x, err := expertpack.ReadIndex(path)
+		if err != nil {
+			continue
+		}
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range x.Entries {
+			// Damage the first coded block of every record (past the
+			// header, whose checksum would catch it first).
+			if _, err := f.WriteAt([]byte{0x5a, 0xa5, 0x5a, 0xa5}, e.Offset+e.Length/2); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f.Close()
+	}
+	d, _ := openStreamed(t, dir, func(row int64) experts.StreamOptions {
+		return experts.StreamOptions{WorkingSlots: 4}
+	}, nil)
+	failed := 0
+	for _, p := range ref.prompts {
+		got, err := tryGenerate(d, p, false)
+		if err == nil {
+			t.Fatalf("damaged pack: generated %v without an error", got)
+		}
+		if !errors.Is(err, expertpack.ErrCorrupt) || !strings.Contains(err.Error(), expertpack.Suffix) {
+			t.Fatalf("damaged pack: %v, want an ErrCorrupt naming the pack", err)
+		}
+		failed++
+	}
+	t.Logf("%d generations refused, e.g. %v", failed, func() error { _, err := tryGenerate(d, ref.prompts[0], false); return err }())
+
+	// A changed shard makes its pack stale: it is ignored.
+	stale := packedModel(t, model)
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(stale+"/out-00001.safetensors", later, later); err != nil {
+		t.Fatal(err)
+	}
+	d2, s := openStreamed(t, stale, func(row int64) experts.StreamOptions {
+		return experts.StreamOptions{WorkingSlots: 4}
+	}, nil)
+	// Both packs hold bytes of out-00001 (an expert straddles the two
+	// shards): both are stale.
+	notes := s.PackNotes()
+	for _, n := range notes {
+		if !strings.Contains(n, "out-00001.safetensors changed") {
+			t.Errorf("note %q does not say out-00001 changed", n)
+		}
+	}
+	if len(notes) == 0 {
+		t.Fatal("no note about the stale packs")
+	}
+	for i, p := range ref.prompts {
+		if got := generateTokens(t, d2, p, false); !slices.Equal(got, ref.plain[i]) {
+			t.Errorf("prompt %d: %v, want %v", i, got, ref.plain[i])
+		}
+	}
+}

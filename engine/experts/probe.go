@@ -1,0 +1,146 @@
+package experts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/spoolhq/spool/native"
+)
+
+// ReadProbe is the disk measured with decoding's own access pattern.
+type ReadProbe struct {
+	// Bytes is what the file system was asked for (aligned spans under
+	// direct I/O); Experts the experts read.
+	Bytes   int64
+	Experts int
+	Seconds float64
+	// BytesPerSecond is Bytes / Seconds: the most a decode that does
+	// nothing but read its misses can stream.
+	BytesPerSecond float64
+	// Requests is the read requests issued, Workers the read pool's
+	// workers (requests served at once) and QueueDepth the requests
+	// allowed to wait.
+	Requests, Workers, QueueDepth int
+	Direct                        bool
+}
+
+// ProbeReads measures the disk the way decoding reads it: whole experts
+// of the decoder layers, picked at random (seeded), read as the read
+// pool's chunked direct requests into the working bank's slabs, with every
+// working slot in flight at once, until maxBytes are read. No lease may be
+// outstanding: the probe takes the working bank for its duration and
+// leaves the cache tiers as they were.
+func (s *Streamed) ProbeReads(ctx context.Context, maxBytes int64, seed uint64) (ReadProbe, error) {
+	if maxBytes <= 0 {
+		return ReadProbe{}, errors.New("experts: read probe: byte budget must be positive")
+	}
+	s.mu.Lock()
+	var cl *slotClass
+	for _, c := range s.classes {
+		if c.name == mainClass {
+			cl = c
+		}
+	}
+	// Read-aheads give their slots back first.
+	s.cancelAllPrefetchLocked()
+	for deadline := time.Now().Add(10 * time.Second); cl != nil && len(cl.free) != cl.all && s.prefetchesLocked() > 0 && time.Now().Before(deadline); {
+		wake := s.freed
+		s.mu.Unlock()
+		select {
+		case <-wake:
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return ReadProbe{}, ctx.Err()
+		}
+		s.mu.Lock()
+	}
+	if s.closed || cl == nil || len(cl.free) != cl.all {
+		s.mu.Unlock()
+		return ReadProbe{}, errors.New("experts: read probe: the source is closed, has no decoder layers, or is in use")
+	}
+	slots := cl.free
+	cl.free = nil
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		for _, sl := range slots {
+			s.invalidate(sl)
+		}
+		cl.free = slots
+		s.mu.Unlock()
+	}()
+
+	var layers []*layerCache
+	for _, lc := range s.layers {
+		if lc.class == cl {
+			layers = append(layers, lc)
+		}
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type done struct {
+		slot int
+		res  native.ReadResult
+	}
+	results := make(chan done, 1024)
+	left := make([]int, len(slots)) // chunks in flight per slot
+	p := ReadProbe{Workers: s.pool.Workers(), QueueDepth: s.pool.QueueDepth(), Direct: s.Direct()}
+	var submitted int64
+	inflight := 0
+	var firstErr error
+	start := time.Now()
+	// issue reads one random expert into slot i.
+	issue := func(i int) {
+		lc := layers[rng.IntN(len(layers))]
+		lo := lc.layouts[rng.IntN(len(lc.layouts))]
+		cs := lo.chunks(s.opts.ReadChunk)
+		left[i] = len(cs)
+		p.Experts++
+		for _, c := range cs {
+			r := lo.reads[c.read]
+			req := native.ReadRequest{
+				File: s.files[r.file], Off: c.off, Len: c.n,
+				Slab: slots[i].slab[c.at : r.at+r.room],
+			}
+			submitted += c.n
+			inflight++
+			p.Requests++
+			go func() {
+				ch, err := s.pool.Submit(ctx, req)
+				if err != nil {
+					results <- done{slot: i, res: native.ReadResult{Err: err}}
+					return
+				}
+				results <- done{slot: i, res: <-ch}
+			}()
+		}
+	}
+	for i := range slots {
+		issue(i)
+	}
+	for inflight > 0 {
+		d := <-results
+		inflight--
+		if d.res.Err != nil && firstErr == nil {
+			firstErr = d.res.Err
+			cancel()
+		}
+		p.Bytes += d.res.Bytes
+		left[d.slot]--
+		if left[d.slot] == 0 && firstErr == nil && submitted < maxBytes {
+			issue(d.slot)
+		}
+	}
+	p.Seconds = time.Since(start).Seconds()
+	if firstErr != nil {
+		return p, fmt.Errorf("experts: read probe: %w", firstErr)
+	}
+	if p.Seconds > 0 {
+		p.BytesPerSecond = float64(p.Bytes) / p.Seconds
+	}
+	return p, nil
+}

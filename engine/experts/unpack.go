@@ -1,0 +1,127 @@
+package experts
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/spoolhq/spool/engine/expertpack"
+)
+
+// unpackState decodes one packed expert in its slab while its record's
+// read requests land. Landing requests call landed on the read workers;
+// whichever finds the decoder idle decodes every block the landed prefix
+// covers, so decoding overlaps the rest of the read and no two goroutines
+// decode one record at once.
+type unpackState struct {
+	lo     *layout
+	slab   []byte
+	at     int64 // slab offset of the record
+	base   int64 // file offset of the record
+	length int64
+	chunk  int64 // read request size (a multiple of the record alignment)
+
+	mu       sync.Mutex
+	landedAt []bool // per request: its bytes are in
+	prefix   int64  // record bytes landed from the start, contiguously
+	reported int    // requests reported, landed or failed
+	rec      *expertpack.Record
+	up       *expertpack.Unpacker
+	decoding bool
+	decoded  bool
+	final    bool // the completion was reported
+	err      error
+	// spent is the time spent decoding, out is the bytes rebuilt.
+	spent time.Duration
+	out   int64
+}
+
+func newUnpackState(lo *layout, slab []byte, chunk int64) *unpackState {
+	r := lo.reads[0]
+	n := int((r.n + chunk - 1) / chunk)
+	return &unpackState{lo: lo, slab: slab, at: r.at, base: r.off, length: r.n, chunk: chunk, landedAt: make([]bool, n)}
+}
+
+// landed records that the request at file offset off completed (with err
+// when it failed) and decodes what it can. It returns true, with the
+// decode's error, exactly once: when every request has reported and the
+// record is decoded or has failed.
+func (u *unpackState) landed(off int64, err error) (bool, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.reported++
+	if err != nil {
+		if u.err == nil {
+			u.err = err
+		}
+	} else if k := int((off - u.base) / u.chunk); k >= 0 && k < len(u.landedAt) {
+		u.landedAt[k] = true
+		for k := int(u.prefix / u.chunk); k < len(u.landedAt) && u.landedAt[k]; k++ {
+			u.prefix = min(int64(k+1)*u.chunk, u.length)
+		}
+	}
+	if !u.decoding {
+		u.decoding = true
+		for u.err == nil && !u.decoded {
+			p := u.prefix
+			u.mu.Unlock()
+			start := time.Now()
+			done, derr := u.advance(p)
+			spent := time.Since(start)
+			u.mu.Lock()
+			u.spent += spent
+			if derr != nil && u.err == nil {
+				u.err = derr
+			}
+			u.decoded = done
+			if u.prefix == p {
+				break
+			}
+		}
+		u.decoding = false
+	}
+	if u.final || u.reported < len(u.landedAt) || (u.err == nil && !u.decoded) {
+		return false, nil
+	}
+	u.final = true
+	if u.err == nil && u.prefix != u.length {
+		u.err = fmt.Errorf("internal error: record decoded with %d of %d bytes landed", u.prefix, u.length)
+	}
+	return true, u.err
+}
+
+// advance parses the record header once its bytes are in, then decodes
+// the blocks the first landed bytes cover. Only one goroutine runs it at
+// a time (decoding is held).
+func (u *unpackState) advance(landed int64) (bool, error) {
+	rec := u.slab[u.at : u.at+u.length]
+	if u.up == nil {
+		if landed < 16 {
+			return false, nil
+		}
+		h, err := expertpack.RecordHeaderLen(rec)
+		if err != nil {
+			return false, err
+		}
+		if landed < h {
+			return false, nil
+		}
+		r, err := expertpack.ParseRecord(rec[:h], u.length)
+		if err != nil {
+			return false, err
+		}
+		if pl := u.lo.packed; r.RegionLen != pl.regionLen || r.ScalesLen != pl.scalesLen {
+			return false, fmt.Errorf("%w: the record holds %d weight and %d scale bytes, the expert has %d and %d",
+				expertpack.ErrCorrupt, r.RegionLen, r.ScalesLen, pl.regionLen, pl.scalesLen)
+		}
+		if u.up, err = expertpack.NewUnpacker(r, u.slab, u.at); err != nil {
+			return false, err
+		}
+		u.rec = r
+	}
+	done, err := u.up.Advance(u.slab, landed)
+	if done {
+		u.out = u.rec.RegionLen
+	}
+	return done, err
+}

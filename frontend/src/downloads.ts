@@ -1,0 +1,115 @@
+// The download of the pinned GLM-5.2 artifact as the UI knows it: the
+// status from /ui/download, kept current by the "download" events, for the
+// Model page and the sidebar's indicator on every other page.
+
+import { events } from './events';
+import { diskBytes, Observable, percent } from './util';
+
+export interface Preflight {
+  volume: string;
+  to_fetch: number;
+  reserve: number;
+  required: number;
+  available: number;
+  important: number;
+  checked: boolean;
+  ok: boolean;
+  purge: boolean;
+  message: string;
+}
+
+export interface PlannedFile {
+  path: string;
+  size: number;
+  status: 'complete' | 'partial' | 'missing';
+  present: number;
+  lfs: boolean;
+}
+
+export interface DownloadPlan {
+  repo: string;
+  revision: string;
+  commit: string;
+  cache_dir: string;
+  snapshot_dir: string;
+  files: PlannedFile[];
+  total_bytes: number;
+  present_bytes: number;
+  to_fetch: number;
+  preflight: Preflight;
+}
+
+export interface Progress {
+  done: number;
+  total: number;
+  rate: number;
+  eta_s: number;
+  files_done: number;
+  files_total: number;
+  active?: Array<{ path: string; done: number; total: number; rate: number }>;
+}
+
+export interface DownloadEvent {
+  kind: string;
+  state?: string;
+  file?: string;
+  message?: string;
+  progress: Progress;
+}
+
+export interface DownloadStatus {
+  repo: string;
+  revision: string;
+  cache_dir: string;
+  cache_source: string;
+  disk?: { path?: string; available?: number; important?: number; total?: number; error?: string };
+  planning: boolean;
+  plan?: DownloadPlan;
+  plan_error?: string;
+  state: string;
+  running: boolean;
+  error?: string;
+  last?: DownloadEvent;
+  model_dir?: string;
+}
+
+class Downloads extends Observable {
+  status: DownloadStatus | null = null;
+  /** verified and integrity are what the events said this session. */
+  verified = new Set<string>();
+  integrity: string[] = [];
+
+  constructor() {
+    super();
+    events.on('download', (ev: DownloadEvent) => {
+      if (ev.kind === 'file-done' && ev.file) this.verified.add(ev.file);
+      if (ev.kind === 'integrity' && ev.file) this.integrity.push(`${ev.file}: ${ev.message ?? 'failed verification'}`);
+      if (!this.status) return;
+      this.status.last = ev;
+      if (ev.state) {
+        this.status.state = ev.state;
+        if (ev.state === 'downloading' || ev.state === 'paused') this.status.running = true;
+      }
+      this.emit();
+    });
+  }
+
+  set(s: DownloadStatus): void {
+    this.status = s;
+    this.emit();
+  }
+}
+
+export const downloads = new Downloads();
+
+/** downloadSummary is the sidebar's line while a download runs or waits
+ * paused; null otherwise. */
+export function downloadSummary(): { label: string; short: string; fraction: number } | null {
+  const s = downloads.status;
+  if (!s || !s.running || (s.state !== 'downloading' && s.state !== 'paused')) return null;
+  const p = s.last?.progress;
+  const fraction = p && p.total > 0 ? p.done / p.total : 0;
+  const what = s.state === 'paused' ? 'GLM-5.2 download paused' : 'Downloading GLM-5.2';
+  const detail = p && p.total > 0 ? `${percent(fraction)} of ${diskBytes(p.total)}` : '';
+  return { label: `${what}${detail ? ': ' + detail : ''}. Open the Model page.`, short: `${s.state === 'paused' ? 'Paused' : 'GLM-5.2'} ${percent(fraction)}`, fraction };
+}
