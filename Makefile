@@ -12,7 +12,7 @@ GOFLAGS_HEADLESS := -tags headless,vulkan
 # Packages with no OS-specific code must also build for the Mac.
 PORTABLE  := ./engine/... ./kernels/... ./internal/...
 
-.PHONY: all build run demo test deps vet unit darwin arm64 conformance agents clean
+.PHONY: all build run demo test deps vet unit darwin arm64 conformance remote-conformance agents clean
 
 all: build
 
@@ -30,7 +30,7 @@ demo: build
 	$(BIN) run --model $(MODEL) --temperature 0 --max-tokens 64 \
 		--chat "What does the function re.compile do?"
 
-test: deps vet unit darwin arm64 shaders-msl conformance agents e2e desktop-smoke
+test: deps vet unit darwin arm64 shaders-msl conformance remote-conformance agents e2e desktop-smoke
 
 vet: shaders
 	$(GO) vet $(GOFLAGS_HEADLESS) ./...
@@ -61,6 +61,14 @@ conformance: build
 agents: build
 	cd engine/server/agents && npm ci --no-audit --no-fund --loglevel=error && \
 		SPOOL_BIN=$(CURDIR)/$(BIN) node run.mjs
+
+# The same clients through `spool serve --remote`, with the vLLM stand-in
+# and a second `spool serve` on the demo model as the remotes.
+STANDIN := bin/vllm-standin
+remote-conformance: build
+	$(GO) build -o $(STANDIN) ./engine/remote/standin/cmd/vllm-standin
+	cd engine/server/remoteconformance && npm ci --no-audit --no-fund --loglevel=error && \
+		SPOOL_BIN=$(CURDIR)/$(BIN) SPOOL_MODEL=$(CURDIR)/$(MODEL) STANDIN_BIN=$(CURDIR)/$(STANDIN) node --test
 
 clean: app-clean
 	rm -rf bin kernels/gpu/spv

@@ -28,6 +28,7 @@ type appFlags struct {
 	memory   string
 	context  int
 	gpu      gpuFlag
+	remote   remoteFlags
 }
 
 func newAppCmd() *cobra.Command {
@@ -59,6 +60,7 @@ memory budget, context) apply at the next start; flags override them.`,
 	fl.StringVar(&f.memory, "memory", "", "memory budget, e.g. 24GiB (default: the saved setting or the machine's memory)")
 	fl.IntVar(&f.context, "context", 0, "context length per sequence in tokens (default: the saved setting or 4096)")
 	f.gpu.register(fl)
+	f.remote.register(fl)
 	return cmd
 }
 
@@ -167,8 +169,12 @@ func (rt *appRuntime) config() (hostConfig, error) {
 	if f.model != "" {
 		s.ModelDir = f.model
 	}
-	dir, err := resolveModelDir(s.ModelDir)
+	rcfg, err := f.remote.over(s)
 	if err != nil {
+		return hostConfig{}, err
+	}
+	dir, err := resolveModelDir(s.ModelDir)
+	if err != nil && rcfg.URL == "" {
 		return hostConfig{}, err
 	}
 	if f.host != "" {
@@ -187,6 +193,7 @@ func (rt *appRuntime) config() (hostConfig, error) {
 		s.Context = f.context
 	}
 	return hostConfig{
+		Remote:    rcfg,
 		ModelDir:  dir,
 		Server:    server.Config{Host: s.Host, Port: s.Port, APIKey: s.APIKey, ModelID: modelIDFor(dir)},
 		Memory:    memoryFlags{memory: s.Memory},
@@ -256,7 +263,14 @@ func serveHeadless(ctx context.Context, h *engineHost, stderr io.Writer, restart
 			case hostLoading:
 				fmt.Fprintf(stderr, "spool: %s\n", st.Detail)
 			case hostReady:
-				fmt.Fprintf(stderr, "spool: serving %s on %s (web UI at %s/)\n", st.Model, st.URL, st.URL)
+				what := st.Model
+				if st.Remote != "" {
+					what = "the remote engine at " + st.Remote
+				}
+				fmt.Fprintf(stderr, "spool: serving %s on %s (web UI at %s/)\n", what, st.URL, st.URL)
+				if st.Detail != "" {
+					fmt.Fprintf(stderr, "spool: %s\n", st.Detail)
+				}
 			case hostFailed:
 				return errors.New(st.Detail)
 			case hostStopped:

@@ -13,6 +13,7 @@ import (
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/engine/plan"
+	"github.com/spoolhq/spool/engine/remote"
 	"github.com/spoolhq/spool/engine/scheduler"
 	"github.com/spoolhq/spool/engine/server"
 )
@@ -47,6 +48,9 @@ type hostConfig struct {
 	UsagePath string
 	// GPU is the --gpu mode ("" is auto).
 	GPU string
+	// Remote, when its URL is set, is a remote engine to forward to
+	// instead of loading the model (see runRemote).
+	Remote remote.Config
 }
 
 // hostStatus is where the engine stands.
@@ -57,6 +61,7 @@ type hostStatus struct {
 	TokensPerSecond float64 `json:"tokens_per_second"` // while generating
 	URL             string  `json:"url,omitempty"`     // the API's base URL once listening
 	Model           string  `json:"model,omitempty"`   // the model directory
+	Remote          string  `json:"remote,omitempty"`  // the remote engine's URL when forwarding to one
 }
 
 // engineHost runs the engine in-process for the desktop shell (and for
@@ -207,6 +212,9 @@ func (h *engineHost) publish(ev server.Event) {
 
 // run plans, loads and serves until ctx ends or serving fails.
 func (h *engineHost) run(ctx context.Context, cfg hostConfig) error {
+	if cfg.Remote.URL != "" {
+		return h.runRemote(ctx, cfg)
+	}
 	h.set(hostStatus{State: hostLoading, Detail: "planning memory", Progress: 0.05})
 	if err := server.CheckBind(cfg.Server.Host, cfg.Server.APIKey); err != nil {
 		return err

@@ -1,6 +1,7 @@
 // The Experts page: the live heat map of the routed-expert tier.
 
 import { getJSON } from './api';
+import { localOnlyNote } from './engine';
 import { events } from './events';
 import { HeatMap, TIER_DISK, TIER_LRU, TIER_PINNED, tierNames, usageLevel, type Palette, type Shape } from './heatmap';
 import { base64Bytes, cssVar, h, percent, replace, type Page } from './util';
@@ -99,6 +100,7 @@ export class ExpertsPage implements Page {
         'div',
         { class: 'page' },
         h('header', { class: 'page-head' }, h('h1', {}, 'Expert heat map'), h('p', { class: 'muted' }, 'Every routed expert of every MoE layer: where it lives, how much it is used, and which ones the current turn hits.')),
+        localOnlyNote('heat map'),
         h('section', { class: 'card' }, this.summary, this.legend, this.wrap, this.detail),
       ),
       this.tip,
