@@ -36,8 +36,10 @@ type prefillBench struct {
 	Threads int `json:"threads"`
 	// Warm says each leg prefilled the prompt once, untimed, before its
 	// timed run (--warm): the expert cache holds what the prompt routes to
-	// (as far as it can) and the GPU's pipelines are built.
-	Warm bool `json:"warm"`
+	// (as far as it can) and the GPU's pipelines are built. WarmGPUOnly says
+	// only the GPU leg did (--warm=gpu).
+	Warm        bool `json:"warm"`
+	WarmGPUOnly bool `json:"warm_gpu_only,omitempty"`
 
 	Streamed           bool  `json:"streamed"`
 	DirectIO           bool  `json:"direct_io"`
@@ -112,7 +114,7 @@ type prefillFlags struct {
 	stream     bool
 	allKeys    bool
 	gpu        gpuFlag
-	warm       bool
+	warm       string // "", "all" or "gpu"
 	repeat     int
 	seed       uint64
 	asJSON     bool
@@ -147,7 +149,9 @@ Each run starts from a freshly loaded model with a cold expert cache, so a
 leg's time includes reading the experts the prompt routes to. --warm first
 prefills the prompt once, untimed, on the loaded model: the timed run then
 measures compute with the experts cached (as far as the cache holds them)
-and the GPU's pipelines built.
+and the GPU's pipelines built. --warm=gpu warms the GPU leg only: the CPU
+reads experts while it computes, so its cold time is already its compute
+time, and the warm-up would only double the run.
 
 Use the gen-bench model for real I/O and the sparse-files skeleton for the
 real geometry.`,
@@ -199,7 +203,8 @@ real geometry.`,
 	fl.BoolVar(&f.stream, "stream", false, "stream experts from disk even when the plan could keep them all")
 	fl.BoolVar(&f.allKeys, "compare-all-keys", false, "also run the prefill with every key computed on DSA layers and report the speedup")
 	fl.StringVar(&f.gpu.mode, "gpu", gpuAuto, "also run the prefill on the GPU and report the speedup: auto (when a GPU, not a CPU Vulkan device, holds the plan), on (any Vulkan device; fail without one), off")
-	fl.BoolVar(&f.warm, "warm", false, "prefill the prompt once, untimed, before each timed run (warm expert cache and GPU pipelines)")
+	fl.StringVar(&f.warm, "warm", "", "prefill the prompt once, untimed, before each timed run (warm expert cache and GPU pipelines); --warm=gpu: the GPU leg only")
+	fl.Lookup("warm").NoOptDefVal = "all"
 	fl.IntVar(&f.repeat, "repeat", 1, "runs of each leg (alternated; the fastest counts)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the prompt ids")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object")
@@ -207,6 +212,11 @@ real geometry.`,
 }
 
 func runPrefillBench(ctx context.Context, dir string, f *prefillFlags) (*prefillBench, error) {
+	switch f.warm {
+	case "", "all", "gpu":
+	default:
+		return nil, fmt.Errorf("--warm=%q: give no value (every leg) or gpu (the GPU leg only)", f.warm)
+	}
 	peak := startPeakSampler(100 * time.Millisecond)
 	defer peak.stop()
 
@@ -226,7 +236,7 @@ func runPrefillBench(ctx context.Context, dir string, f *prefillFlags) (*prefill
 		return nil, err
 	}
 	res := &prefillBench{
-		Model: dir, PromptTokens: f.tokens, Context: f.context, ChunkRows: p.PrefillChunk, Threads: runtime.GOMAXPROCS(0), GPU: status, Warm: f.warm,
+		Model: dir, PromptTokens: f.tokens, Context: f.context, ChunkRows: p.PrefillChunk, Threads: runtime.GOMAXPROCS(0), GPU: status, Warm: f.warm != "", WarmGPUOnly: f.warm == "gpu",
 		CacheSlotsPerLayer: p.CacheSlotsPerLayer, ExpertLayers: p.ExpertLayers, ExpertsPerLayer: p.ExpertsPerLayer,
 		RoutedBytes: p.RoutedBytes, PlannedProcessBytes: p.PlannedProcessBytes,
 	}
@@ -382,7 +392,7 @@ func (b *prefillRun) run(ctx context.Context, mode prefillMode, first bool) erro
 	res.DSA = m.HasDSA()
 	res.AttentionWorkspaceBytes = m.AttentionWorkspaceBytes()
 	params := generate.Params{MaxTokens: 1, PrefillChunk: p.PrefillChunk}
-	if f.warm {
+	if f.warm == "all" || (f.warm == "gpu" && mode.gpu) {
 		if _, err := generate.Generate(ctx, m, m.NewSequence(f.context), prompt, params, nil); err != nil {
 			return err
 		}
