@@ -6,19 +6,21 @@
 GO        ?= go
 BIN       := bin/spool
 MODEL     ?= assets/models/glm52-mini
-GOFLAGS_HEADLESS := -tags headless
+# vulkan builds the GPU backend (kernels/gpu, mk/gpu.mk); without it the
+# engine runs on the CPU only.
+GOFLAGS_HEADLESS := -tags headless,vulkan
 # Packages with no OS-specific code must also build for the Mac.
 PORTABLE  := ./engine/... ./kernels/... ./internal/...
 
-.PHONY: all build run demo test deps vet unit darwin arm64 conformance agents clean
+.PHONY: all build run demo test deps vet unit darwin arm64 conformance remote-conformance agents clean
 
 all: build
 
 deps:
-	@scripts/setup-debian.sh base
+	@scripts/setup-debian.sh base gpu
 	@$(GO) mod download
 
-build: deps
+build: deps shaders
 	$(GO) build $(GOFLAGS_HEADLESS) -o $(BIN) ./app
 
 run: run-app
@@ -28,13 +30,15 @@ demo: build
 	$(BIN) run --model $(MODEL) --temperature 0 --max-tokens 64 \
 		--chat "What does the function re.compile do?"
 
-test: deps vet unit darwin arm64 conformance agents e2e desktop-smoke
+test: deps vet unit darwin arm64 shaders-msl conformance remote-conformance agents e2e desktop-smoke
 
-vet:
+vet: shaders
 	$(GO) vet $(GOFLAGS_HEADLESS) ./...
+	$(GO) vet -tags headless ./kernels/gpu/ ./engine/model/
 
-unit:
+unit: shaders
 	$(GO) test $(GOFLAGS_HEADLESS) -count=1 ./...
+	$(GO) test -tags headless -count=1 ./kernels/gpu/
 
 darwin:
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet $(PORTABLE)
@@ -58,7 +62,16 @@ agents: build
 	cd engine/server/agents && npm ci --no-audit --no-fund --loglevel=error && \
 		SPOOL_BIN=$(CURDIR)/$(BIN) node run.mjs
 
-clean: app-clean
-	rm -rf bin
+# The same clients through `spool serve --remote`, with the vLLM stand-in
+# and a second `spool serve` on the demo model as the remotes.
+STANDIN := bin/vllm-standin
+remote-conformance: build
+	$(GO) build -o $(STANDIN) ./engine/remote/standin/cmd/vllm-standin
+	cd engine/server/remoteconformance && npm ci --no-audit --no-fund --loglevel=error && \
+		SPOOL_BIN=$(CURDIR)/$(BIN) SPOOL_MODEL=$(CURDIR)/$(MODEL) STANDIN_BIN=$(CURDIR)/$(STANDIN) node --test
 
+clean: app-clean
+	rm -rf bin kernels/gpu/spv
+
+include mk/gpu.mk
 include mk/app.mk

@@ -29,6 +29,8 @@ type appFlags struct {
 	context  int
 	// promptCache is --prompt-cache and --prompt-cache-max.
 	promptCache promptCacheFlags
+	gpu         gpuFlag
+	remote      remoteFlags
 }
 
 func newAppCmd() *cobra.Command {
@@ -60,6 +62,8 @@ memory budget, context) apply at the next start; flags override them.`,
 	fl.StringVar(&f.memory, "memory", "", "memory budget, e.g. 24GiB (default: the saved setting or the machine's memory)")
 	fl.IntVar(&f.context, "context", 0, "context length per sequence in tokens (default: the saved setting or 4096)")
 	f.promptCache.register(fl)
+	f.gpu.register(fl)
+	f.remote.register(fl)
 	return cmd
 }
 
@@ -145,7 +149,7 @@ func (rt *appRuntime) checkModel() error {
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = defaultMaxBatch
 	}
-	_, err = hostPlan(d, cfg)
+	_, err = hostPlan(d, cfg, nil) // the CPU plan: a start falls back to it when the GPU lines do not fit
 	return err
 }
 
@@ -155,6 +159,10 @@ func (rt *appRuntime) config() (hostConfig, error) {
 	flags := rt.flags
 	rt.mu.Unlock()
 	f := &flags
+	gpuMode, err := f.gpu.check()
+	if err != nil {
+		return hostConfig{}, err
+	}
 	s, err := loadSettings(rt.settings)
 	if err != nil {
 		fmt.Fprintf(rt.stderr, "spool: ignoring the saved settings: %v\n", err)
@@ -164,8 +172,12 @@ func (rt *appRuntime) config() (hostConfig, error) {
 	if f.model != "" {
 		s.ModelDir = f.model
 	}
-	dir, err := resolveModelDir(s.ModelDir)
+	rcfg, err := f.remote.over(s)
 	if err != nil {
+		return hostConfig{}, err
+	}
+	dir, err := resolveModelDir(s.ModelDir)
+	if err != nil && rcfg.URL == "" {
 		return hostConfig{}, err
 	}
 	if f.host != "" {
@@ -188,12 +200,14 @@ func (rt *appRuntime) config() (hostConfig, error) {
 		return hostConfig{}, err
 	}
 	return hostConfig{
+		Remote:      rcfg,
 		ModelDir:    dir,
 		Server:      server.Config{Host: s.Host, Port: s.Port, APIKey: s.APIKey, ModelID: modelIDFor(dir)},
 		Memory:      memoryFlags{memory: s.Memory},
 		Context:     s.Context,
 		UsagePath:   usagePath(dir),
 		PromptCache: pc,
+		GPU:         gpuMode,
 	}, nil
 }
 
@@ -257,7 +271,14 @@ func serveHeadless(ctx context.Context, h *engineHost, stderr io.Writer, restart
 			case hostLoading:
 				fmt.Fprintf(stderr, "spool: %s\n", st.Detail)
 			case hostReady:
-				fmt.Fprintf(stderr, "spool: serving %s on %s (web UI at %s/)\n", st.Model, st.URL, st.URL)
+				what := st.Model
+				if st.Remote != "" {
+					what = "the remote engine at " + st.Remote
+				}
+				fmt.Fprintf(stderr, "spool: serving %s on %s (web UI at %s/)\n", what, st.URL, st.URL)
+				if st.Detail != "" {
+					fmt.Fprintf(stderr, "spool: %s\n", st.Detail)
+				}
 			case hostFailed:
 				return errors.New(st.Detail)
 			case hostStopped:

@@ -137,7 +137,7 @@ func runPromptCacheBench(ctx context.Context, modelFlag string, mem memoryFlags,
 		return nil, fmt.Errorf("--tokens %d + --turn %d exceed the model's %d positions", tokens, turn, lm.dir.Config.MaxPositionEmbeddings)
 	}
 	if stream {
-		p, err := hostPlan(lm.dir, cfg)
+		p, err := hostPlan(lm.dir, cfg, nil)
 		if err != nil {
 			lm.Close()
 			return nil, err

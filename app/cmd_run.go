@@ -16,6 +16,7 @@ import (
 	"github.com/spoolhq/spool/engine/generate"
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/modeldir"
+	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/native"
 )
 
@@ -38,6 +39,7 @@ type runFlags struct {
 	speculative bool
 	mem         memoryFlags
 	promptCache promptCacheFlags
+	gpu         gpuFlag
 }
 
 func newRunCmd() *cobra.Command {
@@ -71,6 +73,7 @@ func newRunCmd() *cobra.Command {
 	fl.BoolVar(&f.speculative, "speculative", false, "draft tokens with the MTP layer and verify them in one forward (default: on when experts stream from disk, where a forward costs reads; off when the whole model is in memory, where it costs compute)")
 	f.mem.register(fl)
 	f.promptCache.register(fl)
+	f.gpu.register(fl)
 	cmd.MarkFlagsMutuallyExclusive("prompt", "chat", "prompt-ids")
 	cmd.MarkFlagsOneRequired("prompt", "chat", "prompt-ids")
 	return cmd
@@ -114,6 +117,8 @@ type runResult struct {
 	// set (Linux: VmHWM; macOS: the peak resident size).
 	PlannedProcessBytes int64 `json:"planned_process_bytes"`
 	PeakRSSBytes        int64 `json:"peak_rss_bytes"`
+	// GPU says where prefill ran and why.
+	GPU gpuStatus `json:"gpu"`
 }
 
 func runRun(cmd *cobra.Command, f *runFlags) error {
@@ -131,6 +136,10 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	}
 	// Only trouble is worth a line on a one-shot command's terminal.
 	pc.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	gpuMode, err := f.gpu.check()
+	if err != nil {
+		return err
+	}
 	loadStart := time.Now()
 	// Every file is checked, the memory planned and the prompt measured
 	// before any weight is read.
@@ -138,7 +147,11 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	if err != nil {
 		return err
 	}
-	p, err := planOpened(lm.dir, &f.mem, pc, f.context, 1)
+	g := openGPU(gpuMode, cmd.ErrOrStderr())
+	defer g.Close() // on the way out before the load; a no-op after the Close below
+	p, err := g.plan(func(dev *plan.GPUDevice) (*plan.Plan, error) {
+		return planOpened(lm.dir, &f.mem, pc, f.context, 1, dev)
+	})
 	if err != nil {
 		lm.Close()
 		return err
@@ -166,6 +179,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		return err
 	}
 	defer lm.Close()
+	defer g.Close() // before the model's memory goes
 	var pool *native.ReadPool
 	if s, ok := lm.dir.Experts.(*experts.Streamed); ok {
 		pool = s.ReadPool()
@@ -178,8 +192,9 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		// Closing writes the blocks to disk, for the next run.
 		defer cache.Close()
 	}
-	loadTime := time.Since(loadStart)
 	m := lm.dir.Model
+	g.attach(m, p)
+	loadTime := time.Since(loadStart)
 
 	params := generate.Params{MaxTokens: f.maxTokens, StopTokens: cfg.EOSTokenIDs, Speculative: speculate && m.HasMTP(), PrefillChunk: p.PrefillChunk, PromptCache: cache}
 	params.Sampling = samplingFor(cfg.Generation.DoSample, cfg.Generation.Temperature, cfg.Generation.TopP, cfg.Generation.TopK)
@@ -247,6 +262,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		PrefillExpertBytes:     res.PrefillExpertBytes,
 		DecodeExpertBytes:      res.DecodeExpertBytes,
 		PlannedProcessBytes:    p.PlannedProcessBytes,
+		GPU:                    g.Status(),
 	}
 	if peak, err := peakRSS(); err == nil {
 		r.PeakRSSBytes = peak

@@ -29,7 +29,7 @@ func serveContext(dir string, cfg hostConfig) (int, error) {
 	fits := func(n int) error {
 		c := cfg
 		c.Context = n
-		_, err := hostPlan(d, c)
+		_, err := hostPlan(d, c, nil)
 		return err
 	}
 	if cfg.Context > 0 {
@@ -81,6 +81,8 @@ type serveFlags struct {
 	noDSA        bool
 	mem          memoryFlags
 	promptCache  promptCacheFlags
+	gpu          gpuFlag
+	remote       remoteFlags
 }
 
 func newServeCmd() *cobra.Command {
@@ -99,9 +101,16 @@ stream from disk through the expert cache the plan leaves.
 Prompt prefixes are cached (--prompt-cache, --prompt-cache-max): a request
 that begins like an earlier one, even one served before a restart, restores
 that prefix's state instead of reading it again, and its usage reports the
-cached tokens.`,
+cached tokens.
+
+With --remote URL no model is loaded: the API forwards to that
+OpenAI-compatible server (vLLM, SGLang, another Spool; see docs/remote.md),
+/v1/messages translated to its chat API, with the same local defaults
+(loopback bind, --api-key, Host guard). --remote-key is sent to the server
+only.`,
 		Example: `  spool serve --model assets/models/glm52-mini
-  spool serve --host 0.0.0.0 --port 8484 --api-key "$(openssl rand -hex 16)"`,
+  spool serve --host 0.0.0.0 --port 8484 --api-key "$(openssl rand -hex 16)"
+  spool serve --remote http://gpu-box:8000 --remote-key "$VLLM_API_KEY"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runServe(cmd, &f)
@@ -123,12 +132,20 @@ cached tokens.`,
 	fl.BoolVar(&f.noDSA, "no-dsa", false, "dense attention even where the DSA indexer would select")
 	f.mem.register(fl)
 	f.promptCache.register(fl)
+	f.gpu.register(fl)
+	f.remote.register(fl)
 	return cmd
 }
 
 func runServe(cmd *cobra.Command, f *serveFlags) error {
-	dir, err := resolveModelDir(f.model)
+	rcfg, err := f.remote.config()
 	if err != nil {
+		return err
+	}
+	// A remote engine needs no model here (one found still feeds the
+	// UI's fit page).
+	dir, err := resolveModelDir(f.model)
+	if err != nil && rcfg.URL == "" {
 		return err
 	}
 	if f.apiKey == "" {
@@ -156,9 +173,13 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 		NoDSA:       f.noDSA,
 		UsagePath:   usagePath(dir),
 		PromptCache: pc,
+		GPU:         f.gpu.mode,
+		Remote:      rcfg,
 	}
-	if cfg.Context, err = serveContext(dir, cfg); err != nil {
-		return err
+	if rcfg.URL == "" {
+		if cfg.Context, err = serveContext(dir, cfg); err != nil {
+			return err
+		}
 	}
 	assets, _ := frontend.Assets()
 	downloads := newDownloadManager(nil)

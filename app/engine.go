@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"os"
 	"path/filepath"
 
@@ -134,6 +135,7 @@ type engine struct {
 	plan  *plan.Plan
 	src   *experts.Streamed
 	cache *promptcache.Cache // nil with the prompt cache off
+	gpu   *gpuBackend        // prefill's device, or why there is none
 	sched *scheduler.Scheduler
 }
 
@@ -149,12 +151,18 @@ func openEngine(ctx context.Context, cfg hostConfig, progress func(detail string
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = defaultMaxBatch
 	}
+	gpuMode, err := (&gpuFlag{mode: cfg.GPU}).check()
+	if err != nil {
+		return nil, err
+	}
 	lm, err := openModel(cfg.ModelDir)
 	if err != nil {
 		return nil, err
 	}
-	p, err := hostPlan(lm.dir, cfg)
+	g := openGPU(gpuMode, log.Writer())
+	p, err := g.plan(func(dev *plan.GPUDevice) (*plan.Plan, error) { return hostPlan(lm.dir, cfg, dev) })
 	if err != nil {
+		g.Close()
 		lm.Close()
 		return nil, err
 	}
@@ -165,14 +173,17 @@ func openEngine(ctx context.Context, cfg hostConfig, progress func(detail string
 		Experts: streamedExperts(p, cfg.UsagePath),
 	})
 	if err != nil {
+		g.Close()
 		return nil, err
 	}
-	e := &engine{lm: lm, plan: p, src: lm.dir.Experts.(*experts.Streamed)}
+	e := &engine{lm: lm, plan: p, src: lm.dir.Experts.(*experts.Streamed), gpu: g}
 	// Restores read through the expert tier's pool.
 	if e.cache, err = cfg.PromptCache.open(lm.dir, p, e.src.ReadPool()); err != nil {
+		g.Close()
 		lm.Close()
 		return nil, err
 	}
+	g.attach(lm.dir.Model, p)
 	e.sched = scheduler.New(lm.dir.Model, scheduler.Config{
 		MaxBatch: cfg.MaxBatch, MaxQueue: cfg.MaxQueue, ContextLength: p.Context, PrefillChunk: p.PrefillChunk,
 		IdleSequences: cfg.IdleSequences, PromptCache: e.cache,
@@ -182,11 +193,13 @@ func openEngine(ctx context.Context, cfg hostConfig, progress func(detail string
 
 // Close releases the engine once its scheduler has stopped: the prompt
 // cache first (it writes the blocks only in memory to disk, reading
-// nothing more through the expert tier's pool), then the model.
+// nothing more through the expert tier's pool), then the GPU device
+// (before the model's memory goes), then the model.
 func (e *engine) Close() error {
 	var err error
 	if e.cache != nil {
 		err = e.cache.Close()
 	}
+	e.gpu.Close()
 	return errors.Join(err, e.lm.Close())
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/spoolhq/spool/engine/remote"
 	"github.com/spoolhq/spool/engine/scheduler"
 	"github.com/spoolhq/spool/engine/server"
 )
@@ -46,6 +47,11 @@ type hostConfig struct {
 	// PromptCache is the prompt cache's disk tier (or off); the plan sizes
 	// its memory tier.
 	PromptCache promptCacheSetup
+	// GPU is the --gpu mode ("" is auto).
+	GPU string
+	// Remote, when its URL is set, is a remote engine to forward to
+	// instead of loading the model (see runRemote).
+	Remote remote.Config
 }
 
 // hostStatus is where the engine stands.
@@ -56,6 +62,7 @@ type hostStatus struct {
 	TokensPerSecond float64 `json:"tokens_per_second"` // while generating
 	URL             string  `json:"url,omitempty"`     // the API's base URL once listening
 	Model           string  `json:"model,omitempty"`   // the model directory
+	Remote          string  `json:"remote,omitempty"`  // the remote engine's URL when forwarding to one
 }
 
 // engineHost runs the engine in-process for the desktop shell (and for
@@ -206,6 +213,9 @@ func (h *engineHost) publish(ev server.Event) {
 
 // run plans, loads and serves until ctx ends or serving fails.
 func (h *engineHost) run(ctx context.Context, cfg hostConfig) error {
+	if cfg.Remote.URL != "" {
+		return h.runRemote(ctx, cfg)
+	}
 	h.set(hostStatus{State: hostLoading, Detail: "planning memory", Progress: 0.05})
 	if err := server.CheckBind(cfg.Server.Host, cfg.Server.APIKey); err != nil {
 		return err
@@ -224,7 +234,7 @@ func (h *engineHost) run(ctx context.Context, cfg hostConfig) error {
 	eng := server.Engine{
 		Scheduler: sched, Tokenizer: lm.tokenizer, Template: lm.template, Experts: src,
 		Extra: func() map[string]any {
-			extra := map[string]any{"plan": p, "tiers": src.Stats()}
+			extra := map[string]any{"plan": p, "tiers": src.Stats(), "gpu": e.gpu.Status()}
 			if cache != nil {
 				extra["prompt_cache"] = cache.Stats()
 			}

@@ -24,6 +24,11 @@ type appSettings struct {
 	// HubCache is where the model download goes; "" is the Hugging Face
 	// cache (HF_HUB_CACHE, HF_HOME or ~/.cache/huggingface/hub).
 	HubCache string `json:"hub_cache,omitempty"`
+	// Engine is "local" (this Mac, the default) or "remote" (a server:
+	// RemoteURL, with RemoteKey, which never reaches the browser).
+	Engine    string `json:"engine,omitempty"`
+	RemoteURL string `json:"remote_url,omitempty"`
+	RemoteKey string `json:"remote_key,omitempty"`
 }
 
 func defaultSettings() appSettings {
@@ -68,7 +73,7 @@ func (s appSettings) check() error {
 			return fmt.Errorf("settings: %w", err)
 		}
 	}
-	return nil
+	return s.checkEngine()
 }
 
 // settingsPath is $SPOOL_SETTINGS, else Spool/settings.json in the user's

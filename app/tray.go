@@ -99,6 +99,7 @@ func (t *tray) onReady() {
 	toggle := systray.AddMenuItem("Start model", "Load the model and serve it")
 	open := systray.AddMenuItem("Open Spool", "Show the window")
 	copyURL := systray.AddMenuItem("Copy API URL", "Copy the OpenAI-compatible base URL")
+	t.addEngineMenu()
 	login := &systray.MenuItem{ClickedCh: make(chan struct{})}
 	if loginItemSupported() {
 		login = systray.AddMenuItemCheckbox("Start at login", "Open Spool when you log in", loginItemEnabled())

@@ -25,6 +25,7 @@ import (
 //	GET  /ui/plan             the memory plan; ?memory=24GiB&context=8192&sequences=1 for what-ifs
 //	GET  /ui/atlas            the expert atlas (experts.json) and where it came from
 //	GET  /ui/settings         the saved settings; PUT replaces them (applied at the next start)
+//	GET  /ui/engine           the engine choice (this Mac / a server); see ui_engine.go
 //	GET  /ui/download         the pinned artifact's download: plan, preflight, progress
 //	POST /ui/download/{plan,start,pause,resume,cancel}
 //	POST /ui/download/folder  {"dir":…} downloads to another folder (saved in the settings)
@@ -63,6 +64,7 @@ func newUIAPI(modelDir, settingsPath string, downloads *downloadManager) *uiAPI 
 	mux.HandleFunc("POST /ui/download/folder", u.handleDownloadFolder)
 	mux.HandleFunc("POST /ui/download/load", u.handleDownloadLoad)
 	mux.HandleFunc("POST /ui/download/{action}", u.handleDownloadAction)
+	u.engineRoutes(mux)
 	mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
 		uiError(w, http.StatusNotFound, "no UI route for %s %s", r.Method, r.URL.Path)
 	})
@@ -234,7 +236,7 @@ func (u *uiAPI) handleGetSettings(w http.ResponseWriter, r *http.Request) {
 		uiError(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
-	uiJSON(w, http.StatusOK, map[string]any{"settings": s, "path": u.settingsPath, "defaults": defaultSettings()})
+	uiJSON(w, http.StatusOK, map[string]any{"settings": s.forBrowser(), "remote_key_set": s.RemoteKey != "", "path": u.settingsPath, "defaults": defaultSettings()})
 }
 
 func (u *uiAPI) handlePutSettings(w http.ResponseWriter, r *http.Request) {
@@ -248,6 +250,12 @@ func (u *uiAPI) handlePutSettings(w http.ResponseWriter, r *http.Request) {
 		uiError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
+	saved, err := loadSettings(u.settingsPath)
+	if err != nil {
+		uiError(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	s = s.withEngineOf(saved)
 	if err := saveSettings(u.settingsPath, s); err != nil {
 		uiError(w, http.StatusInternalServerError, "%v", err)
 		return
@@ -256,7 +264,7 @@ func (u *uiAPI) handlePutSettings(w http.ResponseWriter, r *http.Request) {
 	if st := u.downloads.Status(); s.HubCache != "" && s.HubCache != st.CacheDir {
 		u.downloads.SetCacheDir(s.HubCache, cacheFromSettings)
 	}
-	uiJSON(w, http.StatusOK, map[string]any{"settings": s, "path": u.settingsPath, "defaults": defaultSettings()})
+	uiJSON(w, http.StatusOK, map[string]any{"settings": s.forBrowser(), "remote_key_set": s.RemoteKey != "", "path": u.settingsPath, "defaults": defaultSettings()})
 }
 
 func (u *uiAPI) handleDownload(w http.ResponseWriter, r *http.Request) {

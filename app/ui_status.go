@@ -35,6 +35,9 @@ func statusLine(st hostStatus, srv *server.Status) string {
 	if srv == nil {
 		return "Ready · " + st.URL
 	}
+	if srv.Remote != nil {
+		return remoteStatusLine(srv)
+	}
 	switch srv.State {
 	case server.PhaseQueued:
 		return "Waiting for a free slot"

@@ -85,6 +85,10 @@ type Options struct {
 	// TierBytes of 0 lets the plan size the memory tier (see
 	// PromptCacheShare).
 	PromptCache *PromptCacheMemory
+	// GPU is the device prefill chunks run on (nil: the CPU). Its lines
+	// are the plan's (Plan.GPU); on unified memory they are lines of the
+	// process as well, and a discrete device's memory bounds the chunk.
+	GPU *GPUDevice
 }
 
 // Item is one line of the equation.
@@ -166,6 +170,9 @@ type Plan struct {
 	PromptCacheBytes int64 `json:"prompt_cache_bytes"`
 
 	Items []Item `json:"items"`
+	// GPU is the GPU backend's lines for the prefill chunk, when prefill
+	// runs on a GPU (Options.GPU).
+	GPU *GPUPlan `json:"gpu,omitempty"`
 
 	// Problem and Suggestion explain a plan that does not fit.
 	Problem    string `json:"problem,omitempty"`
@@ -294,11 +301,12 @@ func build(cfg *config.Config, w Weights, opts Options) (*Plan, error) {
 		Item{ItemKV, p.KVBytes, fmt.Sprintf("%d sequence(s) x %d tokens x %d bytes per token (compressed MLA latent and rope key of %d layers%s, float32)", p.Sequences, p.Context, p.KVBytesPerToken, kvLayers(geo), dsaNote(geo))},
 		Item{ItemRuntime, runtime, "Go runtime and collector headroom, stacks, tokenizer, chat template, server, read queues, binary and libraries"},
 	)
+	p.Items = append(p.Items, gpuFixedItems(cfg, w, opts.GPU)...)
 	var fixed int64
 	for _, it := range p.Items {
 		fixed += it.Bytes
 	}
-	buffers := p.sizeBuffers(cfg, w, opts.BatchRows, fixed)
+	buffers := p.sizeBuffers(cfg, w, opts.BatchRows, opts.GPU, fixed)
 	for _, it := range buffers {
 		fixed += it.Bytes
 	}
@@ -317,7 +325,9 @@ func build(cfg *config.Config, w Weights, opts Options) (*Plan, error) {
 	p.PlannedProcessBytes = fixed + p.ExpertCacheBytes
 	p.GoMemoryLimitBytes = p.KVBytes + runtime
 	for _, it := range heap {
-		p.GoMemoryLimitBytes += it.Bytes
+		if !gpuItem(it.Name) { // the GPU's memory is the driver's, not the Go heap
+			p.GoMemoryLimitBytes += it.Bytes
+		}
 	}
 	return p, nil
 }

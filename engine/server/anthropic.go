@@ -300,25 +300,35 @@ func (s *Server) messagesTurn(ctx context.Context, req *messagesRequest) (*turn,
 // messagesFormat applies output_config.format (or the older
 // output_format): a JSON schema the reply must follow.
 func (s *Server) messagesFormat(req *messagesRequest, t *turn) (bool, error) {
+	rf, param, err := req.responseFormat()
+	if err != nil || rf == nil {
+		return false, err
+	}
+	return s.constraint(param, rf, t)
+}
+
+// responseFormat reads output_config.format (or the older output_format)
+// as the chat response format, with the parameter it came from; nil
+// without one.
+func (req *messagesRequest) responseFormat() (*responseFormat, string, error) {
 	f, param := req.OutputFormat, "output_format"
 	if req.OutputConfig != nil && req.OutputConfig.Format != nil {
 		f, param = req.OutputConfig.Format, "output_config.format"
 	}
 	if f == nil {
-		return false, nil
+		return nil, param, nil
 	}
 	if f.Type != "json_schema" {
-		return false, invalid(param+".type", "%s type %q must be json_schema", param, f.Type)
+		return nil, param, invalid(param+".type", "%s type %q must be json_schema", param, f.Type)
 	}
 	if schema := bytes.TrimSpace(f.Schema); len(schema) == 0 || schema[0] != '{' {
-		return false, invalid(param+".schema", "%s.schema must be a JSON Schema object", param)
+		return nil, param, invalid(param+".schema", "%s.schema must be a JSON Schema object", param)
 	}
-	rf := &responseFormat{Type: "json_schema", JSONSchema: &struct {
+	return &responseFormat{Type: "json_schema", JSONSchema: &struct {
 		Name   string          `json:"name"`
 		Schema json.RawMessage `json:"schema"`
 		Strict *bool           `json:"strict"`
-	}{Name: "output", Schema: f.Schema}}
-	return s.constraint(param, rf, t)
+	}{Name: "output", Schema: f.Schema}}, param, nil
 }
 
 // messagesCountFactor bounds how far past the context /v1/messages counts

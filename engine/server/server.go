@@ -27,6 +27,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/spoolhq/spool/engine/chat"
+	"github.com/spoolhq/spool/engine/remote"
 	"github.com/spoolhq/spool/engine/scheduler"
 	"github.com/spoolhq/spool/engine/tokenizer"
 )
@@ -165,6 +166,9 @@ type Server struct {
 	conns        atomic.Pointer[connGuard] // the running Serve's
 	// tokenBytes is the length of the tokenizer's longest token.
 	tokenBytes int
+	// remote, when set, is the remote engine the server forwards to
+	// instead of eng (see NewRemote).
+	remote *remote.Client
 }
 
 // New checks the configuration and builds the server.
@@ -183,20 +187,28 @@ func New(cfg Config, eng Engine) (*Server, error) {
 		hub:          newHub(),
 		responses:    newResponseStore(cfg.StoredResponses),
 		toolVocab:    newToolVocab(eng.Tokenizer, eng.Scheduler.Model().Config().EOSTokenIDs),
+		allowedHosts: allowedHostsOf(cfg),
 		parsing:      newParseGate(cfg.MaxParsing),
 		tokenBytes:   maxTokenBytes(eng.Tokenizer),
-	}
-	for _, h := range cfg.AllowedHosts {
-		s.allowedHosts = append(s.allowedHosts, strings.Trim(strings.ToLower(h), "[]"))
-	}
-	if h := strings.Trim(strings.ToLower(cfg.Host), "[]"); h != "" && !isUnspecified(h) {
-		s.allowedHosts = append(s.allowedHosts, h)
 	}
 	if err := CheckBind(cfg.Host, cfg.APIKey); err != nil {
 		return nil, err
 	}
 	s.handler = s.guard(s.routes())
 	return s, nil
+}
+
+// allowedHostsOf lists the Host header names accepted besides loopback
+// ones: the configured ones and the listen address's.
+func allowedHostsOf(cfg Config) []string {
+	var out []string
+	for _, h := range cfg.AllowedHosts {
+		out = append(out, strings.Trim(strings.ToLower(h), "[]"))
+	}
+	if h := strings.Trim(strings.ToLower(cfg.Host), "[]"); h != "" && !isUnspecified(h) {
+		out = append(out, h)
+	}
+	return out
 }
 
 // CheckBind refuses a non-loopback listen address without an API key.
@@ -270,15 +282,7 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", s.handleHealth)
 	mux.HandleFunc("GET /stats", s.handleStats)
-	mux.HandleFunc("GET "+eventsPath, func(w http.ResponseWriter, r *http.Request) {
-		if !websocket.IsWebSocketUpgrade(r) {
-			w.Header().Set("Upgrade", "websocket")
-			writeError(w, r, &apiError{Status: http.StatusUpgradeRequired, Type: "invalid_request_error", Code: "websocket_required",
-				Message: eventsPath + " is a websocket of live engine events: connect with a websocket client (Upgrade: websocket)"})
-			return
-		}
-		s.handleEvents(w, r)
-	})
+	mux.HandleFunc("GET "+eventsPath, s.handleEventsRoute)
 	mux.HandleFunc("GET /v1/models", s.handleModels)
 	mux.HandleFunc("GET /v1/models/{id...}", s.handleModel)
 	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
@@ -290,15 +294,30 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/embeddings", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, notFound("unsupported", "embeddings are not supported by %s", s.cfg.ModelID))
 	})
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			w.Write([]byte("Spool is running\n"))
-			return
-		}
-		writeError(w, r, notFound("unknown_route", "no route for %s %s", r.Method, r.URL.Path))
-	})
+	mux.HandleFunc("/", s.handleFallback)
 	return mux
+}
+
+// handleEventsRoute upgrades a websocket request to the events stream and
+// tells any other request what the route is.
+func (s *Server) handleEventsRoute(w http.ResponseWriter, r *http.Request) {
+	if !websocket.IsWebSocketUpgrade(r) {
+		w.Header().Set("Upgrade", "websocket")
+		writeError(w, r, &apiError{Status: http.StatusUpgradeRequired, Type: "invalid_request_error", Code: "websocket_required",
+			Message: eventsPath + " is a websocket of live engine events: connect with a websocket client (Upgrade: websocket)"})
+		return
+	}
+	s.handleEvents(w, r)
+}
+
+// handleFallback answers "/" and unknown routes.
+func (s *Server) handleFallback(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write([]byte("Spool is running\n"))
+		return
+	}
+	writeError(w, r, notFound("unknown_route", "no route for %s %s", r.Method, r.URL.Path))
 }
 
 // checkModel accepts the served ids; /v1/messages also maps Claude model

@@ -86,6 +86,10 @@ type Status struct {
 	Requests []RequestStatus `json:"requests"`
 	// Last is the most recent request that ended.
 	Last *RequestSummary `json:"last,omitempty"`
+	// Engine is "remote" while the server forwards to a remote engine
+	// (Remote says how it is doing); empty for the local engine.
+	Engine string         `json:"engine,omitempty"`
+	Remote *RemoteSummary `json:"remote,omitempty"`
 }
 
 // liveRequests tracks the requests in flight. Its methods are safe for
@@ -237,6 +241,9 @@ func prefillRate(tokens int, d time.Duration) float64 {
 // Status reports the requests in flight and the last one that ended. It
 // does not call into the scheduler (OnPrefill callers may hold it).
 func (s *Server) Status() Status {
+	if s.remote != nil {
+		return s.remoteStatus()
+	}
 	out := Status{State: StateReady, Model: s.cfg.ModelID, Requests: []RequestStatus{}}
 	now := time.Now()
 	s.hub.live.mu.Lock()

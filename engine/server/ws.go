@@ -97,6 +97,9 @@ type helloEvent struct {
 }
 
 func (s *Server) helloEvent() Event {
+	if s.remote != nil {
+		return s.remoteHelloEvent()
+	}
 	t := s.eng.Template
 	return Event{Type: "hello", Data: helloEvent{modelObject: s.modelObject(), Thinking: t != nil && strings.Contains(t.Source(), "enable_thinking")}}
 }

@@ -5,6 +5,7 @@
 // sequences (by default the count the engine runs with).
 
 import { getJSON } from './api';
+import { localOnlyNote } from './engine';
 import { bytes, debounce, diskBytes, h, replace, type Page } from './util';
 
 interface Item {
@@ -80,6 +81,7 @@ export class FitPage implements Page {
         'div',
         { class: 'page' },
         h('header', { class: 'page-head' }, h('h1', {}, 'Fit plan'), h('p', { class: 'muted' }, 'Does the model fit this machine? The memory equation of running it, line by line, before anything is downloaded. Change the budget, the context or the sequences to see what fits.')),
+        localOnlyNote('fit plan'),
         h(
           'section',
           { class: 'card controls', 'aria-label': 'What if' },

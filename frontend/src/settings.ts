@@ -2,6 +2,7 @@
 // when the model next starts) and this page's own (API key, theme).
 
 import { conn, getJSON, sendJSON, setKey } from './api';
+import { enginePanel } from './engine';
 import { events } from './events';
 import { h, replace, type Page } from './util';
 
@@ -59,7 +60,7 @@ export class SettingsPage implements Page {
       clientNote,
     );
     const server = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
-    replace(page, h('header', { class: 'page-head' }, h('h1', {}, 'Settings')), server, client);
+    replace(page, h('header', { class: 'page-head' }, h('h1', {}, 'Settings')), enginePanel(), server, client);
     this.loadServer(server);
   }
 

@@ -4,6 +4,7 @@
 // The sidebar, the chat and the desktop shell's bar all read it from here,
 // so that they show the same state and the same tok/s figure.
 
+import { remoteLine } from './engine';
 import { events } from './events';
 import { Observable } from './util';
 
@@ -119,6 +120,8 @@ class EngineStatus extends Observable {
     const s = this.state;
     if (!this.settled) return { state: 'loading', text: 'Connecting…' };
     if (!this.connected || !s) return { state: 'offline', text: 'Engine not reachable' };
+    const remote = remoteLine(s);
+    if (remote) return remote;
     const model = this.hello?.id ?? s.model;
     switch (s.state) {
       case 'queued':

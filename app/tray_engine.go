@@ -1,0 +1,87 @@
+//go:build !headless
+
+package main
+
+import (
+	"context"
+	"log"
+	"time"
+
+	"fyne.io/systray"
+
+	"github.com/spoolhq/spool/engine/remote"
+)
+
+// addEngineMenu adds the menu bar's engine item, "Engine: this Mac" or
+// "Engine: gpu-box:8000 · 12 ms · 41.3 tok/s", with the choices This Mac
+// and A server. Choosing saves the setting and restarts the engine; "A
+// server" without a saved one opens the Settings page. Its loop runs
+// until the tray stops.
+func (t *tray) addEngineMenu() {
+	item := systray.AddMenuItem("Engine: this Mac", "Where replies are generated")
+	local := item.AddSubMenuItemCheckbox("This Mac", "Run the model on this Mac", true)
+	server := item.AddSubMenuItemCheckbox("A server", "Forward to the vLLM or SGLang server saved in Settings", false)
+	go func() {
+		tick := time.NewTicker(2 * time.Second)
+		defer tick.Stop()
+		var last engineMenuView
+		for {
+			s, err := loadSettings(t.rt.settings)
+			if err != nil {
+				s = appSettings{}
+			}
+			var rs *remote.Status
+			if st, ok := t.rt.host.remoteStatus(); ok {
+				rs = &st
+			}
+			v := engineMenu(s, t.rt.host.Status(), rs)
+			if v != last {
+				last = v
+				item.SetTitle(v.Title)
+				server.SetTitle(v.ServerTitle)
+				if v.Local {
+					local.Check()
+				} else {
+					local.Uncheck()
+				}
+				if v.Server {
+					server.Check()
+				} else {
+					server.Uncheck()
+				}
+			}
+			select {
+			case <-t.done:
+				return
+			case <-tick.C:
+			case <-local.ClickedCh:
+				t.chooseEngine(s, engineLocal)
+			case <-server.ClickedCh:
+				if !v.ServerSet {
+					t.showWindow()
+					continue
+				}
+				t.chooseEngine(s, engineRemote)
+			}
+		}
+	}()
+}
+
+// chooseEngine saves the engine choice and restarts the engine with it.
+func (t *tray) chooseEngine(s appSettings, kind string) {
+	if s.Engine == kind || (s.Engine == "" && kind == engineLocal) {
+		return
+	}
+	s.Engine = kind
+	if err := s.checkEngine(); err != nil {
+		log.Printf("spool: engine: %v", err)
+		return
+	}
+	if err := saveSettings(t.rt.settings, s); err != nil {
+		log.Printf("spool: engine: %v", err)
+		return
+	}
+	if err := t.rt.restart(context.Background()); err != nil {
+		log.Printf("spool: engine: %v", err)
+	}
+}

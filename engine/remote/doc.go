@@ -1,0 +1,15 @@
+// Package remote owns Spool's client of a remote engine: an
+// OpenAI-compatible inference server such as vLLM, SGLang or another
+// Spool, reached over HTTP(S) with an optional bearer key.
+//
+// A Client sends requests to the remote (adding the remote's key, which
+// never leaves this package in an error, a status or a log line), reads
+// its answers (error bodies in the shapes vLLM, SGLang, FastAPI and OpenAI
+// use; server-sent event streams with an idle timeout), lists its models
+// (with vLLM's max_model_len), probes whether it is reachable and how long
+// a round trip takes, and keeps the figures of the replies that passed
+// through it (tokens and rates from the remote's own usage).
+//
+// It does not speak Spool's API: engine/server proxies and translates
+// requests with it.
+package remote

@@ -1,0 +1,266 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/spoolhq/spool/engine/remote"
+)
+
+// The streamed half of /v1/messages on a remote server: the remote's chat
+// chunks become Anthropic's events.
+
+// anthropicBlocks writes the content blocks of an Anthropic message
+// stream: one block open at a time, numbered from 0.
+type anthropicBlocks struct {
+	sse   *sseWriter
+	index int    // the open (or last) block's index; -1 before the first
+	open  string // the open block's type; "" when none is open
+}
+
+func (b *anthropicBlocks) start(kind string, block map[string]any) error {
+	if err := b.stop(); err != nil {
+		return err
+	}
+	b.index++
+	b.open = kind
+	return b.sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": b.index, "content_block": block})
+}
+
+func (b *anthropicBlocks) stop() error {
+	if b.open == "" {
+		return nil
+	}
+	b.open = ""
+	return b.sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": b.index})
+}
+
+func (b *anthropicBlocks) delta(d map[string]any) error {
+	return b.sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": b.index, "delta": d})
+}
+
+// remoteToolStream is one tool call of a streamed answer: its block
+// starts once its name is known, and its arguments stream into it.
+type remoteToolStream struct {
+	id, name string
+	pending  string // arguments not yet written
+	block    int    // its block's index, -1 until started
+}
+
+// messagesTranslation turns the remote's chat chunks into Anthropic
+// events.
+type messagesTranslation struct {
+	blocks  anthropicBlocks
+	tools   map[int]*remoteToolStream
+	finish  string
+	stopRaw json.RawMessage
+	usage   *chatUsage
+	calls   bool
+}
+
+var errToolOrder = &remote.Error{Kind: remote.KindProtocol,
+	Message: "the remote engine interleaved the deltas of two tool calls, which Anthropic content blocks cannot carry"}
+
+// chunk translates one chunk; it reports whether the chunk had output.
+func (m *messagesTranslation) chunk(c *remoteCompletion) (bool, error) {
+	if c.Usage != nil {
+		m.usage = c.Usage
+	}
+	output := false
+	for _, ch := range c.Choices {
+		if ch.FinishReason != nil && *ch.FinishReason != "" {
+			m.finish, m.stopRaw = *ch.FinishReason, ch.StopReason
+		}
+		d := ch.Delta
+		if d == nil {
+			continue
+		}
+		if th := d.reasoning(); th != "" {
+			output = true
+			if m.blocks.open != "thinking" {
+				if err := m.blocks.start("thinking", map[string]any{"type": "thinking", "thinking": "", "signature": ""}); err != nil {
+					return output, err
+				}
+			}
+			if err := m.blocks.delta(map[string]any{"type": "thinking_delta", "thinking": th}); err != nil {
+				return output, err
+			}
+		}
+		if text := d.content(); text != "" {
+			output = true
+			if m.blocks.open != "text" {
+				if err := m.blocks.start("text", map[string]any{"type": "text", "text": ""}); err != nil {
+					return output, err
+				}
+			}
+			if err := m.blocks.delta(map[string]any{"type": "text_delta", "text": text}); err != nil {
+				return output, err
+			}
+		}
+		for _, tc := range d.ToolCalls {
+			output, m.calls = true, true
+			if err := m.toolDelta(tc); err != nil {
+				return output, err
+			}
+		}
+	}
+	return output, nil
+}
+
+// toolDelta applies one tool-call delta: vLLM sends the id and name first
+// and then the arguments in pieces, each with only the call's index.
+func (m *messagesTranslation) toolDelta(tc toolCallDelta) error {
+	idx := 0
+	if tc.Index != nil {
+		idx = *tc.Index
+	}
+	t := m.tools[idx]
+	if t == nil {
+		t = &remoteToolStream{block: -1}
+		m.tools[idx] = t
+	}
+	if t.id == "" {
+		t.id = tc.ID
+	}
+	if t.name == "" {
+		t.name = tc.Function.Name
+	}
+	t.pending += tc.Function.Arguments
+	if t.block < 0 && t.name != "" {
+		if err := m.blocks.start("tool_use", map[string]any{"type": "tool_use", "id": callID(t.id), "name": t.name, "input": map[string]any{}}); err != nil {
+			return err
+		}
+		t.block = m.blocks.index
+	}
+	if t.block < 0 || t.pending == "" {
+		return nil
+	}
+	if m.blocks.open != "tool_use" || m.blocks.index != t.block {
+		return errToolOrder
+	}
+	p := t.pending
+	t.pending = ""
+	return m.blocks.delta(map[string]any{"type": "input_json_delta", "partial_json": p})
+}
+
+// end checks that every tool call got its name.
+func (m *messagesTranslation) end() error {
+	for _, t := range m.tools {
+		if t.block < 0 {
+			return &remote.Error{Kind: remote.KindProtocol, Message: "the remote engine streamed a tool call without its name"}
+		}
+	}
+	return nil
+}
+
+// streamRemoteMessages translates the remote's chat stream into
+// Anthropic's: message_start, content blocks with their deltas, pings
+// while the remote is silent, message_delta with the stop reason and
+// usage, and message_stop; a failure ends the stream with an error event.
+func (s *Server) streamRemoteMessages(w http.ResponseWriter, r *http.Request, resp *http.Response, call *remote.Call, oreq *remoteChatRequest) {
+	st := s.remote.Stream(resp)
+	defer st.Close()
+	sse, err := startSSE(w)
+	if err != nil {
+		call.End(err)
+		return
+	}
+	fail := func(err error) {
+		call.End(err)
+		sse.event("error", anthropicRemoteError(err).anthropic())
+	}
+	start := map[string]any{"type": "message_start", "message": map[string]any{
+		"id": newID("msg_"), "type": "message", "role": "assistant", "model": oreq.Model, "content": []any{},
+		"stop_reason": nil, "stop_sequence": nil, "usage": remoteMessagesUsage{},
+	}}
+	if sse.event("message_start", start) != nil {
+		call.End(context.Canceled)
+		return
+	}
+	m := &messagesTranslation{blocks: anthropicBlocks{sse: sse, index: -1}, tools: map[int]*remoteToolStream{}}
+	tick := time.NewTicker(s.cfg.KeepAlive)
+	defer tick.Stop()
+	last := time.Now()
+	for done := false; !done; {
+		select {
+		case <-r.Context().Done():
+			call.End(context.Canceled)
+			return
+		case <-tick.C:
+			if time.Since(last) >= s.cfg.KeepAlive {
+				if sse.event("ping", map[string]string{"type": "ping"}) != nil {
+					call.End(context.Canceled)
+					return
+				}
+				last = time.Now()
+			}
+		case ev, ok := <-st.Events():
+			if !ok {
+				err := st.Err()
+				if err == nil {
+					err = &remote.Error{Kind: remote.KindProtocol, Message: "the remote engine's stream ended before its end"}
+				}
+				fail(err)
+				return
+			}
+			if ev.Done() {
+				done = true
+				break
+			}
+			d := bytes.TrimSpace(ev.Data)
+			if len(d) == 0 || d[0] != '{' {
+				continue
+			}
+			var c remoteCompletion
+			if err := json.Unmarshal(d, &c); err != nil {
+				fail(&remote.Error{Kind: remote.KindProtocol, Message: fmt.Sprintf("the remote engine sent a chunk that is not JSON: %v", err)})
+				return
+			}
+			if c.Object == "error" || len(c.Error) > 0 {
+				fail(remote.ParseError(http.StatusInternalServerError, d))
+				return
+			}
+			output, err := m.chunk(&c)
+			if output {
+				call.Output()
+			}
+			if err != nil {
+				if r.Context().Err() != nil {
+					call.End(context.Canceled)
+					return
+				}
+				fail(err)
+				return
+			}
+			last = time.Now()
+		}
+	}
+	if err := m.end(); err != nil {
+		fail(err)
+		return
+	}
+	if m.blocks.index < 0 {
+		// An empty reply still has one (empty) text block.
+		if m.blocks.start("text", map[string]any{"type": "text", "text": ""}) != nil {
+			call.End(context.Canceled)
+			return
+		}
+	}
+	if m.blocks.stop() != nil {
+		call.End(context.Canceled)
+		return
+	}
+	recordChatUsage(call, m.usage)
+	reason, seq := remoteStop(m.finish, m.stopRaw, oreq.Stop, m.calls)
+	if sse.event("message_delta", map[string]any{"type": "message_delta",
+		"delta": map[string]any{"stop_reason": reason, "stop_sequence": seq}, "usage": messagesUsageOf(m.usage)}) != nil {
+		call.End(context.Canceled)
+		return
+	}
+	call.End(nil)
+	sse.event("message_stop", map[string]string{"type": "message_stop"})
+}
