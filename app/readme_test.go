@@ -48,6 +48,8 @@ import (
 //	            gives Codex, base_url and wire_api included.
 //
 // Any other block fails the test, so nothing in the README goes unchecked.
+// The prose is checked too: TestREADMEFlags, TestREADMETestNames and
+// TestREADMELayout.
 
 // readmeMinRun and readmeMinChecked are floors on the commands the README
 // test runs and checks: a README whose examples lost their fences, or a
@@ -138,6 +140,47 @@ func TestREADMEFlags(t *testing.T) {
 	}
 	if len(flags) < 20 {
 		t.Errorf("found %d inline flags in README.md; the parser is broken", len(flags))
+	}
+}
+
+// TestREADMETestNames: every test the README names (`TestXxx`, or
+// `TestXxx*` for a family) is a test function of the tree, so the
+// exactness table cannot point at a test that was renamed or removed.
+func TestREADMETestNames(t *testing.T) {
+	repo, text := readREADME(t)
+	_, prose := readmeBlocks(text)
+	named := regexp.MustCompile("`(Test[A-Za-z0-9_]+)(\\*?)`").FindAllStringSubmatch(prose, -1)
+	if len(named) < 20 {
+		t.Fatalf("README.md names %d tests; the exactness table should name more", len(named))
+	}
+	var funcs []string
+	decl := regexp.MustCompile(`(?m)^func (Test[A-Za-z0-9_]+)\(`)
+	err := filepath.WalkDir(repo, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || (path != repo && strings.HasPrefix(d.Name(), "."))) {
+			return filepath.SkipDir
+		}
+		if !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range decl.FindAllSubmatch(src, -1) {
+			funcs = append(funcs, string(m[1]))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range named {
+		if !slices.ContainsFunc(funcs, func(f string) bool { return f == m[1] || (m[2] == "*" && strings.HasPrefix(f, m[1])) }) {
+			t.Errorf("README.md names %s%s, which no test file declares", m[1], m[2])
+		}
 	}
 }
 
