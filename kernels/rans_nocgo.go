@@ -5,6 +5,6 @@ package kernels
 // RANSFeatures names the rANS decode loop this machine runs.
 func RANSFeatures() string { return "generic (pure Go)" }
 
-func ransDecodeSteps(out []byte, src []byte, state *[RANSLanes]uint32, table *RANSTable) (int, int) {
-	return goRANSDecodeSteps(out, src, state, table)
+func ransDecode(out []byte, src []byte, state *[RANSLanes]uint16, table *RANSTable) (int, int) {
+	return goRANSDecode(out, src, state, table)
 }
