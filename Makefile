@@ -6,7 +6,9 @@
 GO        ?= go
 BIN       := bin/spool
 MODEL     ?= assets/models/glm52-mini
-GOFLAGS_HEADLESS := -tags headless
+# vulkan builds the GPU backend (kernels/gpu, mk/gpu.mk); without it the
+# engine runs on the CPU only.
+GOFLAGS_HEADLESS := -tags headless,vulkan
 # Packages with no OS-specific code must also build for the Mac.
 PORTABLE  := ./engine/... ./kernels/... ./internal/...
 
@@ -15,10 +17,10 @@ PORTABLE  := ./engine/... ./kernels/... ./internal/...
 all: build
 
 deps:
-	@scripts/setup-debian.sh base
+	@scripts/setup-debian.sh base gpu
 	@$(GO) mod download
 
-build: deps
+build: deps shaders
 	$(GO) build $(GOFLAGS_HEADLESS) -o $(BIN) ./app
 
 run: run-app
@@ -28,13 +30,15 @@ demo: build
 	$(BIN) run --model $(MODEL) --temperature 0 --max-tokens 64 \
 		--chat "What does the function re.compile do?"
 
-test: deps vet unit darwin arm64 conformance remote-conformance agents e2e desktop-smoke
+test: deps vet unit darwin arm64 shaders-msl conformance remote-conformance agents e2e desktop-smoke
 
-vet:
+vet: shaders
 	$(GO) vet $(GOFLAGS_HEADLESS) ./...
+	$(GO) vet -tags headless ./kernels/gpu/ ./engine/model/
 
-unit:
+unit: shaders
 	$(GO) test $(GOFLAGS_HEADLESS) -count=1 ./...
+	$(GO) test -tags headless -count=1 ./kernels/gpu/
 
 darwin:
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet $(PORTABLE)
@@ -67,6 +71,7 @@ remote-conformance: build
 		SPOOL_BIN=$(CURDIR)/$(BIN) SPOOL_MODEL=$(CURDIR)/$(MODEL) STANDIN_BIN=$(CURDIR)/$(STANDIN) node --test
 
 clean: app-clean
-	rm -rf bin
+	rm -rf bin kernels/gpu/spv
 
+include mk/gpu.mk
 include mk/app.mk

@@ -27,6 +27,7 @@ type appFlags struct {
 	apiKey   string
 	memory   string
 	context  int
+	gpu      gpuFlag
 	remote   remoteFlags
 }
 
@@ -58,6 +59,7 @@ memory budget, context) apply at the next start; flags override them.`,
 	fl.StringVar(&f.apiKey, "api-key", "", "require this API key (default: the saved setting or $SPOOL_API_KEY)")
 	fl.StringVar(&f.memory, "memory", "", "memory budget, e.g. 24GiB (default: the saved setting or the machine's memory)")
 	fl.IntVar(&f.context, "context", 0, "context length per sequence in tokens (default: the saved setting or 4096)")
+	f.gpu.register(fl)
 	f.remote.register(fl)
 	return cmd
 }
@@ -144,7 +146,7 @@ func (rt *appRuntime) checkModel() error {
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = defaultMaxBatch
 	}
-	_, err = hostPlan(d, cfg)
+	_, err = hostPlan(d, cfg, nil) // the CPU plan: a start falls back to it when the GPU lines do not fit
 	return err
 }
 
@@ -154,6 +156,10 @@ func (rt *appRuntime) config() (hostConfig, error) {
 	flags := rt.flags
 	rt.mu.Unlock()
 	f := &flags
+	gpuMode, err := f.gpu.check()
+	if err != nil {
+		return hostConfig{}, err
+	}
 	s, err := loadSettings(rt.settings)
 	if err != nil {
 		fmt.Fprintf(rt.stderr, "spool: ignoring the saved settings: %v\n", err)
@@ -193,6 +199,7 @@ func (rt *appRuntime) config() (hostConfig, error) {
 		Memory:    memoryFlags{memory: s.Memory},
 		Context:   s.Context,
 		UsagePath: usagePath(dir),
+		GPU:       gpuMode,
 	}, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -28,9 +29,17 @@ type prefillBench struct {
 	Model        string `json:"model"`
 	PromptTokens int    `json:"prompt_tokens"`
 	Context      int    `json:"context"`
-	// ChunkRows is the most prompt rows one forward carries.
+	// ChunkRows is the most prompt rows one forward carries (both legs).
 	ChunkRows int  `json:"chunk_rows"`
 	DSA       bool `json:"dsa"`
+	// Threads is the CPU worker goroutines (GOMAXPROCS).
+	Threads int `json:"threads"`
+	// Warm says each leg prefilled the prompt once, untimed, before its
+	// timed run (--warm): the expert cache holds what the prompt routes to
+	// (as far as it can) and the GPU's pipelines are built. WarmGPUOnly says
+	// only the GPU leg did (--warm=gpu).
+	Warm        bool `json:"warm"`
+	WarmGPUOnly bool `json:"warm_gpu_only,omitempty"`
 
 	Streamed           bool  `json:"streamed"`
 	DirectIO           bool  `json:"direct_io"`
@@ -48,6 +57,15 @@ type prefillBench struct {
 	DSASpeedup float64 `json:"dsa_speedup,omitempty"`
 	// SameFirstToken says both legs sampled the same first token.
 	SameFirstToken *bool `json:"same_first_token,omitempty"`
+
+	// GPUPrefill is the same prefill with the chunks' heavy steps on the
+	// GPU (--gpu; decode and the CPU leg stay as they are), GPU the device,
+	// its plan lines or why it was not used, and GPUSpeedup the CPU leg's
+	// seconds over the GPU leg's (best of each).
+	GPUPrefill        *prefillLeg `json:"gpu_prefill,omitempty"`
+	GPU               gpuStatus   `json:"gpu"`
+	GPUSpeedup        float64     `json:"gpu_speedup,omitempty"`
+	GPUSameFirstToken *bool       `json:"gpu_same_first_token,omitempty"`
 
 	PlannedProcessBytes     int64 `json:"planned_process_bytes"`
 	AttentionWorkspaceBytes int64 `json:"attention_workspace_bytes"`
@@ -95,6 +113,8 @@ type prefillFlags struct {
 	cacheSlots int
 	stream     bool
 	allKeys    bool
+	gpu        gpuFlag
+	warm       string // "", "all" or "gpu"
 	repeat     int
 	seed       uint64
 	asJSON     bool
@@ -118,11 +138,28 @@ layers compute every causal key and mask the unselected ones, as attention
 did before it was sparse. dsa_speedup is that time over the sparse time
 (best of --repeat runs each, alternated).
 
+--gpu adds a GPU leg in the same run: the same prompt in chunks of the same
+size with their heavy steps on the GPU (Vulkan). auto (the default) adds it
+when a GPU whose memory holds the plan's GPU lines is found (not a CPU
+implementation of Vulkan), on requires one (lavapipe counts) and fails
+without it, off runs the CPU alone. gpu_speedup is the CPU time over the
+GPU time; the gpu object names the device and its memory lines.
+
+Each run starts from a freshly loaded model with a cold expert cache, so a
+leg's time includes reading the experts the prompt routes to. --warm first
+prefills the prompt once, untimed, on the loaded model: the timed run then
+measures compute with the experts cached (as far as the cache holds them)
+and the GPU's pipelines built. --warm=gpu warms the GPU leg only: the CPU
+reads experts while it computes, so its cold time is already its compute
+time, and the warm-up would only double the run.
+
 Use the gen-bench model for real I/O and the sparse-files skeleton for the
 real geometry.`,
 		Example: `  spool bench prefill --model assets/models/glm52-mini --tokens 16000 --compare-all-keys --json
   spool gen-bench --out /tmp/bench --sparse-layers 4 --experts 64
-  spool bench prefill --model /tmp/bench --tokens 2048 --stream --cache-slots 2 --json`,
+  spool bench prefill --model /tmp/bench --tokens 2048 --stream --cache-slots 2 --json
+  spool gen-bench --out /tmp/skeleton --sparse-files
+  spool bench prefill --model /tmp/skeleton --tokens 512 --gpu on --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.tokens < 1 {
@@ -139,6 +176,9 @@ real geometry.`,
 			}
 			if f.context == 0 {
 				f.context = f.tokens + 1
+			}
+			if _, err := f.gpu.check(); err != nil {
+				return err
 			}
 			if f.context <= f.tokens {
 				return fmt.Errorf("--context %d must exceed --tokens %d (the prompt and the token sampled after it)", f.context, f.tokens)
@@ -162,6 +202,9 @@ real geometry.`,
 	fl.IntVar(&f.cacheSlots, "cache-slots", 0, "expert cache slots per expert layer (instead of --expert-cache)")
 	fl.BoolVar(&f.stream, "stream", false, "stream experts from disk even when the plan could keep them all")
 	fl.BoolVar(&f.allKeys, "compare-all-keys", false, "also run the prefill with every key computed on DSA layers and report the speedup")
+	fl.StringVar(&f.gpu.mode, "gpu", gpuAuto, "also run the prefill on the GPU and report the speedup: auto (when a GPU, not a CPU Vulkan device, holds the plan), on (any Vulkan device; fail without one), off")
+	fl.StringVar(&f.warm, "warm", "", "prefill the prompt once, untimed, before each timed run (warm expert cache and GPU pipelines); --warm=gpu: the GPU leg only")
+	fl.Lookup("warm").NoOptDefVal = "all"
 	fl.IntVar(&f.repeat, "repeat", 1, "runs of each leg (alternated; the fastest counts)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the prompt ids")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object")
@@ -169,6 +212,11 @@ real geometry.`,
 }
 
 func runPrefillBench(ctx context.Context, dir string, f *prefillFlags) (*prefillBench, error) {
+	switch f.warm {
+	case "", "all", "gpu":
+	default:
+		return nil, fmt.Errorf("--warm=%q: give no value (every leg) or gpu (the GPU leg only)", f.warm)
+	}
 	peak := startPeakSampler(100 * time.Millisecond)
 	defer peak.stop()
 
@@ -179,12 +227,16 @@ func runPrefillBench(ctx context.Context, dir string, f *prefillFlags) (*prefill
 	if f.allKeys && !w.DSA {
 		return nil, fmt.Errorf("%s has no DSA indexer weights: --compare-all-keys has nothing to compare", dir)
 	}
-	p, err := planPrefill(cfg, w, f)
+	p, err := planPrefill(cfg, w, f, nil, 0)
+	if err != nil {
+		return nil, err
+	}
+	gp, status, err := planGPUPrefill(cfg, w, f, p.PrefillChunk)
 	if err != nil {
 		return nil, err
 	}
 	res := &prefillBench{
-		Model: dir, PromptTokens: f.tokens, Context: f.context, ChunkRows: p.PrefillChunk,
+		Model: dir, PromptTokens: f.tokens, Context: f.context, ChunkRows: p.PrefillChunk, Threads: runtime.GOMAXPROCS(0), GPU: status, Warm: f.warm != "", WarmGPUOnly: f.warm == "gpu",
 		CacheSlotsPerLayer: p.CacheSlotsPerLayer, ExpertLayers: p.ExpertLayers, ExpertsPerLayer: p.ExpertsPerLayer,
 		RoutedBytes: p.RoutedBytes, PlannedProcessBytes: p.PlannedProcessBytes,
 	}
@@ -194,21 +246,22 @@ func runPrefillBench(ctx context.Context, dir string, f *prefillFlags) (*prefill
 		prompt[i] = rng.IntN(cfg.VocabSize)
 	}
 
-	legs := []bool{false}
+	legs := []prefillMode{{plan: p, leg: &res.Prefill}}
 	if f.allKeys {
-		legs = append(legs, true)
 		res.AllKeys = &prefillLeg{}
+		legs = append(legs, prefillMode{plan: p, leg: res.AllKeys, allKeys: true})
+	}
+	if gp != nil {
+		res.GPUPrefill = &prefillLeg{}
+		legs = append(legs, prefillMode{plan: gp, leg: res.GPUPrefill, gpu: true})
 	}
 	// Each run loads the model afresh (the attention mode is a load
-	// option), so every run meets the same cold expert cache.
-	b := &prefillRun{dir: dir, plan: p, weights: w, flags: f, prompt: prompt, res: res}
+	// option, the GPU keeps one model's weights), so every run meets the
+	// same cold expert cache.
+	b := &prefillRun{dir: dir, weights: w, flags: f, prompt: prompt, res: res}
 	for run := 0; run < f.repeat; run++ {
-		for _, allKeys := range legs {
-			leg := &res.Prefill
-			if allKeys {
-				leg = res.AllKeys
-			}
-			if err := b.run(ctx, allKeys, run == 0, leg); err != nil {
+		for _, mode := range legs {
+			if err := b.run(ctx, mode, run == 0); err != nil {
 				return nil, err
 			}
 		}
@@ -217,6 +270,11 @@ func runPrefillBench(ctx context.Context, dir string, f *prefillFlags) (*prefill
 		res.DSASpeedup = res.AllKeys.Seconds / res.Prefill.Seconds
 		same := res.AllKeys.FirstToken == res.Prefill.FirstToken
 		res.SameFirstToken = &same
+	}
+	if gp != nil {
+		res.GPUSpeedup = res.Prefill.Seconds / res.GPUPrefill.Seconds
+		same := res.GPUPrefill.FirstToken == res.Prefill.FirstToken
+		res.GPUSameFirstToken = &same
 	}
 	rss, fp := peak.stop()
 	res.PeakRSSBytes, res.PeakFootprintBytes = int64(rss), int64(fp)
@@ -227,14 +285,15 @@ func runPrefillBench(ctx context.Context, dir string, f *prefillFlags) (*prefill
 }
 
 // planPrefill plans the run: one sequence of --context tokens, the prefill
-// chunk the plan's activation budget allows, and the expert cache of
-// --cache-slots or the memory flags.
-func planPrefill(cfg *config.Config, w plan.Weights, f *prefillFlags) (*plan.Plan, error) {
+// chunk the plan's activation budget allows (or chunk rows when set), the
+// expert cache of --cache-slots or the memory flags, and the lines of dev
+// when prefill runs on a GPU.
+func planPrefill(cfg *config.Config, w plan.Weights, f *prefillFlags, dev *plan.GPUDevice, chunk int) (*plan.Plan, error) {
 	opts, err := f.mem.options()
 	if err != nil {
 		return nil, err
 	}
-	opts.Context, opts.Sequences = f.context, 1
+	opts.Context, opts.Sequences, opts.GPU, opts.BatchRows = f.context, 1, dev, chunk
 	if f.cacheSlots > 0 {
 		probe, err := plan.New(cfg, w, opts)
 		if err != nil {
@@ -249,22 +308,64 @@ func planPrefill(cfg *config.Config, w plan.Weights, f *prefillFlags) (*plan.Pla
 	return p, p.Err()
 }
 
+// planGPUPrefill plans the GPU leg of --gpu: the device's lines for
+// chunks of the CPU leg's rows. It returns no plan, and the reason in the
+// status, where the GPU is not used (an error with --gpu on).
+func planGPUPrefill(cfg *config.Config, w plan.Weights, f *prefillFlags, chunk int) (*plan.Plan, gpuStatus, error) {
+	mode, _ := f.gpu.check()
+	g := openGPU(mode, nil)
+	defer g.Close() // each GPU run opens the device afresh
+	if g.dev == nil {
+		st := g.Status()
+		if mode == gpuOn {
+			return nil, st, fmt.Errorf("--gpu on: no GPU: %s", st.Reason)
+		}
+		return nil, st, nil
+	}
+	p, err := planPrefill(cfg, w, f, g.device(), chunk)
+	var fit *plan.FitError
+	switch {
+	case errors.As(err, &fit):
+		g.drop("the memory plan with the GPU lines does not fit: " + fit.Plan.Problem)
+	case err != nil:
+		return nil, g.Status(), err
+	default:
+		if reason := g.misfit(p); reason != "" {
+			g.drop(reason)
+			p = nil
+		}
+	}
+	st := g.Status()
+	if p == nil && mode == gpuOn {
+		return nil, st, fmt.Errorf("--gpu on: the GPU is not used: %s", st.Reason)
+	}
+	st.Active = p != nil
+	return p, st, nil
+}
+
 // prefillRun is what every run of the benchmark shares.
 type prefillRun struct {
 	dir     string
-	plan    *plan.Plan
 	weights plan.Weights
 	flags   *prefillFlags
 	prompt  []int
 	res     *prefillBench
 }
 
-// run loads the model in one attention mode, prefills the prompt once and
-// records the run in leg (and, on the first run, the expert I/O).
-func (b *prefillRun) run(ctx context.Context, allKeys, first bool, leg *prefillLeg) error {
-	p, f, res, prompt := b.plan, b.flags, b.res, b.prompt
+// prefillMode is one leg of the benchmark: its plan, where it records its
+// runs, and how it runs (every key computed on DSA layers, on the GPU).
+type prefillMode struct {
+	plan         *plan.Plan
+	leg          *prefillLeg
+	allKeys, gpu bool
+}
+
+// run loads the model in one mode, prefills the prompt once and records
+// the run in the mode's leg (and, on the first run, the expert I/O).
+func (b *prefillRun) run(ctx context.Context, mode prefillMode, first bool) error {
+	p, f, res, prompt, leg := mode.plan, b.flags, b.res, b.prompt, mode.leg
 	var src *experts.Streamed
-	opts := modeldir.Options{Model: plannedModel(p, model.Options{DisableMTP: true, ComputeAllKeys: allKeys})}
+	opts := modeldir.Options{Model: plannedModel(p, model.Options{DisableMTP: true, ComputeAllKeys: mode.allKeys})}
 	if f.stream || !p.AllExpertsCached() {
 		opts.Experts = func(ctx context.Context, c *container.Container, cfg *config.Config, layers []int) (experts.Source, error) {
 			var err error
@@ -280,16 +381,33 @@ func (b *prefillRun) run(ctx context.Context, allKeys, first bool, leg *prefillL
 	}
 	defer d.Close()
 	m := d.Model
+	var g *gpuBackend
+	if mode.gpu {
+		g = openGPU(gpuOn, nil)
+		defer g.Close() // before the model's memory goes
+		if g.attach(m, p); !m.Accelerated() {
+			return fmt.Errorf("the GPU leg: %s", g.Status().Reason)
+		}
+	}
 	res.DSA = m.HasDSA()
 	res.AttentionWorkspaceBytes = m.AttentionWorkspaceBytes()
+	params := generate.Params{MaxTokens: 1, PrefillChunk: p.PrefillChunk}
+	if f.warm == "all" || (f.warm == "gpu" && mode.gpu) {
+		if _, err := generate.Generate(ctx, m, m.NewSequence(f.context), prompt, params, nil); err != nil {
+			return err
+		}
+	}
 	if src != nil {
 		res.Streamed, res.DirectIO = true, src.Direct()
 		src.ResetTurn()
 		src.HitBitmap()
 	}
-	out, err := generate.Generate(ctx, m, m.NewSequence(f.context), prompt, generate.Params{MaxTokens: 1, PrefillChunk: p.PrefillChunk}, nil)
+	out, err := generate.Generate(ctx, m, m.NewSequence(f.context), prompt, params, nil)
 	if err != nil {
 		return err
+	}
+	if g != nil && !m.Accelerated() {
+		return fmt.Errorf("the GPU failed during the prefill (%s): the GPU leg's time would be the CPU's", g.Status().Reason)
 	}
 	s := out.PrefillTime.Seconds()
 	leg.RunSeconds = append(leg.RunSeconds, s)
@@ -396,7 +514,7 @@ func printPrefillBench(cmd *cobra.Command, r *prefillBench, asJSON bool) error {
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "model\t%s (%d expert layers x %d experts, DSA %v)\n", r.Model, r.ExpertLayers, r.ExpertsPerLayer, r.DSA)
-	fmt.Fprintf(tw, "prompt\t%d tokens, context %d, chunks of %d rows\n", r.PromptTokens, r.Context, r.ChunkRows)
+	fmt.Fprintf(tw, "prompt\t%d tokens, context %d, chunks of %d rows, warm %v\n", r.PromptTokens, r.Context, r.ChunkRows, r.Warm)
 	leg := func(name string, l *prefillLeg) {
 		fmt.Fprintf(tw, "%s\t%.2fs: %.1f tok/s (runs %v)\n", name, l.Seconds, l.TokensPerSecond, l.RunSeconds)
 		if r.Streamed && l.ExpertBytesRead > 0 {
@@ -410,6 +528,12 @@ func printPrefillBench(cmd *cobra.Command, r *prefillBench, asJSON bool) error {
 	if r.AllKeys != nil {
 		leg("all keys computed", r.AllKeys)
 		fmt.Fprintf(tw, "DSA speedup\t%.2fx\t(all keys / sparse; same first token %v)\n", r.DSASpeedup, *r.SameFirstToken)
+	}
+	if r.GPUPrefill != nil {
+		leg("GPU prefill", r.GPUPrefill)
+		fmt.Fprintf(tw, "GPU speedup\t%.2fx\t(CPU / GPU on %s, %d CPU threads; same first token %v)\n", r.GPUSpeedup, r.GPU.Device, r.Threads, *r.GPUSameFirstToken)
+	} else if r.GPU.Mode != gpuOff {
+		fmt.Fprintf(tw, "GPU\tnot used: %s\n", r.GPU.Reason)
 	}
 	if r.Streamed {
 		fmt.Fprintf(tw, "expert cache\t%d slots per layer, direct I/O %v\n", r.CacheSlotsPerLayer, r.DirectIO)

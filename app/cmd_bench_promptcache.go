@@ -120,7 +120,7 @@ func runPromptCacheBench(ctx context.Context, modelFlag string, mem *memoryFlags
 		lm.Close()
 		return nil, fmt.Errorf("--tokens %d + --turn %d exceed the model's %d positions", tokens, turn, d.Config.MaxPositionEmbeddings)
 	}
-	p, err := planOpened(d, mem, contextLen, 1)
+	p, err := planOpened(d, mem, contextLen, 1, nil)
 	if err != nil {
 		lm.Close()
 		return nil, err

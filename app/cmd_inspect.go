@@ -11,12 +11,14 @@ import (
 
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/container"
+	"github.com/spoolhq/spool/engine/plan"
 )
 
 func newInspectCmd() *cobra.Command {
 	var (
 		model   string
 		jsonOut bool
+		gpuMode gpuFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "inspect --model DIR",
@@ -25,45 +27,62 @@ func newInspectCmd() *cobra.Command {
 (no weights), checks that each tensor the config implies is present with a
 byte count and format matching its shape, and prints the shards, the weight
 formats, the MTP and DSA capabilities, the routed experts (size, and which
-ones take more than one read) and the resident and routed byte totals. An
-invalid container prints every problem found and exits with status 1.`,
+ones take more than one read) and the resident and routed byte totals, and
+the GPU prefill would run on (--gpu) with its memory plan. An invalid
+container prints every problem found and exits with status 1.`,
 		Example: `  spool inspect --model ../shared/fixtures/glm52-mini
   spool inspect --model ~/models/glm52 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			sum, cfg, err := inspectModel(model)
+			mode, err := gpuMode.check()
 			if err != nil {
 				return err
 			}
+			sum, cfg, w, err := inspectModel(model)
+			if err != nil {
+				return err
+			}
+			g := inspectGPU(mode, cfg, w)
 			if jsonOut {
 				enc := json.NewEncoder(cmd.OutOrStdout())
-				return enc.Encode(sum)
+				return enc.Encode(struct {
+					*container.Summary
+					GPU gpuStatus `json:"gpu"`
+				}{sum, g})
 			}
-			return printInspectSummary(cmd.OutOrStdout(), sum, cfg)
+			if err := printInspectSummary(cmd.OutOrStdout(), sum, cfg); err != nil {
+				return err
+			}
+			return printInspectGPU(cmd.OutOrStdout(), g)
 		},
 	}
 	cmd.Flags().StringVar(&model, "model", "", "model directory (config.json and *.safetensors)")
+	gpuMode.register(cmd.Flags())
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON object")
 	cmd.MarkFlagRequired("model")
 	return cmd
 }
 
 // inspectModel loads the config and validates the container of dir.
-func inspectModel(dir string) (*container.Summary, *config.Config, error) {
+func inspectModel(dir string) (*container.Summary, *config.Config, plan.Weights, error) {
 	cfg, err := config.Load(dir)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, plan.Weights{}, err
 	}
 	c, err := container.Open(dir)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, plan.Weights{}, err
 	}
 	defer c.Close()
 	sum, err := container.Validate(c, cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, plan.Weights{}, err
 	}
-	return sum, cfg, nil
+	w, err := plan.FromContainer(c, cfg, sum)
+	if err != nil {
+		return nil, nil, plan.Weights{}, err
+	}
+	return sum, cfg, w, nil
 }
 
 func printInspectSummary(out io.Writer, s *container.Summary, cfg *config.Config) error {

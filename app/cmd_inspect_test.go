@@ -9,17 +9,14 @@ import (
 	"testing"
 
 	"github.com/spoolhq/spool/engine/container"
+	"github.com/spoolhq/spool/internal/fixtures"
 )
 
-// inspectFixture returns ../shared/fixtures/<model> from the module root,
-// skipping the test when the fixtures are absent.
+// inspectFixture returns ../shared/fixtures/<model> from the module root
+// (skipped, or failed under CI, when the fixtures are absent).
 func inspectFixture(t *testing.T, model string) string {
 	t.Helper()
-	dir := filepath.Join("..", "..", "shared", "fixtures", model)
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("fixture %s is absent: %v", dir, err)
-	}
-	return dir
+	return fixtures.Path(t, model)
 }
 
 func runInspect(args ...string) (string, error) {

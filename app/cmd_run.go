@@ -14,6 +14,7 @@ import (
 	"github.com/spoolhq/spool/engine/generate"
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/modeldir"
+	"github.com/spoolhq/spool/engine/plan"
 )
 
 type runFlags struct {
@@ -34,6 +35,7 @@ type runFlags struct {
 	stream      bool
 	speculative bool
 	mem         memoryFlags
+	gpu         gpuFlag
 }
 
 func newRunCmd() *cobra.Command {
@@ -66,6 +68,7 @@ func newRunCmd() *cobra.Command {
 	fl.BoolVar(&f.stream, "stream", false, "stream routed experts from disk even when they all fit in memory")
 	fl.BoolVar(&f.speculative, "speculative", false, "draft tokens with the MTP layer and verify them in one forward (default: on when experts stream from disk, where a forward costs reads; off when the whole model is in memory, where it costs compute)")
 	f.mem.register(fl)
+	f.gpu.register(fl)
 	cmd.MarkFlagsMutuallyExclusive("prompt", "chat", "prompt-ids")
 	cmd.MarkFlagsOneRequired("prompt", "chat", "prompt-ids")
 	return cmd
@@ -104,6 +107,8 @@ type runResult struct {
 	// set (Linux: VmHWM; macOS: the peak resident size).
 	PlannedProcessBytes int64 `json:"planned_process_bytes"`
 	PeakRSSBytes        int64 `json:"peak_rss_bytes"`
+	// GPU says where prefill ran and why.
+	GPU gpuStatus `json:"gpu"`
 }
 
 func runRun(cmd *cobra.Command, f *runFlags) error {
@@ -115,6 +120,10 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	if f.maxTokens <= 0 {
 		return fmt.Errorf("--max-tokens must be positive, got %d", f.maxTokens)
 	}
+	gpuMode, err := f.gpu.check()
+	if err != nil {
+		return err
+	}
 	loadStart := time.Now()
 	// Every file is checked, the memory planned and the prompt measured
 	// before any weight is read.
@@ -122,7 +131,9 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	if err != nil {
 		return err
 	}
-	p, err := planOpened(lm.dir, &f.mem, f.context, 1)
+	g := openGPU(gpuMode, cmd.ErrOrStderr())
+	defer g.Close() // on the way out before the load; a no-op after the Close below
+	p, err := g.plan(func(dev *plan.GPUDevice) (*plan.Plan, error) { return planOpened(lm.dir, &f.mem, f.context, 1, dev) })
 	if err != nil {
 		lm.Close()
 		return err
@@ -150,8 +161,10 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		return err
 	}
 	defer lm.Close()
-	loadTime := time.Since(loadStart)
+	defer g.Close() // before the model's memory goes
 	m := lm.dir.Model
+	g.attach(m, p)
+	loadTime := time.Since(loadStart)
 
 	params := generate.Params{MaxTokens: f.maxTokens, StopTokens: cfg.EOSTokenIDs, Speculative: speculate && m.HasMTP(), PrefillChunk: p.PrefillChunk}
 	params.Sampling = samplingFor(cfg.Generation.DoSample, cfg.Generation.Temperature, cfg.Generation.TopP, cfg.Generation.TopK)
@@ -213,6 +226,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		PrefillExpertBytes:     res.PrefillExpertBytes,
 		DecodeExpertBytes:      res.DecodeExpertBytes,
 		PlannedProcessBytes:    p.PlannedProcessBytes,
+		GPU:                    g.Status(),
 	}
 	if peak, err := peakRSS(); err == nil {
 		r.PeakRSSBytes = peak

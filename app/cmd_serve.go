@@ -29,7 +29,7 @@ func serveContext(dir string, cfg hostConfig) (int, error) {
 	fits := func(n int) error {
 		c := cfg
 		c.Context = n
-		_, err := hostPlan(d, c)
+		_, err := hostPlan(d, c, nil)
 		return err
 	}
 	if cfg.Context > 0 {
@@ -80,6 +80,7 @@ type serveFlags struct {
 	noMTP        bool
 	noDSA        bool
 	mem          memoryFlags
+	gpu          gpuFlag
 	remote       remoteFlags
 }
 
@@ -124,6 +125,7 @@ only.`,
 	fl.BoolVar(&f.noMTP, "no-mtp", false, "do not load the MTP draft layer (no speculative decoding)")
 	fl.BoolVar(&f.noDSA, "no-dsa", false, "dense attention even where the DSA indexer would select")
 	f.mem.register(fl)
+	f.gpu.register(fl)
 	f.remote.register(fl)
 	return cmd
 }
@@ -159,6 +161,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 		NoMTP:     f.noMTP,
 		NoDSA:     f.noDSA,
 		UsagePath: usagePath(dir),
+		GPU:       f.gpu.mode,
 		Remote:    rcfg,
 	}
 	if rcfg.URL == "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"log"
 	"net"
 	"strconv"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/spoolhq/spool/engine/experts"
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/modeldir"
+	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/engine/remote"
 	"github.com/spoolhq/spool/engine/scheduler"
 	"github.com/spoolhq/spool/engine/server"
@@ -44,6 +46,8 @@ type hostConfig struct {
 	NoDSA    bool
 	// UsagePath is the routed-expert usage history ("" keeps none).
 	UsagePath string
+	// GPU is the --gpu mode ("" is auto).
+	GPU string
 	// Remote, when its URL is set, is a remote engine to forward to
 	// instead of loading the model (see runRemote).
 	Remote remote.Config
@@ -220,12 +224,18 @@ func (h *engineHost) run(ctx context.Context, cfg hostConfig) error {
 	}
 	// Every file is checked and the memory planned before any weight is
 	// read.
+	gpuMode, err := (&gpuFlag{mode: cfg.GPU}).check()
+	if err != nil {
+		return err
+	}
 	lm, err := openModel(cfg.ModelDir)
 	if err != nil {
 		return err
 	}
-	p, err := hostPlan(lm.dir, cfg)
+	g := openGPU(gpuMode, log.Writer())
+	p, err := g.plan(func(dev *plan.GPUDevice) (*plan.Plan, error) { return hostPlan(lm.dir, cfg, dev) })
 	if err != nil {
+		g.Close()
 		lm.Close()
 		return err
 	}
@@ -239,17 +249,20 @@ func (h *engineHost) run(ctx context.Context, cfg hostConfig) error {
 		Experts: streamedExperts(p, cfg.UsagePath),
 	})
 	if err != nil {
+		g.Close()
 		return err
 	}
 	defer lm.Close()
+	defer g.Close() // before the model's memory goes
 	src := lm.dir.Experts.(*experts.Streamed)
 
 	h.set(hostStatus{State: hostLoading, Detail: "starting the server", Progress: 0.9})
 	m := lm.dir.Model
+	g.attach(m, p)
 	sched := scheduler.New(m, scheduler.Config{MaxBatch: cfg.MaxBatch, MaxQueue: cfg.MaxQueue, ContextLength: p.Context, PrefillChunk: p.PrefillChunk})
 	eng := server.Engine{
 		Scheduler: sched, Tokenizer: lm.tokenizer, Template: lm.template, Experts: src,
-		Extra: func() map[string]any { return map[string]any{"plan": p, "tiers": src.Stats()} },
+		Extra: func() map[string]any { return map[string]any{"plan": p, "tiers": src.Stats(), "gpu": g.Status()} },
 	}
 	if eng.Constraints, err = server.GrammarConstraints(lm.tokenizer, m.Config().EOSTokenIDs); err != nil {
 		return err

@@ -24,21 +24,21 @@ import (
 // weight is read) with the --memory and --expert-cache flags m; it returns
 // the plan, or a *plan.FitError carrying the table and a suggestion when
 // not even one expert cache slot per layer fits. spool run calls it before
-// loading.
-func planOpened(d *modeldir.Dir, m *memoryFlags, context, sequences int) (*plan.Plan, error) {
+// loading. gpu is the device prefill runs on (nil: the CPU).
+func planOpened(d *modeldir.Dir, m *memoryFlags, context, sequences int, gpu *plan.GPUDevice) (*plan.Plan, error) {
 	w, err := plan.FromContainer(d.Container, d.Config, d.Summary)
 	if err != nil {
 		return nil, err
 	}
-	return planWeights(d.Config, w, m, context, sequences)
+	return planWeights(d.Config, w, m, context, sequences, gpu)
 }
 
-func planWeights(cfg *config.Config, w plan.Weights, m *memoryFlags, context, sequences int) (*plan.Plan, error) {
+func planWeights(cfg *config.Config, w plan.Weights, m *memoryFlags, context, sequences int, gpu *plan.GPUDevice) (*plan.Plan, error) {
 	opts, err := m.options()
 	if err != nil {
 		return nil, err
 	}
-	opts.Context, opts.Sequences = context, sequences
+	opts.Context, opts.Sequences, opts.GPU = context, sequences, gpu
 	p, err := plan.New(cfg, w, opts)
 	if err != nil {
 		return nil, err
@@ -91,9 +91,9 @@ func machineMemory() (int64, error) {
 	return int64(total), nil
 }
 
-// hostPlan lays out the memory equation for cfg and refuses a plan that
-// does not fit.
-func hostPlan(d *modeldir.Dir, cfg hostConfig) (*plan.Plan, error) {
+// hostPlan lays out the memory equation for cfg, prefill on gpu (nil: the
+// CPU), and refuses a plan that does not fit.
+func hostPlan(d *modeldir.Dir, cfg hostConfig, gpu *plan.GPUDevice) (*plan.Plan, error) {
 	mc := d.Config
 	w, err := plan.FromContainer(d.Container, mc, d.Summary)
 	if err != nil {
@@ -109,6 +109,7 @@ func hostPlan(d *modeldir.Dir, cfg hostConfig) (*plan.Plan, error) {
 	}
 	opts.Context = min(opts.Context, mc.MaxPositionEmbeddings)
 	opts.Sequences = max(cfg.MaxBatch, 1)
+	opts.GPU = gpu
 	p, err := plan.New(mc, w, opts)
 	if err != nil {
 		return nil, err

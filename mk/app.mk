@@ -16,7 +16,8 @@ UNAME_S     := $(shell uname -s)
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 APP_LDFLAGS := -X main.version=$(VERSION)
 # embedui embeds frontend/dist; without it the binary serves a placeholder.
-APP_TAGS    := headless,embedui
+# vulkan builds the GPU backend (mk/gpu.mk).
+APP_TAGS    := headless,embedui,vulkan
 DESKTOP_BIN := bin/spool-desktop
 APP_BUNDLE  := bin/Spool.app
 ARTIFACTS   := test-artifacts
@@ -39,7 +40,7 @@ $(UI_DIST): $(UI_STAMP) $(UI_SRC)
 
 ui: $(UI_DIST)
 
-spool-ui: ui
+spool-ui: ui shaders
 	$(GO) build -tags $(APP_TAGS) -ldflags "$(APP_LDFLAGS)" -o $(BIN) ./app
 
 ifeq ($(UNAME_S),Darwin)
@@ -47,10 +48,10 @@ ifeq ($(UNAME_S),Darwin)
 # model and its atlas in Resources, ad-hoc signed for local use.
 APP_CGO := CGO_ENABLED=1 CGO_CFLAGS="-mmacosx-version-min=11.0" \
            CGO_LDFLAGS="-framework UniformTypeIdentifiers -mmacosx-version-min=11.0"
-app: ui
+app: ui shaders
 	rm -rf $(APP_BUNDLE)
 	mkdir -p $(APP_BUNDLE)/Contents/MacOS $(APP_BUNDLE)/Contents/Resources/models $(APP_BUNDLE)/Contents/Resources/atlas
-	$(APP_CGO) $(GO) build -tags desktop,production,embedui -ldflags "$(APP_LDFLAGS) -s -w" \
+	$(APP_CGO) $(GO) build -tags desktop,production,embedui,vulkan -ldflags "$(APP_LDFLAGS) -s -w" \
 		-o $(APP_BUNDLE)/Contents/MacOS/spool ./app
 	sed 's/@VERSION@/$(VERSION)/g' app/darwin/Info.plist > $(APP_BUNDLE)/Contents/Info.plist
 	rm -rf bin/Spool.iconset && mkdir -p bin/Spool.iconset
@@ -61,6 +62,7 @@ app: ui
 	iconutil -c icns bin/Spool.iconset -o $(APP_BUNDLE)/Contents/Resources/Spool.icns
 	cp -R $(MODEL) $(APP_BUNDLE)/Contents/Resources/models/
 	cp assets/atlas/glm52-mini.experts.json $(APP_BUNDLE)/Contents/Resources/atlas/
+	$(MAKE) app-vulkan
 	codesign --force --deep -s - $(APP_BUNDLE)
 
 desktop: app
@@ -70,8 +72,8 @@ run-app: app
 else
 # Linux: Wails without its CLI needs these tags; webkit2gtk 4.1 is what
 # Debian 12+ and Ubuntu 24.04+ ship.
-desktop: app-deps ui
-	CGO_ENABLED=1 $(GO) build -tags desktop,production,webkit2_41,embedui -ldflags "$(APP_LDFLAGS)" -o $(DESKTOP_BIN) ./app
+desktop: app-deps ui shaders
+	CGO_ENABLED=1 $(GO) build -tags desktop,production,webkit2_41,embedui,vulkan -ldflags "$(APP_LDFLAGS)" -o $(DESKTOP_BIN) ./app
 
 app: desktop
 

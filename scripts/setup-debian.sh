@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Spool's build and tests need, if missing.
-# Usage: scripts/setup-debian.sh [group...]   groups: base arm64 app (default: all)
+# Usage: scripts/setup-debian.sh [group...]   groups: base gpu arm64 app (default: all)
 set -euo pipefail
 
 declare -A groups=(
   [base]="gcc make git ca-certificates"
+  # The Vulkan backend: loader headers, the shader compiler, the CPU Vulkan
+  # device (lavapipe) the GPU tests run on, and the MSL translator check.
+  [gpu]="libvulkan-dev glslc mesa-vulkan-drivers spirv-cross"
   [arm64]="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user"
   [app]="libgtk-3-dev libwebkit2gtk-4.1-dev xvfb dbus-x11 imagemagick chromium curl pkg-config"
 )
 
 want=("$@")
-[ ${#want[@]} -gt 0 ] || want=(base arm64 app)
+[ ${#want[@]} -gt 0 ] || want=(base gpu arm64 app)
 
 missing=()
 for g in "${want[@]}"; do

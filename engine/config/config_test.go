@@ -96,7 +96,8 @@ func TestDerivedScheduleMatchesExplicit(t *testing.T) {
 }
 
 func TestRefusals(t *testing.T) {
-	base := func() map[string]any {
+	base := func(t *testing.T) map[string]any {
+		t.Helper()
 		raw, err := os.ReadFile(filepath.Join(fixtures.Path(t, "glm52-tiny"), "config.json"))
 		if err != nil {
 			t.Fatal(err)
@@ -133,7 +134,7 @@ func TestRefusals(t *testing.T) {
 		{"mlp types", func(m map[string]any) { m["mlp_layer_types"] = []string{"dense", "moe", "sparse", "sparse"} }, "mlp_layer_types"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := base()
+			m := base(t)
 			tc.edit(m)
 			raw, _ := json.Marshal(m)
 			_, err := Parse(raw, nil)

@@ -32,70 +32,107 @@ import (
 // computes.
 const absorbedMaxRows = 4
 
-// attention runs MLA for every row: it appends each row's compressed KV
-// (normalized latent, roped shared key) to its sequence's cache, then lets
-// each row attend over its sequence's cache entries 0..kv, or over its DSA
-// selection, and returns o_proj of the heads' outputs (a scratch buffer
-// the caller puts back).
+// attention runs MLA for every row of p: it appends each row's compressed
+// KV (normalized latent, roped shared key) to its sequence's cache, then
+// lets each row attend over its sequence's cache entries 0..kv, or over
+// its DSA selection, and returns o_proj of the heads' outputs (a scratch
+// buffer the caller puts back). With a backend in p the projections and
+// the attention run there, the norms, RoPE, the cache and the indexer's
+// scoring on the CPU in both cases.
 //
-// On a full DSA layer it first replaces sel with the rows' top-k
-// selection, which the shared layers that follow reuse. sel is nil where
-// no DSA applies (the MTP layer); tr, when set, records the selection and
-// the indexer's scores.
-func (r *Runner) attention(y *layer, x []float32, rows []row, sel *selection, tr *Trace) []float32 {
+// On a full DSA layer it first replaces p.sel with the rows' top-k
+// selection, which the shared layers that follow reuse. p.sel is nil where
+// no DSA applies (the MTP layer); p.tr, when set, records the selection
+// and the indexer's scores.
+func (r *Runner) attention(y *layer, x []float32, p *pass) ([]float32, error) {
 	m := r.m
 	c := m.cfg
+	rows, sel := p.rows, p.sel
 	H, R := c.HiddenSize, len(rows)
 	nh, dn, dr, dv, rkv := c.NumHeads, c.QKNopeHeadDim, c.QKRopeHeadDim, c.VHeadDim, c.KVLoraRank
 	dq, W := dn+dr, rkv+dr
 
+	// The projections of x: the compressed query and KV, and on a full DSA
+	// layer the indexer's keys (and head weights when it scores).
 	cq := m.scratch.get(R * c.QLoraRank)
 	defer m.scratch.put(cq)
-	kernels.MatMul(cq, y.qA, x, R)
-	for i := 0; i < R; i++ {
-		v := cq[i*c.QLoraRank : (i+1)*c.QLoraRank]
-		rmsNorm(v, v, y.qANorm, 1e-6)
-	}
-	q := m.scratch.get(R * nh * dq)
-	defer m.scratch.put(q)
-	kernels.MatMul(q, y.qB, cq, R)
 	kv := m.scratch.get(R * W)
 	defer m.scratch.put(kv)
-	kernels.MatMul(kv, y.kvA, x, R)
-	for i, r := range rows {
-		for hd := 0; hd < nh; hd++ {
-			off := i*nh*dq + hd*dq + dn
-			m.rope.apply(q[off:off+dr], r.pos)
+	ws, ys := []*kernels.Matrix{y.qA, y.kvA}, [][]float32{cq, kv}
+	var ix indexerRows
+	if y.indexer != nil {
+		ix = r.indexerBuffers(y, rows, p.tr != nil)
+		defer ix.put(&m.scratch)
+		ws, ys = append(ws, y.indexer.wk), append(ys, ix.keys)
+		if ix.w != nil {
+			ws, ys = append(ws, y.indexer.weights), append(ys, ix.w)
 		}
-		k := kv[i*W : (i+1)*W]
-		rmsNorm(k[:rkv], k[:rkv], y.kvANorm, 1e-6)
-		m.rope.apply(k[rkv:], r.pos)
 	}
+	if err := p.project(x, R, ws, ys); err != nil {
+		return nil, err
+	}
+	workers := len(r.attn.workers)
+	parallelFor(workers, R, R*(c.QLoraRank+W+c.IndexHeadDim)*4, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			v := cq[i*c.QLoraRank : (i+1)*c.QLoraRank]
+			rmsNorm(v, v, y.qANorm, 1e-6)
+			k := kv[i*W : (i+1)*W]
+			rmsNorm(k[:rkv], k[:rkv], y.kvANorm, 1e-6)
+			m.rope.apply(k[rkv:], rows[i].pos)
+			if ix.keys != nil {
+				v := ix.keys[i*c.IndexHeadDim : (i+1)*c.IndexHeadDim]
+				layerNorm(v, v, y.indexer.kNormW, y.indexer.kNormB, 1e-6)
+				m.rope.apply(v[:dr], rows[i].pos)
+			}
+		}
+	})
+	// The queries of every head (and the indexer's) from the normed cq.
+	q := m.scratch.get(R * nh * dq)
+	defer m.scratch.put(q)
+	ws, ys = []*kernels.Matrix{y.qB}, [][]float32{q}
+	if ix.q != nil {
+		ws, ys = append(ws, y.indexer.wqB), append(ys, ix.q)
+	}
+	if err := p.project(cq, R, ws, ys); err != nil {
+		return nil, err
+	}
+	parallelFor(workers, R, R*nh*dr*8, func(_, lo, hi int) {
+		cs := make([]float32, dr)
+		for i := lo; i < hi; i++ {
+			m.rope.angles(cs, rows[i].pos)
+			for hd := 0; hd < nh; hd++ {
+				off := i*nh*dq + hd*dq + dn
+				rotate(q[off:off+dr], cs)
+			}
+		}
+	})
 	// Indexer keys (full DSA layers only) enter the cache with the rows;
 	// then each row's selection scores the cached keys 0..pos.
-	var idxKeys []float32
-	if y.indexer != nil {
-		idxKeys = r.indexerKeys(y, x, rows)
-		defer m.scratch.put(idxKeys)
-	}
 	for i, r := range rows {
 		var ik []float32
-		if idxKeys != nil {
-			ik = idxKeys[i*c.IndexHeadDim : (i+1)*c.IndexHeadDim]
+		if ix.keys != nil {
+			ik = ix.keys[i*c.IndexHeadDim : (i+1)*c.IndexHeadDim]
 		}
 		y.cache(r.seq).Append(kv[i*W:(i+1)*W], ik)
 	}
 	if y.indexer != nil {
-		r.indexerSelect(y, x, cq, rows, sel, tr)
+		r.indexerSelect(y, ix, rows, sel, p.tr)
 	}
 
+	out := m.scratch.get(R * H) // the caller puts it back
+	if p.accel != nil {
+		if err := r.attendOnBackend(p.accel, y, q, rows, sel, out); err != nil {
+			m.scratch.put(out)
+			return nil, err
+		}
+		return out, nil
+	}
 	heads := m.scratch.get(R * nh * dv) // [row][head][v]: every value is written
 	defer m.scratch.put(heads)
 	a := attnCall{m: m, ws: r.attn, y: y, q: q, rows: rows, sel: sel, heads: heads}
 	a.attendRows()
-	out := m.scratch.get(R * H) // the caller puts it back
 	kernels.MatMul(out, y.o, heads, R)
-	return out
+	return out, nil
 }
 
 // attnCall is one layer's attention over a forward's rows after the cache

@@ -12,29 +12,46 @@ import (
 // more than index_topk keys, attends only to the index_topk best (score
 // descending, position ascending on ties).
 
-// indexerKeys computes kI = RoPE(LayerNorm(wk x)) for every row (a scratch
-// buffer the caller puts back).
-func (r *Runner) indexerKeys(y *layer, x []float32, rows []row) []float32 {
+// indexerRows are a full layer's indexer projections of a forward's rows
+// (scratch buffers): the keys kI = RoPE(LayerNorm(wk x)), and when the
+// indexer scores (some row has more than index_topk keys, or a trace
+// records the scores) the queries qI = wq_b cq and the head weights
+// weights x.
+type indexerRows struct {
+	keys, q, w []float32
+	scores     bool
+}
+
+// indexerBuffers takes the indexer's projection buffers for rows from the
+// scratch; trace says the scores are recorded.
+func (r *Runner) indexerBuffers(y *layer, rows []row, trace bool) indexerRows {
 	m := r.m
 	c := m.cfg
-	dI := c.IndexHeadDim
-	k := m.scratch.get(len(rows) * dI)
-	kernels.MatMul(k, y.indexer.wk, x, len(rows))
-	for i, r := range rows {
-		v := k[i*dI : (i+1)*dI]
-		layerNorm(v, v, y.indexer.kNormW, y.indexer.kNormB, 1e-6)
-		m.rope.apply(v[:c.QKRopeHeadDim], r.pos)
+	R, nI, dI := len(rows), c.IndexNHeads, c.IndexHeadDim
+	ix := indexerRows{keys: m.scratch.get(R * dI), scores: trace}
+	for _, r := range rows {
+		ix.scores = ix.scores || r.pos+1 > c.IndexTopK
 	}
-	return k
+	if ix.scores {
+		ix.q, ix.w = m.scratch.get(R*nI*dI), m.scratch.get(R*nI)
+	}
+	return ix
+}
+
+func (ix *indexerRows) put(s *scratch) {
+	s.put(ix.keys)
+	if ix.q != nil {
+		s.put(ix.q)
+		s.put(ix.w)
+	}
 }
 
 // indexerSelect runs the indexer of a full layer and replaces sel with
-// the rows' selections. It needs the rows' q latent cq; the keys come from
-// the layer cache, which already holds this forward's rows. Each row
-// scores its keys tile by tile into a bounded top-k heap, so nothing grows
-// with the context. With tr it records every row's scores as well, rows
-// that attend densely included.
-func (r *Runner) indexerSelect(y *layer, x, cq []float32, rows []row, sel *selection, tr *Trace) {
+// the rows' selections. The keys come from the layer cache, which already
+// holds this forward's rows. Each row scores its keys tile by tile into a
+// bounded top-k heap, so nothing grows with the context. With tr it
+// records every row's scores as well, rows that attend densely included.
+func (r *Runner) indexerSelect(y *layer, ix indexerRows, rows []row, sel *selection, tr *Trace) {
 	m := r.m
 	c := m.cfg
 	R, K := len(rows), c.IndexTopK
@@ -56,28 +73,23 @@ func (r *Runner) indexerSelect(y *layer, x, cq []float32, rows []row, sel *selec
 	} else {
 		sel.reset(R)
 	}
-	if selecting > 0 || tr != nil {
-		r.indexerScore(y, x, cq, rows, sel, scores)
+	if ix.scores {
+		r.indexerScore(y, ix, rows, sel, scores)
 	}
 	if tr != nil {
 		recordDSA(tr, y.index, sel, R, scores)
 	}
 }
 
-// indexerScore computes the rows' indexer scores: into sel for the rows
-// with more than index_topk keys, and into scores[i] for every row when
-// scores is set.
-func (r *Runner) indexerScore(y *layer, x, cq []float32, rows []row, sel *selection, scores [][]float32) {
+// indexerScore computes the rows' indexer scores from their projections
+// ix: into sel for the rows with more than index_topk keys, and into
+// scores[i] for every row when scores is set.
+func (r *Runner) indexerScore(y *layer, ix indexerRows, rows []row, sel *selection, scores [][]float32) {
 	m := r.m
 	c := m.cfg
 	R, K := len(rows), c.IndexTopK
 	nI, dI, dr := c.IndexNHeads, c.IndexHeadDim, c.QKRopeHeadDim
-	qI := m.scratch.get(R * nI * dI)
-	defer m.scratch.put(qI)
-	kernels.MatMul(qI, y.indexer.wqB, cq, R)
-	w := m.scratch.get(R * nI)
-	defer m.scratch.put(w)
-	kernels.MatMul(w, y.indexer.weights, x, R)
+	qI, w := ix.q, ix.w
 	wScale := float32(1 / math.Sqrt(float64(nI)))
 	for i := range w {
 		w[i] *= wScale

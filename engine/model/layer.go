@@ -15,6 +15,8 @@ type pass struct {
 	// as in the MTP layer).
 	sel *selection
 	tr  *Trace
+	// accel is the backend the forward's heavy steps run on, or nil.
+	accel *accelerator
 }
 
 // cache returns where layer y keeps the state of sequence s: its own layer
@@ -34,10 +36,11 @@ func (y *layer) forward(ctx context.Context, r *Runner, p *pass) error {
 	c := m.cfg
 	H, R := c.HiddenSize, len(p.rows)
 	h, x := p.h[:R*H], p.x[:R*H]
-	for i := range R {
-		rmsNorm(x[i*H:(i+1)*H], h[i*H:(i+1)*H], y.inputNorm, c.RMSNormEps)
+	r.normRows(x, h, y.inputNorm, R)
+	attn, err := r.attention(y, x, p)
+	if err != nil {
+		return err
 	}
-	attn := r.attention(y, x, p.rows, p.sel, p.tr)
 	for i := range h {
 		h[i] += attn[i]
 	}
@@ -45,9 +48,7 @@ func (y *layer) forward(ctx context.Context, r *Runner, p *pass) error {
 	if !y.mtp {
 		r.prefetchNext(ctx, y, h, R)
 	}
-	for i := range R {
-		rmsNorm(x[i*H:(i+1)*H], h[i*H:(i+1)*H], y.postNorm, c.RMSNormEps)
-	}
+	r.normRows(x, h, y.postNorm, R)
 	ffn, err := r.mlpForward(ctx, y, p)
 	if err != nil {
 		return err
@@ -56,4 +57,15 @@ func (y *layer) forward(ctx context.Context, r *Runner, p *pass) error {
 		h[i] += ffn[i]
 	}
 	return nil
+}
+
+// normRows writes the RMSNorm (weights w) of each of the R rows of h into
+// dst, rows spread over the runner's workers.
+func (r *Runner) normRows(dst, h, w []float32, R int) {
+	H, eps := r.m.cfg.HiddenSize, r.m.cfg.RMSNormEps
+	parallelFor(len(r.attn.workers), R, 2*R*H, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			rmsNorm(dst[i*H:(i+1)*H], h[i*H:(i+1)*H], w, eps)
+		}
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/experts"
@@ -40,6 +41,9 @@ type Model struct {
 
 	mu  sync.Mutex // guards own: the runner of Forward and MTPForward
 	own *Runner
+
+	// accel is the backend of large forwards (backend.go), or nil.
+	accel atomic.Pointer[accelerator]
 }
 
 // Options select optional parts of the model at load time.
@@ -286,6 +290,20 @@ func (r *Runner) Forward(ctx context.Context, reqs []Request, tr *Trace) ([]Outp
 		}
 	}
 	out, err := r.forwardRows(ctx, reqs, rows, tr)
+	if err != nil && m.fellBack(err) {
+		// The backend failed: the forward is redone on the CPU from where
+		// the sequences were.
+		err = nil
+		for i, req := range reqs {
+			req.Seq.Trim(start[i])
+			if err == nil {
+				err = req.Seq.Reserve(req.Tokens)
+			}
+		}
+		if err == nil {
+			out, err = r.forwardRows(ctx, reqs, rows, tr)
+		}
+	}
 	if err != nil {
 		for i, r := range reqs {
 			r.Seq.Trim(start[i])
@@ -301,7 +319,7 @@ func (r *Runner) forwardRows(ctx context.Context, reqs []Request, rows []row, tr
 	H := c.HiddenSize
 	R := len(rows)
 	r.touched.Clear()
-	p := pass{h: ws.h[:R*H], x: ws.x[:R*H], rows: rows, tr: tr, sel: r.dsaSelection()}
+	p := pass{h: ws.h[:R*H], x: ws.x[:R*H], rows: rows, tr: tr, sel: r.dsaSelection(), accel: m.backendFor(R)}
 	for i, r := range rows {
 		kernels.DequantRow(p.h[i*H:(i+1)*H], m.embed, r.token)
 	}
@@ -327,9 +345,7 @@ func (r *Runner) forwardRows(ctx context.Context, reqs []Request, rows []row, tr
 	// Final norm for every row (the MTP head consumes it), lm_head for the
 	// rows asked for.
 	hn := ws.hn[:R*H]
-	for i := 0; i < R; i++ {
-		rmsNorm(hn[i*H:(i+1)*H], p.h[i*H:(i+1)*H], m.finalNorm, c.RMSNormEps)
-	}
+	r.normRows(hn, p.h, m.finalNorm, R)
 	outs := make([]Output, len(reqs))
 	r0, l0 := 0, 0
 	for i, req := range reqs {

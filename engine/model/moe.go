@@ -21,6 +21,9 @@ const minParallelExpertRows = 32
 func (r *Runner) mlpForward(ctx context.Context, y *layer, p *pass) ([]float32, error) {
 	R := len(p.rows)
 	out := r.ws.ffn[:R*r.m.cfg.HiddenSize]
+	if p.accel != nil {
+		return out, r.mlpOnBackend(ctx, p.accel, y, p, out)
+	}
 	if !y.isSparse {
 		denseMLP(y.dense, p.x, R, out, r.ws.workers[0])
 		return out, nil

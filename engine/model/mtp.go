@@ -72,17 +72,23 @@ func (r *Runner) MTPForward(ctx context.Context, req MTPRequest) (logits, out []
 		rmsNorm(cat[j*2*H+H:(j+1)*2*H], hidden[j], m.mtp.hnorm, c.RMSNormEps)
 	}
 	r.touched.Clear()
-	p := pass{h: ws.h[:R*H], x: ws.x[:R*H], rows: rows}
+	p := pass{h: ws.h[:R*H], x: ws.x[:R*H], rows: rows, accel: m.backendFor(R)}
 	kernels.MatMul(p.h, m.mtp.ehProj, cat, R)
-	if err := m.mtp.block.forward(ctx, r, &p); err != nil {
+	err = m.mtp.block.forward(ctx, r, &p)
+	if err != nil && m.fellBack(err) {
+		// The backend failed: the layer is redone on the CPU.
+		seq.TrimMTP(base)
+		p.accel = nil
+		kernels.MatMul(p.h, m.mtp.ehProj, cat, R)
+		err = m.mtp.block.forward(ctx, r, &p)
+	}
+	if err != nil {
 		seq.TrimMTP(base)
 		return nil, nil, err
 	}
 	n := R - first
 	hn := ws.hn[:n*H]
-	for i := range n {
-		rmsNorm(hn[i*H:(i+1)*H], p.h[(first+i)*H:(first+i+1)*H], m.mtp.headNorm, c.RMSNormEps)
-	}
+	r.normRows(hn, p.h[first*H:], m.mtp.headNorm, n)
 	lg := ws.logit[:n*c.VocabSize]
 	kernels.MatMul(lg, m.lmHead, hn, n)
 	return split(ws.logitRows, lg, c.VocabSize), split(ws.hiddenRows, p.h, H), nil

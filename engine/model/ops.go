@@ -67,3 +67,26 @@ func (r *rope) apply(x []float32, pos int) {
 		x[2*j+1] = b*c + a*s
 	}
 }
+
+// angles writes the rotations of position pos into cs (cos, sin per pair,
+// 2*half values): what apply computes, for rotating many vectors of one
+// position with rotate.
+func (r *rope) angles(cs []float32, pos int) {
+	p := float32(pos)
+	for j := 0; j < r.half; j++ {
+		angle := p * r.invFreq[j]
+		cs[2*j] = float32(math.Cos(float64(angle)))
+		cs[2*j+1] = float32(math.Sin(float64(angle)))
+	}
+}
+
+// rotate applies the rotations cs (from angles) to the interleaved pairs
+// of x, as apply does.
+func rotate(x, cs []float32) {
+	for j := 0; j < len(cs)/2; j++ {
+		c, s := cs[2*j], cs[2*j+1]
+		a, b := x[2*j], x[2*j+1]
+		x[2*j] = a*c - b*s
+		x[2*j+1] = b*c + a*s
+	}
+}

@@ -51,38 +51,45 @@ var models = []string{"glm52-tiny", "glm52-mini"}
 func TestParityFullForward(t *testing.T) {
 	for _, name := range models {
 		t.Run(name, func(t *testing.T) {
-			d := open(t, name)
-			m := d.Model
+			m := open(t, name).Model
 			refs, refDir := fixtures.LoadRefs(t, name)
-			V := m.Config().VocabSize
 			for ci, cs := range refs.Cases {
-				t.Run(cs.Label, func(t *testing.T) {
-					seq := m.NewSequence(0)
-					tr := &model.Trace{}
-					out, err := m.Forward(context.Background(), []model.Request{{Seq: seq, Tokens: cs.PromptIDs, AllLogits: true}}, tr)
-					if err != nil {
-						t.Fatal(err)
-					}
-					want := fixtures.F32File(t, filepath.Join(refDir, cs.LogitsFile), cs.N*V)
-					got := slices.Concat(out[0].Logits...)
-					diff, at := fixtures.MaxAbsDiff(got, want)
-					t.Logf("max |logit diff| %.3g at row %d", diff, at/V)
-					if diff > logitTolerance[name] {
-						t.Errorf("logits differ by %.3g at row %d token %d (tolerance %g)", diff, at/V, at%V, logitTolerance[name])
-					}
-					for p := range cs.N {
-						if fixtures.Margin(cs.Top5[p]) > marginFloor && generate.Argmax(out[0].Logits[p]) != cs.Argmax[p] {
-							t.Errorf("row %d: argmax %d, want %d", p, generate.Argmax(out[0].Logits[p]), cs.Argmax[p])
-						}
-					}
-					checkRoutes(t, m, cs, tr)
-					checkDSA(t, m, cs, tr)
-					if ci == 0 && cs.HiddenFile != "" {
-						checkHidden(t, refDir, cs, tr)
-					}
-				})
+				t.Run(cs.Label, func(t *testing.T) { checkFullForward(t, m, name, refDir, cs, ci == 0) })
 			}
 		})
+	}
+}
+
+// checkFullForward forwards the case's prompt at once and compares with
+// the reference: logits within the tolerance, argmax wherever the margin
+// allows, router ids and weights, DSA selections, and with hidden the
+// hidden states.
+func checkFullForward(t *testing.T, m *model.Model, name, refDir string, cs fixtures.Case, hidden bool) {
+	t.Helper()
+	V := m.Config().VocabSize
+	tr := &model.Trace{}
+	out, err := m.Forward(context.Background(), []model.Request{{Seq: m.NewSequence(0), Tokens: cs.PromptIDs, AllLogits: true}}, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fixtures.F32File(t, filepath.Join(refDir, cs.LogitsFile), cs.N*V)
+	diff, at := fixtures.MaxAbsDiff(slices.Concat(out[0].Logits...), want)
+	t.Logf("max |logit diff| %.3g at row %d", diff, at/V)
+	if diff > logitTolerance[name] {
+		t.Errorf("logits differ by %.3g at row %d token %d (tolerance %g)", diff, at/V, at%V, logitTolerance[name])
+	}
+	for p := range cs.N {
+		if fixtures.Margin(cs.Top5[p]) > marginFloor && generate.Argmax(out[0].Logits[p]) != cs.Argmax[p] {
+			t.Errorf("row %d: argmax %d, want %d", p, generate.Argmax(out[0].Logits[p]), cs.Argmax[p])
+		}
+	}
+	if len(tr.Routes) == 0 {
+		t.Fatal("no routes traced")
+	}
+	checkRoutes(t, m, cs, tr)
+	checkDSA(t, m, cs, tr)
+	if hidden && cs.HiddenFile != "" {
+		checkHidden(t, refDir, cs, tr)
 	}
 }
 
@@ -227,26 +234,31 @@ func TestParityGreedy(t *testing.T) {
 			m := open(t, name).Model
 			refs, _ := fixtures.LoadRefs(t, name)
 			for _, cs := range refs.Cases {
-				t.Run(cs.Label, func(t *testing.T) {
-					res, err := generate.Generate(context.Background(), m, m.NewSequence(0), cs.PromptIDs, generate.Params{MaxTokens: len(cs.Greedy)}, nil)
-					if err != nil {
-						t.Fatal(err)
-					}
-					compared := 0
-					for i, want := range cs.Greedy {
-						if res.Tokens[i] != want {
-							if cs.GreedyMargins[i] > marginFloor {
-								t.Errorf("greedy token %d: %d, want %d (margin %.3g)", i, res.Tokens[i], want, cs.GreedyMargins[i])
-							}
-							break // the continuations diverge from here
-						}
-						compared++
-					}
-					t.Logf("%d of %d greedy tokens equal", compared, len(cs.Greedy))
-				})
+				t.Run(cs.Label, func(t *testing.T) { checkGreedy(t, m, cs) })
 			}
 		})
 	}
+}
+
+// checkGreedy generates the case's greedy continuation and compares it
+// with the reference's wherever the margin allows.
+func checkGreedy(t *testing.T, m *model.Model, cs fixtures.Case) {
+	t.Helper()
+	res, err := generate.Generate(context.Background(), m, m.NewSequence(0), cs.PromptIDs, generate.Params{MaxTokens: len(cs.Greedy)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compared := 0
+	for i, want := range cs.Greedy {
+		if res.Tokens[i] != want {
+			if cs.GreedyMargins[i] > marginFloor {
+				t.Errorf("greedy token %d: %d, want %d (margin %.3g)", i, res.Tokens[i], want, cs.GreedyMargins[i])
+			}
+			break // the continuations diverge from here
+		}
+		compared++
+	}
+	t.Logf("%d of %d greedy tokens equal", compared, len(cs.Greedy))
 }
 
 // TestCachedDecodeMatchesFullForward feeds the long prompt one token at a

@@ -31,14 +31,16 @@ type Shape struct {
 	Rows      int
 	LogitRows int
 	Threads   int
+	// GPU is the device prefill chunks run on, or nil.
+	GPU *GPUDevice
 }
 
 // shape is the plan's Shape for a prefill chunk of chunk tokens: the chunk
 // and a decode row of every other sequence (a lone speculative sequence
 // forwards two rows); logits of a row per sequence (two for the lone one).
-func (p *Plan) shape(cfg *config.Config, w Weights, chunk int) Shape {
+func (p *Plan) shape(cfg *config.Config, w Weights, chunk int, dev *GPUDevice) Shape {
 	return Shape{
-		Config: cfg, DSA: w.DSA, MTP: w.MTP,
+		Config: cfg, DSA: w.DSA, MTP: w.MTP, GPU: dev,
 		Context: p.Context, Sequences: p.Sequences, Chunk: chunk,
 		Rows:      max(chunk+p.Sequences-1, 2),
 		LogitRows: max(p.Sequences, 2),
@@ -50,7 +52,7 @@ func (p *Plan) shape(cfg *config.Config, w Weights, chunk int) Shape {
 // the vocabulary, the experts or the threads, each a function of the
 // shape: a new buffer line is one more call here.
 func BufferItems(s Shape) []Item {
-	return slices.Concat(activationItems(s), logitItems(s), workerItems(s), attentionItems(s), decoderItems(s))
+	return slices.Concat(activationItems(s), logitItems(s), workerItems(s), attentionItems(s), decoderItems(s), gpuBufferItems(s))
 }
 
 func total(items []Item) int64 {
@@ -65,16 +67,18 @@ func total(items []Item) int64 {
 // it. With chunk 0 it is the largest chunk (a multiple of
 // ExpertBlockRows past it, at most the context) whose lines fit the
 // activation budget: half of what the fixed lines and one cache slot per
-// expert layer leave, at least the lines of a MinPrefillChunk chunk.
-func (p *Plan) sizeBuffers(cfg *config.Config, w Weights, chunk int, fixed int64) []Item {
+// expert layer leave, at least the lines of a MinPrefillChunk chunk; and,
+// with a discrete GPU, whose device lines fit its memory. The GPU plan
+// follows the chunk (Plan.GPU).
+func (p *Plan) sizeBuffers(cfg *config.Config, w Weights, chunk int, dev *GPUDevice, fixed int64) []Item {
 	if chunk == 0 {
 		least := min(MinPrefillChunk, p.Context)
-		floor := total(BufferItems(p.shape(cfg, w, least)))
+		floor := total(BufferItems(p.shape(cfg, w, least, dev)))
 		p.ActivationBudgetBytes = max(floor, (p.MemoryLimitBytes-fixed-p.SlotRowBytes)/2)
 		lo, hi := least, p.Context
 		for lo < hi {
 			mid := lo + (hi-lo+1)/2
-			if total(BufferItems(p.shape(cfg, w, mid))) <= p.ActivationBudgetBytes {
+			if s := p.shape(cfg, w, mid, dev); total(BufferItems(s)) <= p.ActivationBudgetBytes && gpuFitsDevice(cfg, w, s) {
 				lo = mid
 			} else {
 				hi = mid - 1
@@ -85,8 +89,11 @@ func (p *Plan) sizeBuffers(cfg *config.Config, w Weights, chunk int, fixed int64
 			chunk = max(least, chunk/ExpertBlockRows*ExpertBlockRows)
 		}
 	}
-	s := p.shape(cfg, w, chunk)
+	s := p.shape(cfg, w, chunk, dev)
 	p.PrefillChunk, p.BatchRows, p.LogitRows = chunk, s.Rows, s.LogitRows
+	if dev != nil {
+		p.GPU = gpuPlan(cfg, w, s)
+	}
 	items := BufferItems(s)
 	if p.ActivationBudgetBytes == 0 {
 		p.ActivationBudgetBytes = total(items)

@@ -45,11 +45,23 @@ func TestPrefillChunkFromBudget(t *testing.T) {
 }
 
 // TestBufferLinesGrow: every buffer line grows (or stays) with the rows,
-// the context and the threads, so the chunk search is sound.
+// the context and the threads, so the chunk search is sound; the GPU's
+// lines too.
 func TestBufferLinesGrow(t *testing.T) {
 	cfg := realConfig(t)
 	w, _ := FromConfig(cfg, Artifact{WithIndexer: true})
-	base := Shape{Config: cfg, DSA: w.DSA, MTP: w.MTP, Context: 4096, Sequences: 2, Chunk: 512, Rows: 513, LogitRows: 2, Threads: 4}
+	cpu := Shape{Config: cfg, DSA: w.DSA, MTP: w.MTP, Context: 4096, Sequences: 2, Chunk: 512, Rows: 513, LogitRows: 2, Threads: 4}
+	gpu := cpu
+	gpu.GPU = &GPUDevice{Unified: true}
+	if n, m := len(BufferItems(cpu)), len(BufferItems(gpu)); m != n+2 {
+		t.Errorf("%d lines with a unified GPU, %d without", m, n)
+	}
+	for _, base := range []Shape{cpu, gpu} {
+		testLinesGrow(t, base)
+	}
+}
+
+func testLinesGrow(t *testing.T, base Shape) {
 	for _, grow := range []func(Shape) Shape{
 		func(s Shape) Shape { s.Chunk, s.Rows = 2*s.Chunk, 2*s.Chunk+1; return s },
 		func(s Shape) Shape { s.Context *= 2; return s },

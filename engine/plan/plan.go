@@ -78,6 +78,10 @@ type Options struct {
 	RuntimeReserve int64
 	// OSReserve overrides DefaultOSReserve(Memory).
 	OSReserve int64
+	// GPU is the device prefill chunks run on (nil: the CPU). Its lines
+	// are the plan's (Plan.GPU); on unified memory they are lines of the
+	// process as well, and a discrete device's memory bounds the chunk.
+	GPU *GPUDevice
 }
 
 // Item is one line of the equation.
@@ -155,6 +159,9 @@ type Plan struct {
 	ExpertCacheBytes   int64 `json:"expert_cache_bytes"`
 
 	Items []Item `json:"items"`
+	// GPU is the GPU backend's lines for the prefill chunk, when prefill
+	// runs on a GPU (Options.GPU).
+	GPU *GPUPlan `json:"gpu,omitempty"`
 
 	// Problem and Suggestion explain a plan that does not fit.
 	Problem    string `json:"problem,omitempty"`
@@ -283,11 +290,12 @@ func build(cfg *config.Config, w Weights, opts Options) (*Plan, error) {
 		Item{ItemKV, p.KVBytes, fmt.Sprintf("%d sequence(s) x %d tokens x %d bytes per token (compressed MLA latent and rope key of %d layers%s, float32)", p.Sequences, p.Context, p.KVBytesPerToken, kvLayers(geo), dsaNote(geo))},
 		Item{ItemRuntime, runtime, "Go runtime and collector headroom, stacks, tokenizer, chat template, server, read queues, binary and libraries"},
 	)
+	p.Items = append(p.Items, gpuFixedItems(cfg, w, opts.GPU)...)
 	var fixed int64
 	for _, it := range p.Items {
 		fixed += it.Bytes
 	}
-	buffers := p.sizeBuffers(cfg, w, opts.BatchRows, fixed)
+	buffers := p.sizeBuffers(cfg, w, opts.BatchRows, opts.GPU, fixed)
 	for _, it := range buffers {
 		fixed += it.Bytes
 	}
@@ -297,7 +305,9 @@ func build(cfg *config.Config, w Weights, opts Options) (*Plan, error) {
 	p.PlannedProcessBytes = fixed + p.ExpertCacheBytes
 	p.GoMemoryLimitBytes = p.KVBytes + runtime
 	for _, it := range buffers {
-		p.GoMemoryLimitBytes += it.Bytes
+		if !gpuItem(it.Name) { // the GPU's memory is the driver's, not the Go heap
+			p.GoMemoryLimitBytes += it.Bytes
+		}
 	}
 	return p, nil
 }

@@ -60,6 +60,14 @@ export function themePalette(): Palette {
   };
 }
 
+/** The engine's GPU status (/stats "gpu"): prefill runs on the device when active. */
+interface GPUStatus {
+  mode: string;
+  active: boolean;
+  device?: { name: string; type: string };
+  reason?: string;
+}
+
 export class ExpertsPage implements Page {
   title = 'Experts';
   private map: HeatMap | null = null;
@@ -74,6 +82,7 @@ export class ExpertsPage implements Page {
   private legendMax = -1;
   private lastState = 'ready';
   private tiers: TierStats | null = null;
+  private gpu: GPUStatus | null = null;
   private ro: ResizeObserver | null = null;
   private themeMQ = window.matchMedia('(prefers-color-scheme: dark)');
   private onTheme = () => this.map?.setPalette(themePalette());
@@ -161,8 +170,9 @@ export class ExpertsPage implements Page {
 
   private async fetchStats(): Promise<{ map?: string; hits?: string } | null> {
     try {
-      const s = await getJSON<{ experts?: { map?: string; hits?: string }; tiers?: TierStats }>('/stats');
+      const s = await getJSON<{ experts?: { map?: string; hits?: string }; tiers?: TierStats; gpu?: GPUStatus }>('/stats');
       this.tiers = s.tiers ?? null;
+      this.gpu = s.gpu ?? null;
       return s.experts ?? null;
     } catch {
       return null;
@@ -270,6 +280,7 @@ export class ExpertsPage implements Page {
     const t = this.tiers?.Total;
     if (t && t.Hits + t.Misses > 0) items.push(['Hit rate', percent(t.Hits / (t.Hits + t.Misses), 1)]);
     items.push(['Updates', m.updates.toLocaleString()]);
+    if (this.gpu) items.push(['Prefill', this.gpu.active && this.gpu.device ? `GPU · ${this.gpu.device.name}` : 'CPU']);
     replace(this.summary, ...items.map(([k, v]) => h('div', { class: 'stat' }, h('span', { class: 'stat-label' }, k), h('span', { class: 'stat-value' }, v))));
   }
 

@@ -1,0 +1,193 @@
+//go:build vulkan && cgo
+
+package model_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/spoolhq/spool/engine/model"
+	"github.com/spoolhq/spool/engine/modeldir"
+	"github.com/spoolhq/spool/internal/fixtures"
+	"github.com/spoolhq/spool/kernels/gpu"
+)
+
+// openOnGPU loads a fixture model of its own (the shared one stays on the
+// CPU) with every forward of at least minRows rows on the Vulkan device
+// (lavapipe in CI).
+func openOnGPU(t *testing.T, name string, minRows int) *model.Model {
+	t.Helper()
+	return openOnGPUCounted(t, name, minRows, &backendCalls{})
+}
+
+// openOnGPUCounted is openOnGPU counting the backend's calls into calls.
+func openOnGPUCounted(t *testing.T, name string, minRows int, calls *backendCalls) *model.Model {
+	t.Helper()
+	dev, err := gpu.Open(gpu.Options{Device: -1})
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no Vulkan device (CI needs lavapipe: mesa-vulkan-drivers): %v", err)
+		}
+		t.Skipf("no Vulkan device: %v", err)
+	}
+	d, err := modeldir.Open(context.Background(), fixtures.Path(t, name), modeldir.Options{})
+	if err != nil {
+		dev.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		d.Close()
+		dev.Close()
+	})
+	fallback := func(err error) { t.Errorf("the backend failed: %v", err) }
+	if err := d.Model.SetBackend(&counted{Backend: dev, calls: calls}, model.BackendOptions{MinRows: minRows, OnFallback: fallback}); err != nil {
+		t.Fatal(err)
+	}
+	return d.Model
+}
+
+// counted counts a backend's attention and MoE calls.
+type counted struct {
+	model.Backend
+	calls *backendCalls
+}
+
+type backendCalls struct{ attention, moe int }
+
+func (c *counted) Attention(out []float32, a *gpu.Attention) error {
+	c.calls.attention++
+	return c.Backend.Attention(out, a)
+}
+
+func (c *counted) MoE(y, x []float32, n int, l *gpu.MoE, fetch gpu.Fetch) (gpu.Routes, error) {
+	c.calls.moe++
+	return c.Backend.MoE(y, x, n, l, fetch)
+}
+
+// TestBackendParityMTP runs the MTP layer over every prompt row of every
+// case on the GPU (as prefill absorbs a prompt) and compares its
+// predictions with the references'.
+func TestBackendParityMTP(t *testing.T) {
+	for _, name := range models {
+		t.Run(name, func(t *testing.T) {
+			var calls backendCalls
+			m := openOnGPUCounted(t, name, 2, &calls)
+			refs, _ := fixtures.LoadRefs(t, name)
+			for _, cs := range refs.Cases {
+				t.Run(cs.Label, func(t *testing.T) {
+					before := calls
+					checkMTP(t, m, cs, logitTolerance[name])
+					// The prompt's forward runs every layer on the GPU, the MTP
+					// forward one more attention and MoE.
+					L := m.Config().NumLayers
+					if calls.attention-before.attention != L+1 {
+						t.Errorf("%d attention calls on the GPU, want %d", calls.attention-before.attention, L+1)
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestBackendComputeAllKeys runs the long cases with DSA rows scoring every
+// key and masking the unselected ones on the GPU (the baseline of spool
+// bench prefill --compare-all-keys): the same logits and selections.
+func TestBackendComputeAllKeys(t *testing.T) {
+	for _, name := range models {
+		t.Run(name, func(t *testing.T) {
+			m := openOnGPU(t, name, 1)
+			defer model.SetComputeAllKeys(m, true)()
+			refs, refDir := fixtures.LoadRefs(t, name)
+			cs := refs.Cases[len(refs.Cases)-1]
+			V := m.Config().VocabSize
+			tr := &model.Trace{}
+			out, err := m.Forward(context.Background(), []model.Request{{Seq: m.NewSequence(0), Tokens: cs.PromptIDs, AllLogits: true}}, tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := fixtures.F32File(t, filepath.Join(refDir, cs.LogitsFile), cs.N*V)
+			if diff, at := fixtures.MaxAbsDiff(slices.Concat(out[0].Logits...), want); diff > logitTolerance[name] {
+				t.Errorf("logits differ by %.3g at row %d (tolerance %g)", diff, at/V, logitTolerance[name])
+			}
+			checkDSA(t, m, cs, tr)
+		})
+	}
+}
+
+// TestBackendParityFullForward runs every reference case of both fixtures
+// through the GPU: logits within the README tolerances, argmax wherever
+// the margin allows, router ids exact, DSA selections exact, hidden states.
+func TestBackendParityFullForward(t *testing.T) {
+	for _, name := range models {
+		t.Run(name, func(t *testing.T) {
+			m := openOnGPU(t, name, 1)
+			refs, refDir := fixtures.LoadRefs(t, name)
+			for ci, cs := range refs.Cases {
+				t.Run(cs.Label, func(t *testing.T) { checkFullForward(t, m, name, refDir, cs, ci == 0) })
+			}
+		})
+	}
+}
+
+// TestBackendParityGreedy generates with the prefill on the GPU and the
+// one-token decode steps on the CPU, as in production (MinRows above 1),
+// and compares with the reference's greedy tokens wherever the margin
+// allows. (TestBackendChunkedAndBatched runs one-row forwards on the GPU.)
+func TestBackendParityGreedy(t *testing.T) {
+	for _, name := range models {
+		t.Run(name, func(t *testing.T) {
+			m := openOnGPU(t, name, 2)
+			refs, _ := fixtures.LoadRefs(t, name)
+			for _, cs := range refs.Cases {
+				t.Run(cs.Label, func(t *testing.T) { checkGreedy(t, m, cs) })
+			}
+		})
+	}
+}
+
+// TestBackendChunkedAndBatched prefills the long prompt in uneven chunks
+// on the GPU (attention over cache entries of earlier chunks; the last
+// chunk is one row) and runs two sequences in one forward (one attention
+// call per sequence).
+func TestBackendChunkedAndBatched(t *testing.T) {
+	m := openOnGPU(t, "glm52-mini", 1)
+	refs, refDir := fixtures.LoadRefs(t, "glm52-mini")
+	V := m.Config().VocabSize
+	cs := refs.Cases[len(refs.Cases)-1]
+	want := fixtures.F32File(t, filepath.Join(refDir, cs.LogitsFile), cs.N*V)
+	seq := m.NewSequence(0)
+	worst := 0.0
+	for i := 0; i < cs.N; i += 45 {
+		toks := cs.PromptIDs[i:min(i+45, cs.N)]
+		out, err := m.Forward(context.Background(), []model.Request{{Seq: seq, Tokens: toks, AllLogits: true}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, lg := range out[0].Logits {
+			d, _ := fixtures.MaxAbsDiff(lg, want[(i+j)*V:(i+j+1)*V])
+			worst = max(worst, d)
+		}
+	}
+	t.Logf("chunked: max |logit diff| %.3g", worst)
+	if worst > logitTolerance["glm52-mini"] {
+		t.Errorf("chunked prefill logits differ by %.3g", worst)
+	}
+
+	a, b := refs.Cases[0], refs.Cases[1]
+	out, err := m.Forward(context.Background(), []model.Request{
+		{Seq: m.NewSequence(0), Tokens: a.PromptIDs, AllLogits: true},
+		{Seq: m.NewSequence(0), Tokens: b.PromptIDs, AllLogits: true},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range []fixtures.Case{a, b} {
+		ref := fixtures.F32File(t, filepath.Join(refDir, c.LogitsFile), c.N*V)
+		if d, _ := fixtures.MaxAbsDiff(slices.Concat(out[i].Logits...), ref); d > logitTolerance["glm52-mini"] {
+			t.Errorf("batched sequence %d: logits differ by %.3g", i, d)
+		}
+	}
+}
