@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/spoolhq/spool/engine/bench"
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/experts"
@@ -52,6 +53,10 @@ type streamBench struct {
 	DecodeBytesPerSecond float64  `json:"decode_bytes_per_second"`
 	DecodeShare          float64  `json:"decode_share"`
 	PackNotes            []string `json:"pack_notes,omitempty"`
+	// Unpack measures, after the decode and when packs were read, every
+	// decode loop on one core over a sample of the packed experts: rebuilt
+	// bytes/s, over memcpy and over the disk's rebuilt bytes/s.
+	Unpack *bench.UnpackResult `json:"unpack,omitempty"`
 	// Prefetched counts experts read ahead, PrefetchHits those then
 	// asked for; PrefetchRecall is PrefetchHits over the misses.
 	// PinnedExperts is the pinned tier at the end, Repins the live
@@ -110,6 +115,11 @@ over that ceiling.
 Reads bypass the page cache (O_DIRECT on Linux, F_NOCACHE on macOS), so a
 model file written or read recently does not inflate the figures; direct_io
 false in the output says the file system refused it.
+
+When experts are read from packs (spool pack), every decode loop this
+machine runs (the Go reference, portable C, AVX2, AVX-512 or NEON) then
+rebuilds a sample of packed experts on one core, against a memcpy of the
+same bytes and against the rebuilt bytes per second the disk delivers.
 
 The prompt is a few seeded random token ids; MTP speculation is off unless
 --speculative.`,
@@ -284,6 +294,17 @@ func runStreamBench(ctx context.Context, dir string, mem *memoryFlags, tokens in
 		r.CeilingTokensPerSecond = r.DiskBytesPerSecond / r.MissBytesPerToken
 		r.Ratio = r.TokensPerSecond / r.CeilingTokensPerSecond
 	}
+	if r.PackedExperts > 0 {
+		recs, err := bench.PackedRecords(dir, 4)
+		if err != nil {
+			return nil, err
+		}
+		u, err := bench.Unpack(ctx, recs, bench.UnpackOptions{DiskBytesPerSecond: bw})
+		if err != nil {
+			return nil, err
+		}
+		r.Unpack = &u
+	}
 	return r, nil
 }
 
@@ -306,6 +327,14 @@ func printStreamBench(cmd *cobra.Command, r *streamBench, asJSON bool) error {
 	}
 	if r.Prefetched > 0 {
 		fmt.Fprintf(tw, "read ahead\t%d experts, %d then asked for (%.0f%% of the misses)\n", r.Prefetched, r.PrefetchHits, 100*r.PrefetchRecall)
+	}
+	if u := r.Unpack; u != nil {
+		fmt.Fprintf(tw, "memcpy\t%.2f GB/s a core (%d packed experts, %s -> %s)\n",
+			u.MemcpyBytesPerSecond/1e9, u.Records, plan.SizeText(u.PackedBytes), plan.SizeText(u.RawBytes))
+		for _, l := range u.Loops {
+			fmt.Fprintf(tw, "decode loop %s\t%.2f GB/s a core: %.2f x memcpy, %.2f x the disk's rebuilt bytes/s\n",
+				l.Loop, l.BytesPerSecond/1e9, l.MemcpyRatio, l.DiskRatio)
+		}
 	}
 	for _, n := range r.PackNotes {
 		fmt.Fprintf(tw, "note\t%s\n", n)

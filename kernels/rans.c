@@ -70,14 +70,155 @@ static long rans_scalar(uint8_t *out, long nbytes, const uint8_t *src, long srcl
 #if defined(__x86_64__)
 
 #if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,popcnt"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,popcnt")
+#endif
+
+#include <immintrin.h>
+
+// avx2_expand[m] places the next bytes of the stream in the 16-bit lanes of
+// the 8-lane mask m, in order, with vpshufb (index 0x80: zero). It is filled
+// once at load time and only read afterwards.
+static uint8_t avx2_expand[256][16];
+
+__attribute__((constructor)) static void avx2_expand_init(void) {
+	for (int m = 0; m < 256; m++) {
+		int k = 0;
+		for (int l = 0; l < 8; l++) {
+			avx2_expand[m][2 * l] = (m >> l & 1) ? (uint8_t)k++ : 0x80;
+			avx2_expand[m][2 * l + 1] = 0x80;
+		}
+	}
+}
+
+typedef struct {
+	// sym[k] is slots 16k..16k+15's symbols XOR those of slots
+	// 16(k-1)..16k-1 (sym[0]: slots 0-15), in both 128-bit lanes: the XOR
+	// of the vpshufb lookups of every k with 16k <= slot telescopes to the
+	// slot's symbol, and slot - 16k < 0 (bit 7 set) looks up zero.
+	__m256i sym[8];
+	__m256i freq, start; // by symbol, in both 128-bit lanes
+} avx2_tab;
+
+// avx2_pair decodes lanes 32i..32i+31 (states at x[0], x[1]: 16 lanes
+// each) reading the stream at src + *p, and returns their nibbles as the
+// 16 words s(2j) | s(2j+1) << 4, in the order [lanes 0-7, 16-23 | 8-15,
+// 24-31] (vpackuswb's). It loads 16 bytes where it needs at most 8.
+static inline __attribute__((always_inline)) __m256i avx2_pair(__m256i *x, const uint8_t *src, long *p,
+								const avx2_tab *T) {
+	const __m256i z = _mm256_setzero_si256();
+	__m256i a = x[0], b = x[1];
+	__m256i slot = _mm256_packus_epi16(_mm256_and_si256(a, _mm256_set1_epi16((short)MASK)),
+					   _mm256_and_si256(b, _mm256_set1_epi16((short)MASK)));
+	__m256i s = _mm256_shuffle_epi8(T->sym[0], slot), i = slot;
+#pragma GCC unroll 8
+	for (int k = 1; k < 8; k++) {
+		i = _mm256_sub_epi8(i, _mm256_set1_epi8(16));
+		s = _mm256_xor_si256(s, _mm256_shuffle_epi8(T->sym[k], i));
+	}
+	__m256i f = _mm256_shuffle_epi8(T->freq, s);
+	__m256i c = _mm256_sub_epi8(slot, _mm256_shuffle_epi8(T->start, s));
+	__m256i va = _mm256_add_epi16(_mm256_mullo_epi16(_mm256_unpacklo_epi8(f, z), _mm256_srli_epi16(a, 7)),
+				      _mm256_unpacklo_epi8(c, z));
+	__m256i vb = _mm256_add_epi16(_mm256_mullo_epi16(_mm256_unpackhi_epi8(f, z), _mm256_srli_epi16(b, 7)),
+				      _mm256_unpackhi_epi8(c, z));
+	__m256i na = _mm256_cmpeq_epi16(_mm256_srli_epi16(va, 8), z);
+	__m256i nb = _mm256_cmpeq_epi16(_mm256_srli_epi16(vb, 8), z);
+	// Bits 0-7: lanes 0-7, 8-15: lanes 16-23, 16-23: lanes 8-15, 24-31:
+	// lanes 24-31.
+	unsigned m = (unsigned)_mm256_movemask_epi8(_mm256_packs_epi16(na, nb));
+	unsigned m0 = m & 255, m1 = m >> 16 & 255, m2 = m >> 8 & 255, m3 = m >> 24;
+	long p0 = *p, p1 = p0 + _mm_popcnt_u32(m0), p2 = p1 + _mm_popcnt_u32(m1), p3 = p2 + _mm_popcnt_u32(m2);
+	*p = p3 + _mm_popcnt_u32(m3);
+	__m256i wa = _mm256_shuffle_epi8(_mm256_loadu2_m128i((const __m128i *)(const void *)(src + p1), (const __m128i *)(const void *)(src + p0)),
+					 _mm256_loadu2_m128i((const __m128i *)(const void *)avx2_expand[m1], (const __m128i *)(const void *)avx2_expand[m0]));
+	__m256i wb = _mm256_shuffle_epi8(_mm256_loadu2_m128i((const __m128i *)(const void *)(src + p3), (const __m128i *)(const void *)(src + p2)),
+					 _mm256_loadu2_m128i((const __m128i *)(const void *)avx2_expand[m3], (const __m128i *)(const void *)avx2_expand[m2]));
+	x[0] = _mm256_blendv_epi8(va, _mm256_or_si256(_mm256_slli_epi16(va, 8), wa), na);
+	x[1] = _mm256_blendv_epi8(vb, _mm256_or_si256(_mm256_slli_epi16(vb, 8), wb), nb);
+	return _mm256_maddubs_epi16(s, _mm256_set1_epi16(1 | 16 << 8));
+}
+
+// avx2_step decodes one step (LANES nibbles, 128 bytes at o) reading at
+// most LANES bytes of the stream at src + *p, and loading at most 8 more.
+static inline __attribute__((always_inline)) void avx2_step(__m256i *x, uint8_t *o, const uint8_t *src, long *p,
+							    const avx2_tab *T) {
+	// vpackuswb of two pairs' words gives dwords [0-7, 16-23, 32-39,
+	// 48-55 | 8-15, 24-31, 40-47, 56-63] (lanes); this puts them in order.
+	const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+#pragma GCC unroll 8
+	for (int g = 0; g < LANES / 32; g += 2) {
+		__m256i w0 = avx2_pair(x + 2 * g, src, p, T);
+		__m256i w1 = avx2_pair(x + 2 * g + 2, src, p, T);
+		__m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(w0, w1), order);
+		_mm256_storeu_si256((__m256i *)(void *)(o + 16 * g), bytes);
+	}
+}
+
+static long rans_avx2(uint8_t *out, long nbytes, const uint8_t *src, long srclen, uint16_t *state,
+		      const spool_rans_table *t, long *used) {
+	avx2_tab T;
+	uint8_t prev[16] = {0};
+	for (int k = 0; k < 8; k++) {
+		uint8_t d[16];
+		for (int i = 0; i < 16; i++) {
+			d[i] = t->sym[16 * k + i] ^ prev[i];
+			prev[i] = t->sym[16 * k + i];
+		}
+		T.sym[k] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)d));
+	}
+	T.freq = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)t->freq));
+	T.start = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)t->start));
+	__m256i x[LANES / 16];
+	for (int g = 0; g < LANES / 16; g++)
+		x[g] = _mm256_loadu_si256((const __m256i *)(const void *)(state + 16 * g));
+	long steps = 2 * nbytes / LANES, k = 0, p = 0;
+	// Straight from the stream while a step's loads stay within it.
+	for (; k < steps && srclen - p >= LANES + 8; k++)
+		avx2_step(x, out + k * (LANES / 2), src, &p, &T);
+	// The last whole steps: from a zero-padded copy of the rest of the
+	// stream; a step that needs more bytes than remain is undone and left
+	// to rans_checked.
+	if (k < steps) {
+		uint8_t rest[2 * LANES + 16] = {0};
+		long n = srclen - p, q = 0;
+		memcpy(rest, src + p, (size_t)n);
+		for (; k < steps; k++) {
+			__m256i before[LANES / 16];
+			uint8_t o[LANES / 2];
+			long q0 = q;
+			memcpy(before, x, sizeof before);
+			avx2_step(x, o, rest, &q, &T);
+			if (q > n) {
+				memcpy(x, before, sizeof before);
+				q = q0;
+				break;
+			}
+			memcpy(out + k * (LANES / 2), o, sizeof o);
+		}
+		p += q;
+	}
+	for (int g = 0; g < LANES / 16; g++)
+		_mm256_storeu_si256((__m256i *)(void *)(state + 16 * g), x[g]);
+	*used = p;
+	return rans_checked(out, nbytes, src, srclen, state, t, k * LANES, used);
+}
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+#if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx2,bmi2,popcnt,avx512f,avx512bw,avx512vbmi,avx512vbmi2"))), \
 			     apply_to = function)
 #else
 #pragma GCC push_options
 #pragma GCC target("avx2,bmi2,popcnt,avx512f,avx512bw,avx512vbmi,avx512vbmi2")
 #endif
-
-#include <immintrin.h>
 
 #define EVEN 0x5555555555555555ull // the low byte of every 16-bit lane
 
@@ -245,6 +386,8 @@ long spool_rans_decode(uint8_t *out, long nbytes, const uint8_t *src, long srcle
 #if defined(__x86_64__)
 	if (isa == SPOOL_RANS_AVX512)
 		return rans_avx512(out, nbytes, src, srclen, state, t, used);
+	if (isa == SPOOL_RANS_AVX2)
+		return rans_avx2(out, nbytes, src, srclen, state, t, used);
 #elif defined(__aarch64__)
 	if (isa == SPOOL_RANS_NEON)
 		return rans_neon(out, nbytes, src, srclen, state, t, used);

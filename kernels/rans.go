@@ -1,5 +1,7 @@
 package kernels
 
+import "slices"
+
 // The decode loop of Spool's interleaved rANS coder (the format is
 // engine/rans's). The alphabet is the 16 nibbles: byte i of a block is
 // nibble 2i (its low four bits) then nibble 2i+1 (its high four bits), and
@@ -30,16 +32,49 @@ type RANSTable struct {
 }
 
 // RANSDecode decodes the nibbles of len(out) bytes from the lane states
-// and the renormalization bytes src. It stops early only when src runs
-// out: it returns the nibbles decoded (2*len(out) when it finished; the
-// byte of a nibble left half done is not written) and the bytes of src
-// consumed, and leaves the lane states in state. The caller checks the
-// outcome: a coded block is decoded when every nibble is, src is consumed
-// exactly and every state is back at RANSLow. Every state must start in
-// [RANSLow, 2^16).
+// and the renormalization bytes src, with the fastest loop this machine
+// runs (the last of RANSLoops). It stops early only when src runs out: it
+// returns the nibbles decoded (2*len(out) when it finished; the byte of a
+// nibble left half done is not written) and the bytes of src consumed, and
+// leaves the lane states in state. The caller checks the outcome: a coded
+// block is decoded when every nibble is, src is consumed exactly and every
+// state is back at RANSLow. Every state must start in [RANSLow, 2^16).
 func RANSDecode(out []byte, src []byte, state *[RANSLanes]uint16, table *RANSTable) (nibbles, used int) {
-	return ransDecode(out, src, state, table)
+	return ransLoops[len(ransLoops)-1].decode(out, src, state, table)
 }
+
+// RANSLoop is one implementation of RANSDecode: the Go reference, or a
+// loop of rans.c. All give identical results on any input.
+type RANSLoop struct {
+	name   string
+	decode func(out []byte, src []byte, state *[RANSLanes]uint16, table *RANSTable) (int, int)
+}
+
+// String names the loop: "go", or rans.c's instruction set.
+func (l RANSLoop) String() string {
+	if l.decode == nil {
+		return RANSFeatures()
+	}
+	return l.name
+}
+
+// Decode is RANSDecode with this loop; the zero RANSLoop is RANSDecode's.
+func (l RANSLoop) Decode(out []byte, src []byte, state *[RANSLanes]uint16, table *RANSTable) (nibbles, used int) {
+	if l.decode == nil {
+		return RANSDecode(out, src, state, table)
+	}
+	return l.decode(out, src, state, table)
+}
+
+// RANSLoops lists the decode loops this machine runs: the Go reference
+// first, RANSDecode's last.
+func RANSLoops() []RANSLoop { return slices.Clone(ransLoops) }
+
+// RANSFeatures names the rANS decode loop this machine runs.
+func RANSFeatures() string { return ransLoops[len(ransLoops)-1].name }
+
+// goRANSLoop is the Go reference.
+var goRANSLoop = RANSLoop{name: "go", decode: goRANSDecode}
 
 // goRANSDecode is the portable RANSDecode, and the reference the SIMD
 // loops must match on any input.

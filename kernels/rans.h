@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 // Decoders of spool_rans_decode: portable C (every target), AVX-512
-// F/BW/VBMI/VBMI2 with BMI2 (amd64), AVX2 with BMI2 (amd64) and NEON
+// F/BW/VBMI/VBMI2 with BMI2 (amd64), AVX2 (amd64) and NEON
 // (arm64, whatever isa says). All give identical results on any input.
 #define SPOOL_RANS_SCALAR 0
 #define SPOOL_RANS_AVX512 1

@@ -14,45 +14,39 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// ransISA picks the decode loop of rans.c: AVX-512 with VBMI2 and BMI2
-// where the CPU has them, NEON on arm64, else portable C.
-func ransISA() int {
+// ransLoops is RANSLoops: the Go reference, then the loops of rans.c this
+// CPU runs, the fastest last. It is set once and only read.
+var ransLoops = append([]RANSLoop{goRANSLoop}, cRANSLoops()...)
+
+// cRANSLoops lists the loops of rans.c this CPU runs: portable C, then
+// AVX2 and AVX-512 with VBMI2 and BMI2 where the CPU has them, or NEON on
+// arm64.
+func cRANSLoops() []RANSLoop {
+	isas := []int{C.SPOOL_RANS_SCALAR}
 	if runtime.GOARCH == "arm64" {
-		return C.SPOOL_RANS_NEON
+		isas = append(isas, C.SPOOL_RANS_NEON)
+	} else {
+		x := cpu.X86
+		if x.HasAVX2 && x.HasPOPCNT {
+			isas = append(isas, C.SPOOL_RANS_AVX2)
+		}
+		if x.HasAVX512F && x.HasAVX512BW && x.HasAVX512VBMI && x.HasAVX512VBMI2 && x.HasBMI2 && x.HasPOPCNT {
+			isas = append(isas, C.SPOOL_RANS_AVX512)
+		}
 	}
-	x := cpu.X86
-	if x.HasAVX512F && x.HasAVX512BW && x.HasAVX512VBMI && x.HasAVX512VBMI2 && x.HasBMI2 && x.HasPOPCNT {
-		return C.SPOOL_RANS_AVX512
+	names := map[int]string{
+		C.SPOOL_RANS_SCALAR: "scalar C (cgo)",
+		C.SPOOL_RANS_AVX2:   "avx2 (cgo)",
+		C.SPOOL_RANS_AVX512: "avx512 vbmi2 (cgo)",
+		C.SPOOL_RANS_NEON:   "neon (cgo)",
 	}
-	return C.SPOOL_RANS_SCALAR
-}
-
-// ransISAs lists the decode loops this CPU can run, portable C first.
-func ransISAs() []int {
-	if isa := ransISA(); isa != C.SPOOL_RANS_SCALAR {
-		return []int{C.SPOOL_RANS_SCALAR, isa}
+	var loops []RANSLoop
+	for _, isa := range isas {
+		loops = append(loops, RANSLoop{name: names[isa], decode: func(out []byte, src []byte, state *[RANSLanes]uint16, table *RANSTable) (int, int) {
+			return ransDecodeISA(out, src, state, table, isa)
+		}})
 	}
-	return []int{C.SPOOL_RANS_SCALAR}
-}
-
-// ransISAName names a decode loop of rans.c.
-func ransISAName(isa int) string {
-	switch isa {
-	case C.SPOOL_RANS_AVX512:
-		return "avx512 vbmi2 (cgo)"
-	case C.SPOOL_RANS_AVX2:
-		return "avx2 (cgo)"
-	case C.SPOOL_RANS_NEON:
-		return "neon (cgo)"
-	}
-	return "scalar C (cgo)"
-}
-
-// RANSFeatures names the rANS decode loop this machine runs.
-func RANSFeatures() string { return ransISAName(ransISA()) }
-
-func ransDecode(out []byte, src []byte, state *[RANSLanes]uint16, table *RANSTable) (int, int) {
-	return ransDecodeISA(out, src, state, table, ransISA())
+	return loops
 }
 
 func ransDecodeISA(out []byte, src []byte, state *[RANSLanes]uint16, table *RANSTable, isa int) (int, int) {

@@ -43,10 +43,17 @@ func normalRANSTable() *RANSTable {
 	return ransTableOf([RANSSymbols]int{0, 1, 1, 1, 3, 7, 15, 23, 26, 23, 15, 7, 3, 1, 1, 1})
 }
 
-// TestRANSDecodeISAs: every decode loop of rans.c gives the portable Go
-// loop's bytes, states, nibble count and consumption on arbitrary input,
-// streams cut short anywhere included.
+// TestRANSDecodeISAs: every decode loop of rans.c gives the Go
+// reference's bytes, states, nibble count and consumption on arbitrary
+// input, streams cut short anywhere included.
 func TestRANSDecodeISAs(t *testing.T) {
+	loops := RANSLoops()
+	if len(loops) < 2 || loops[0].String() != "go" {
+		t.Fatalf("loops %v: want the Go reference first, then rans.c's", loops)
+	}
+	if s := loops[len(loops)-1].String(); s != RANSFeatures() {
+		t.Fatalf("RANSFeatures %q is not the last loop, %q", RANSFeatures(), s)
+	}
 	rng := rand.New(rand.NewPCG(11, 12))
 	for trial := 0; trial < 400; trial++ {
 		tab := randomRANSTable(rng)
@@ -68,13 +75,13 @@ func TestRANSDecodeISAs(t *testing.T) {
 		want := make([]byte, n)
 		ws := st0
 		wNib, wUsed := goRANSDecode(want, src, &ws, tab)
-		for _, isa := range ransISAs() {
+		for _, loop := range loops[1:] {
 			got := make([]byte, n)
 			gs := st0
-			gNib, gUsed := ransDecodeISA(got, src, &gs, tab, isa)
+			gNib, gUsed := loop.Decode(got, src, &gs, tab)
 			if gNib != wNib || gUsed != wUsed || gs != ws || !bytes.Equal(got[:wNib/2], want[:wNib/2]) {
 				t.Fatalf("trial %d (%d bytes, %d of stream) %s: nibbles %d/%d used %d/%d states equal %v bytes equal %v",
-					trial, n, len(src), ransISAName(isa), gNib, wNib, gUsed, wUsed, gs == ws, bytes.Equal(got[:wNib/2], want[:wNib/2]))
+					trial, n, len(src), loop, gNib, wNib, gUsed, wUsed, gs == ws, bytes.Equal(got[:wNib/2], want[:wNib/2]))
 			}
 		}
 	}
@@ -92,12 +99,8 @@ func BenchmarkRANSDecode(b *testing.B) {
 	for i := range src {
 		src[i] = byte(rng.Uint32())
 	}
-	for _, isa := range append([]int{-1}, ransISAs()...) {
-		name := "go"
-		if isa >= 0 {
-			name = ransISAName(isa)
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, loop := range RANSLoops() {
+		b.Run(loop.String(), func(b *testing.B) {
 			b.SetBytes(n)
 			var used int
 			for range b.N {
@@ -105,11 +108,7 @@ func BenchmarkRANSDecode(b *testing.B) {
 				for l := range st {
 					st[l] = RANSLow
 				}
-				if isa < 0 {
-					_, used = goRANSDecode(out, src, &st, tab)
-				} else {
-					_, used = ransDecodeISA(out, src, &st, tab, isa)
-				}
+				_, used = loop.Decode(out, src, &st, tab)
 			}
 			b.ReportMetric(float64(used)/n, "in/out")
 		})

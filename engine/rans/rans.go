@@ -234,11 +234,23 @@ func (d *Decoder) Reset(t *Table) error {
 	return nil
 }
 
+// Loop is one implementation of the decode loop (the kernels'): the Go
+// reference or a SIMD loop. The zero Loop is the fastest this machine runs.
+type Loop = kernels.RANSLoop
+
+// Loops lists the decode loops this machine runs, the Go reference first
+// and the zero Loop's last. All decode every block identically; they
+// differ in speed (spool bench stream measures each).
+func Loops() []Loop { return kernels.RANSLoops() }
+
 // Decode decodes the coded block src into exactly len(out) bytes. It
 // returns an error wrapping ErrCorrupt, and never panics, when src is not
 // the coded form of len(out) bytes: states out of range, bytes missing or
 // left over, or final states other than the encoder's start.
-func (d *Decoder) Decode(out, src []byte) error {
+func (d *Decoder) Decode(out, src []byte) error { return d.DecodeWith(Loop{}, out, src) }
+
+// DecodeWith is Decode with the decode loop l.
+func (d *Decoder) DecodeWith(l Loop, out, src []byte) error {
 	if len(src) < StateBytes {
 		return fmt.Errorf("%w: %d bytes is shorter than the %d bytes of states", ErrCorrupt, len(src), StateBytes)
 	}
@@ -250,7 +262,7 @@ func (d *Decoder) Decode(out, src []byte) error {
 		}
 	}
 	stream := src[StateBytes:]
-	nibbles, used := kernels.RANSDecode(out, stream, &x, &d.tab)
+	nibbles, used := l.Decode(out, stream, &x, &d.tab)
 	if nibbles < 2*len(out) {
 		return fmt.Errorf("%w: the stream ends at byte %d of %d", ErrCorrupt, nibbles/2, len(out))
 	}

@@ -56,12 +56,14 @@ func roundTrip(t *testing.T, src []byte) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := make([]byte, len(src))
-	if err := d.Decode(out, enc); err != nil {
-		t.Fatalf("decode of %d bytes: %v", len(src), err)
-	}
-	if !bytes.Equal(out, src) {
-		t.Fatalf("decode of %d bytes differs", len(src))
+	for _, l := range Loops() {
+		out := make([]byte, len(src))
+		if err := d.DecodeWith(l, out, enc); err != nil {
+			t.Fatalf("%s: decode of %d bytes: %v", l, len(src), err)
+		}
+		if !bytes.Equal(out, src) {
+			t.Fatalf("%s: decode of %d bytes differs", l, len(src))
+		}
 	}
 	return enc
 }
@@ -285,8 +287,8 @@ func FuzzDecode(f *testing.F) {
 }
 
 // BenchmarkDecode decodes per-row int4 codes of normal weights (GLM-5.2's
-// statistics) in 64 KiB blocks, as packed experts hold them: bytes/s is
-// rebuilt output per core.
+// statistics) in 64 KiB blocks, as packed experts hold them, with every
+// decode loop: bytes/s is rebuilt output per core.
 func BenchmarkDecode(b *testing.B) {
 	src := gaussianCodes(rand.New(rand.NewPCG(1, 1)), 4<<20, 6144)
 	tab := tableFor(b, src)
@@ -301,13 +303,16 @@ func BenchmarkDecode(b *testing.B) {
 	}
 	d, _ := NewDecoder(tab)
 	out := make([]byte, block)
-	b.SetBytes(int64(len(src)))
-	b.ResetTimer()
-	for range b.N {
-		for _, enc := range blocks {
-			if err := d.Decode(out, enc); err != nil {
-				b.Fatal(err)
+	for _, l := range Loops() {
+		b.Run(l.String(), func(b *testing.B) {
+			b.SetBytes(int64(len(src)))
+			for range b.N {
+				for _, enc := range blocks {
+					if err := d.DecodeWith(l, out, enc); err != nil {
+						b.Fatal(err)
+					}
+				}
 			}
-		}
+		})
 	}
 }
