@@ -3,9 +3,10 @@
 // Decode loops of the interleaved rANS coder over nibbles (rans.go has the
 // format and the Go reference): 256 lanes of 16-bit states, 7-bit
 // probabilities, one renormalization byte at most per decode, read in lane
-// order. Each loop runs whole steps without bounds checks only while at
-// least LANES bytes remain (a step reads at most one per lane), then
-// finishes in rans_checked, which stops where the bytes run out.
+// order. Each loop runs whole steps without bounds checks only while
+// enough bytes remain for a step's loads (a step reads at most one byte
+// per lane), then finishes in rans_checked, which stops where the bytes
+// run out.
 
 #include "rans.h"
 

@@ -42,7 +42,8 @@ func cRANSLoops() []RANSLoop {
 	}
 	var loops []RANSLoop
 	for _, isa := range isas {
-		loops = append(loops, RANSLoop{name: names[isa], decode: func(out []byte, src []byte, state *[RANSLanes]uint16, table *RANSTable) (int, int) {
+		fast := isa == C.SPOOL_RANS_AVX512 || isa == C.SPOOL_RANS_NEON
+		loops = append(loops, RANSLoop{name: names[isa], fast: fast, decode: func(out []byte, src []byte, state *[RANSLanes]uint16, table *RANSTable) (int, int) {
 			return ransDecodeISA(out, src, state, table, isa)
 		}})
 	}

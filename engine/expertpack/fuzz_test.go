@@ -2,8 +2,12 @@ package expertpack
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -107,6 +111,22 @@ func FuzzParseRecord(f *testing.F) {
 	})
 }
 
+// TestIndexVersion: a pack of another format version (version 1: byte
+// rANS, 32 lanes) is refused with an error naming both versions.
+func TestIndexVersion(t *testing.T) {
+	x := &Index{Sources: []Source{{Name: "out-00001.safetensors", Size: 1 << 30}}}
+	b := x.encode()
+	binary.LittleEndian.PutUint32(b[8:], 1)
+	binary.LittleEndian.PutUint32(b[28:], crc32.Checksum(b[:28], castagnoli))
+	_, err := ParseIndex(b, 1<<20)
+	if !errors.Is(err, ErrVersion) || errors.Is(err, ErrCorrupt) {
+		t.Fatalf("%v: want ErrVersion, not ErrCorrupt", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "version 1") || !strings.Contains(msg, fmt.Sprintf("version %d", packVersion)) {
+		t.Fatalf("%q does not name both versions", msg)
+	}
+}
+
 func FuzzParseIndex(f *testing.F) {
 	x := &Index{
 		Sources: []Source{{Name: "out-00001.safetensors", Size: 1 << 30, ModTime: 12345}},
@@ -118,8 +138,8 @@ func FuzzParseIndex(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte, size int64) {
 		x, err := ParseIndex(b, size)
 		if err != nil {
-			if !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("%v does not wrap ErrCorrupt", err)
+			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrVersion) {
+				t.Fatalf("%v wraps neither ErrCorrupt nor ErrVersion", err)
 			}
 			return
 		}

@@ -130,7 +130,7 @@ func ParseIndex(b []byte, fileSize int64) (*Index, error) {
 		return nil, corrupt("header checksum %08x, stored %08x", got, want)
 	}
 	if v := binary.LittleEndian.Uint32(b[8:]); v != packVersion {
-		return nil, corrupt("version %d, this reader takes %d (run spool pack again)", v, packVersion)
+		return nil, fmt.Errorf("%w %d; this Spool reads version %d (spool pack rewrites the pack)", ErrVersion, v, packVersion)
 	}
 	for _, c := range b[32:packHeader] {
 		if c != 0 {

@@ -50,6 +50,11 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // not what this package writes.
 var ErrCorrupt = errors.New("expertpack: corrupt pack")
 
+// ErrVersion is wrapped by the error for a pack file of another format
+// version (an older Spool's): spool pack rewrites such a pack, and until
+// then its experts are read from the shards.
+var ErrVersion = errors.New("expertpack: pack format version")
+
 func corrupt(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...)
 }
