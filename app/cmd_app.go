@@ -27,8 +27,10 @@ type appFlags struct {
 	apiKey   string
 	memory   string
 	context  int
-	gpu      gpuFlag
-	remote   remoteFlags
+	// promptCache is --prompt-cache and --prompt-cache-max.
+	promptCache promptCacheFlags
+	gpu         gpuFlag
+	remote      remoteFlags
 }
 
 func newAppCmd() *cobra.Command {
@@ -59,6 +61,7 @@ memory budget, context) apply at the next start; flags override them.`,
 	fl.StringVar(&f.apiKey, "api-key", "", "require this API key (default: the saved setting or $SPOOL_API_KEY)")
 	fl.StringVar(&f.memory, "memory", "", "memory budget, e.g. 24GiB (default: the saved setting or the machine's memory)")
 	fl.IntVar(&f.context, "context", 0, "context length per sequence in tokens (default: the saved setting or 4096)")
+	f.promptCache.register(fl)
 	f.gpu.register(fl)
 	f.remote.register(fl)
 	return cmd
@@ -192,14 +195,19 @@ func (rt *appRuntime) config() (hostConfig, error) {
 	if f.context != 0 {
 		s.Context = f.context
 	}
+	pc, err := f.promptCache.resolve()
+	if err != nil {
+		return hostConfig{}, err
+	}
 	return hostConfig{
-		Remote:    rcfg,
-		ModelDir:  dir,
-		Server:    server.Config{Host: s.Host, Port: s.Port, APIKey: s.APIKey, ModelID: modelIDFor(dir)},
-		Memory:    memoryFlags{memory: s.Memory},
-		Context:   s.Context,
-		UsagePath: usagePath(dir),
-		GPU:       gpuMode,
+		Remote:      rcfg,
+		ModelDir:    dir,
+		Server:      server.Config{Host: s.Host, Port: s.Port, APIKey: s.APIKey, ModelID: modelIDFor(dir)},
+		Memory:      memoryFlags{memory: s.Memory},
+		Context:     s.Context,
+		UsagePath:   usagePath(dir),
+		PromptCache: pc,
+		GPU:         gpuMode,
 	}, nil
 }
 

@@ -19,17 +19,18 @@ import (
 const exitNoFit = 3
 
 type fitFlags struct {
-	model      string
-	config     string
-	groupSize  int
-	indexer    bool
-	noMTP      bool
-	context    int
-	sequences  int
-	batchRows  int
-	threads    int
-	jsonOut    bool
-	memoryArgs memoryFlags
+	model       string
+	config      string
+	groupSize   int
+	indexer     bool
+	noMTP       bool
+	context     int
+	sequences   int
+	batchRows   int
+	threads     int
+	jsonOut     bool
+	memoryArgs  memoryFlags
+	promptCache promptCacheFlags
 }
 
 func newFitCmd() *cobra.Command {
@@ -67,6 +68,7 @@ converter's group-64 int4 instead.`,
 	fl.IntVar(&f.threads, "threads", runtime.GOMAXPROCS(0), "worker threads planned for (default: this machine's)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print one JSON object")
 	f.memoryArgs.register(fl)
+	f.promptCache.register(fl)
 	cmd.MarkFlagsMutuallyExclusive("model", "config")
 	cmd.MarkFlagsOneRequired("model", "config")
 	return cmd
@@ -96,6 +98,13 @@ func runFit(cmd *cobra.Command, f *fitFlags) error {
 	opts.Context, opts.Sequences, opts.BatchRows, opts.Threads = f.context, f.sequences, f.batchRows, f.threads
 	if f.context <= 0 || f.sequences <= 0 || f.threads <= 0 || f.batchRows < 0 {
 		return fmt.Errorf("--context, --sequences and --threads must be positive and --batch-rows not negative (got %d, %d, %d, %d)", f.context, f.sequences, f.threads, f.batchRows)
+	}
+	pc, err := f.promptCache.resolve()
+	if err != nil {
+		return err
+	}
+	if opts.PromptCache, err = pc.planMemory(cfg, w); err != nil {
+		return err
 	}
 	p, err := plan.New(cfg, w, opts)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -11,10 +12,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spoolhq/spool/engine/chat"
+	"github.com/spoolhq/spool/engine/experts"
 	"github.com/spoolhq/spool/engine/generate"
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/engine/plan"
+	"github.com/spoolhq/spool/native"
 )
 
 type runFlags struct {
@@ -35,6 +38,7 @@ type runFlags struct {
 	stream      bool
 	speculative bool
 	mem         memoryFlags
+	promptCache promptCacheFlags
 	gpu         gpuFlag
 }
 
@@ -68,6 +72,7 @@ func newRunCmd() *cobra.Command {
 	fl.BoolVar(&f.stream, "stream", false, "stream routed experts from disk even when they all fit in memory")
 	fl.BoolVar(&f.speculative, "speculative", false, "draft tokens with the MTP layer and verify them in one forward (default: on when experts stream from disk, where a forward costs reads; off when the whole model is in memory, where it costs compute)")
 	f.mem.register(fl)
+	f.promptCache.register(fl)
 	f.gpu.register(fl)
 	cmd.MarkFlagsMutuallyExclusive("prompt", "chat", "prompt-ids")
 	cmd.MarkFlagsOneRequired("prompt", "chat", "prompt-ids")
@@ -76,8 +81,13 @@ func newRunCmd() *cobra.Command {
 
 // runResult is the --json output of spool run.
 type runResult struct {
-	Model                  string  `json:"model"`
-	PromptTokens           int     `json:"prompt_tokens"`
+	Model        string `json:"model"`
+	PromptTokens int    `json:"prompt_tokens"`
+	// Prompt cache: the prompt tokens not forwarded (restored from the
+	// prompt cache), and those whose blocks this run added to it.
+	CachedTokens           int     `json:"cached_tokens"`
+	CacheCreationTokens    int     `json:"cache_creation_tokens"`
+	PromptCache            string  `json:"prompt_cache,omitempty"`
 	CompletionTokens       int     `json:"completion_tokens"`
 	TokenIDs               []int   `json:"token_ids"`
 	Text                   string  `json:"text"`
@@ -120,6 +130,12 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	if f.maxTokens <= 0 {
 		return fmt.Errorf("--max-tokens must be positive, got %d", f.maxTokens)
 	}
+	pc, err := f.promptCache.resolve()
+	if err != nil {
+		return err
+	}
+	// Only trouble is worth a line on a one-shot command's terminal.
+	pc.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	gpuMode, err := f.gpu.check()
 	if err != nil {
 		return err
@@ -133,7 +149,9 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	}
 	g := openGPU(gpuMode, cmd.ErrOrStderr())
 	defer g.Close() // on the way out before the load; a no-op after the Close below
-	p, err := g.plan(func(dev *plan.GPUDevice) (*plan.Plan, error) { return planOpened(lm.dir, &f.mem, f.context, 1, dev) })
+	p, err := g.plan(func(dev *plan.GPUDevice) (*plan.Plan, error) {
+		return planOpened(lm.dir, &f.mem, pc, f.context, 1, dev)
+	})
 	if err != nil {
 		lm.Close()
 		return err
@@ -162,11 +180,23 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	}
 	defer lm.Close()
 	defer g.Close() // before the model's memory goes
+	var pool *native.ReadPool
+	if s, ok := lm.dir.Experts.(*experts.Streamed); ok {
+		pool = s.ReadPool()
+	}
+	cache, err := pc.open(lm.dir, p, pool)
+	if err != nil {
+		return err
+	}
+	if cache != nil {
+		// Closing writes the blocks to disk, for the next run.
+		defer cache.Close()
+	}
 	m := lm.dir.Model
 	g.attach(m, p)
 	loadTime := time.Since(loadStart)
 
-	params := generate.Params{MaxTokens: f.maxTokens, StopTokens: cfg.EOSTokenIDs, Speculative: speculate && m.HasMTP(), PrefillChunk: p.PrefillChunk}
+	params := generate.Params{MaxTokens: f.maxTokens, StopTokens: cfg.EOSTokenIDs, Speculative: speculate && m.HasMTP(), PrefillChunk: p.PrefillChunk, PromptCache: cache}
 	params.Sampling = samplingFor(cfg.Generation.DoSample, cfg.Generation.Temperature, cfg.Generation.TopP, cfg.Generation.TopK)
 	if f.temperature >= 0 {
 		params.Temperature = f.temperature
@@ -197,13 +227,19 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	}
 	if !f.jsonOut {
 		fmt.Fprintln(out, dec.Flush())
-		fmt.Fprintf(cmd.ErrOrStderr(), "\n%d prompt tokens, %d generated (%s); prefill %.0f tok/s, decode %.1f tok/s\n",
-			len(prompt), len(res.Tokens), res.FinishReason, tokensPerSecond(len(prompt)-res.CachedTokens, res.PrefillTime), res.DecodeTokensPerSecond())
+		cached := ""
+		if res.CachedTokens > 0 {
+			cached = fmt.Sprintf(" (%d from the prompt cache)", res.CachedTokens)
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "\n%d prompt tokens%s, %d generated (%s); prefill %.0f tok/s, decode %.1f tok/s\n",
+			len(prompt), cached, len(res.Tokens), res.FinishReason, tokensPerSecond(len(prompt)-res.CachedTokens, res.PrefillTime), res.DecodeTokensPerSecond())
 		return nil
 	}
 	r := runResult{
 		Model:                  dir,
 		PromptTokens:           len(prompt),
+		CachedTokens:           res.CachedTokens,
+		CacheCreationTokens:    res.CacheCreationTokens,
 		CompletionTokens:       len(res.Tokens),
 		TokenIDs:               res.Tokens,
 		Text:                   lm.tokenizer.Decode(res.Tokens, true),
@@ -230,6 +266,9 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	}
 	if peak, err := peakRSS(); err == nil {
 		r.PeakRSSBytes = peak
+	}
+	if cache != nil {
+		r.PromptCache = pc.Dir
 	}
 	if r.TokenIDs == nil {
 		r.TokenIDs = []int{}

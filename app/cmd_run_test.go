@@ -89,3 +89,38 @@ func TestRunRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestRunPromptCache: a second spool run whose prompt begins with the
+// first's restores that prefix from the prompt cache's disk tier (a new
+// process each time) and prints the tokens a run without the cache prints,
+// greedy and seeded, with and without MTP speculation.
+func TestRunPromptCache(t *testing.T) {
+	refs, _ := fixtures.LoadRefs(t, "glm52-mini")
+	model := fixtures.Path(t, "glm52-mini")
+	prompt := refs.Cases[len(refs.Cases)-1].PromptIDs
+	turn := append(slices.Clone(prompt), 39, 40, 41)
+	run := func(cache string, ids []int, extra ...string) runResult {
+		t.Helper()
+		args := append([]string{"--model", model, "--prompt-ids", idsFlag(ids), "--max-tokens", "10", "--prompt-cache", cache, "--json"}, extra...)
+		out, err := runRunCmd(t, args...)
+		var r runResult
+		if err != nil || json.Unmarshal([]byte(out), &r) != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		return r
+	}
+	for _, extra := range [][]string{{"--temperature", "0"}, {"--temperature", "0.8", "--seed", "3", "--speculative"}} {
+		dir := t.TempDir()
+		want := run("off", turn, extra...)
+		if first := run(dir, prompt, extra...); first.CachedTokens != 0 || first.CacheCreationTokens < len(prompt)/16*16 || first.PromptCache != dir {
+			t.Errorf("%v: first run %+v", extra, first)
+		}
+		got := run(dir, turn, extra...)
+		if got.CachedTokens < len(prompt)/16*16 || !slices.Equal(got.TokenIDs, want.TokenIDs) {
+			t.Errorf("%v: %d cached tokens, tokens %v; without the cache %v", extra, got.CachedTokens, got.TokenIDs, want.TokenIDs)
+		}
+	}
+	if out, err := runRunCmd(t, "--model", model, "--prompt", "hi", "--prompt-cache", "off", "--prompt-cache-max", "1GiB"); err == nil || !strings.Contains(err.Error(), "--prompt-cache-max needs a prompt cache") {
+		t.Errorf("--prompt-cache-max with the cache off: %v\n%s", err, out)
+	}
+}

@@ -80,6 +80,7 @@ type serveFlags struct {
 	noMTP        bool
 	noDSA        bool
 	mem          memoryFlags
+	promptCache  promptCacheFlags
 	gpu          gpuFlag
 	remote       remoteFlags
 }
@@ -96,6 +97,11 @@ binding any other address requires --api-key (or $SPOOL_API_KEY).
 
 Memory is planned before loading (--memory, --expert-cache): routed experts
 stream from disk through the expert cache the plan leaves.
+
+Prompt prefixes are cached (--prompt-cache, --prompt-cache-max): a request
+that begins like an earlier one, even one served before a restart, restores
+that prefix's state instead of reading it again, and its usage reports the
+cached tokens.
 
 With --remote URL no model is loaded: the API forwards to that
 OpenAI-compatible server (vLLM, SGLang, another Spool; see docs/remote.md),
@@ -125,6 +131,7 @@ only.`,
 	fl.BoolVar(&f.noMTP, "no-mtp", false, "do not load the MTP draft layer (no speculative decoding)")
 	fl.BoolVar(&f.noDSA, "no-dsa", false, "dense attention even where the DSA indexer would select")
 	f.mem.register(fl)
+	f.promptCache.register(fl)
 	f.gpu.register(fl)
 	f.remote.register(fl)
 	return cmd
@@ -148,21 +155,26 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	if err := server.CheckBind(f.host, f.apiKey); err != nil {
 		return err
 	}
+	pc, err := f.promptCache.resolve()
+	if err != nil {
+		return err
+	}
 	cfg := hostConfig{
 		ModelDir: dir,
 		Server: server.Config{
 			Host: f.host, Port: f.port, APIKey: f.apiKey, ModelID: f.modelID,
 			AllowedOrigins: f.origins, AllowedHosts: f.allowedHosts, MaxTokens: f.maxTokens,
 		},
-		Memory:    f.mem,
-		Context:   f.context,
-		MaxBatch:  f.maxBatch,
-		MaxQueue:  f.maxQueue,
-		NoMTP:     f.noMTP,
-		NoDSA:     f.noDSA,
-		UsagePath: usagePath(dir),
-		GPU:       f.gpu.mode,
-		Remote:    rcfg,
+		Memory:      f.mem,
+		Context:     f.context,
+		MaxBatch:    f.maxBatch,
+		MaxQueue:    f.maxQueue,
+		NoMTP:       f.noMTP,
+		NoDSA:       f.noDSA,
+		UsagePath:   usagePath(dir),
+		PromptCache: pc,
+		GPU:         f.gpu.mode,
+		Remote:      rcfg,
 	}
 	if rcfg.URL == "" {
 		if cfg.Context, err = serveContext(dir, cfg); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"os"
 	"path/filepath"
 
@@ -11,8 +12,11 @@ import (
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/experts"
+	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/engine/plan"
+	"github.com/spoolhq/spool/engine/promptcache"
+	"github.com/spoolhq/spool/engine/scheduler"
 	"github.com/spoolhq/spool/engine/tokenizer"
 )
 
@@ -121,4 +125,81 @@ func streamedExperts(p *plan.Plan, usage string) func(context.Context, *containe
 		}
 		return experts.NewStreamed(ctx, c, cfg, layers, opts)
 	}
+}
+
+// engine is a loaded model with its memory plan, its streamed expert tier,
+// its prompt cache and the scheduler that serves it: what the host serves
+// and what spool bench prompt-cache measures, built the same way for both.
+type engine struct {
+	lm    *loadedModel
+	plan  *plan.Plan
+	src   *experts.Streamed
+	cache *promptcache.Cache // nil with the prompt cache off
+	gpu   *gpuBackend        // prefill's device, or why there is none
+	sched *scheduler.Scheduler
+}
+
+// openEngine checks every file and plans the memory for cfg before any
+// weight is read, then loads the model with the streamed expert tier (its
+// telemetry feeds the heat map and its usage history pins the hot
+// experts), opens the prompt cache and builds the scheduler (not yet
+// running). progress, when set, hears the loading steps.
+func openEngine(ctx context.Context, cfg hostConfig, progress func(detail string, fraction float64)) (*engine, error) {
+	if progress == nil {
+		progress = func(string, float64) {}
+	}
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = defaultMaxBatch
+	}
+	gpuMode, err := (&gpuFlag{mode: cfg.GPU}).check()
+	if err != nil {
+		return nil, err
+	}
+	lm, err := openModel(cfg.ModelDir)
+	if err != nil {
+		return nil, err
+	}
+	g := openGPU(gpuMode, log.Writer())
+	p, err := g.plan(func(dev *plan.GPUDevice) (*plan.Plan, error) { return hostPlan(lm.dir, cfg, dev) })
+	if err != nil {
+		g.Close()
+		lm.Close()
+		return nil, err
+	}
+	progress("loading weights", 0.2)
+	setMemoryLimit(p)
+	err = lm.load(ctx, modeldir.Options{
+		Model:   plannedModel(p, model.Options{DisableMTP: cfg.NoMTP, DisableDSA: cfg.NoDSA}),
+		Experts: streamedExperts(p, cfg.UsagePath),
+	})
+	if err != nil {
+		g.Close()
+		return nil, err
+	}
+	e := &engine{lm: lm, plan: p, src: lm.dir.Experts.(*experts.Streamed), gpu: g}
+	// Restores read through the expert tier's pool.
+	if e.cache, err = cfg.PromptCache.open(lm.dir, p, e.src.ReadPool()); err != nil {
+		g.Close()
+		lm.Close()
+		return nil, err
+	}
+	g.attach(lm.dir.Model, p)
+	e.sched = scheduler.New(lm.dir.Model, scheduler.Config{
+		MaxBatch: cfg.MaxBatch, MaxQueue: cfg.MaxQueue, ContextLength: p.Context, PrefillChunk: p.PrefillChunk,
+		IdleSequences: cfg.IdleSequences, PromptCache: e.cache,
+	})
+	return e, nil
+}
+
+// Close releases the engine once its scheduler has stopped: the prompt
+// cache first (it writes the blocks only in memory to disk, reading
+// nothing more through the expert tier's pool), then the GPU device
+// (before the model's memory goes), then the model.
+func (e *engine) Close() error {
+	var err error
+	if e.cache != nil {
+		err = e.cache.Close()
+	}
+	e.gpu.Close()
+	return errors.Join(err, e.lm.Close())
 }

@@ -4,15 +4,10 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"log"
 	"net"
 	"strconv"
 	"sync"
 
-	"github.com/spoolhq/spool/engine/experts"
-	"github.com/spoolhq/spool/engine/model"
-	"github.com/spoolhq/spool/engine/modeldir"
-	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/engine/remote"
 	"github.com/spoolhq/spool/engine/scheduler"
 	"github.com/spoolhq/spool/engine/server"
@@ -42,10 +37,16 @@ type hostConfig struct {
 	MaxBatch int
 	// MaxQueue bounds requests waiting for a slot (0: the scheduler's default).
 	MaxQueue int
-	NoMTP    bool
-	NoDSA    bool
+	// IdleSequences is the finished sequences kept for prefix reuse (0:
+	// the scheduler's default; negative: none).
+	IdleSequences int
+	NoMTP         bool
+	NoDSA         bool
 	// UsagePath is the routed-expert usage history ("" keeps none).
 	UsagePath string
+	// PromptCache is the prompt cache's disk tier (or off); the plan sizes
+	// its memory tier.
+	PromptCache promptCacheSetup
 	// GPU is the --gpu mode ("" is auto).
 	GPU string
 	// Remote, when its URL is set, is a remote engine to forward to
@@ -219,50 +220,26 @@ func (h *engineHost) run(ctx context.Context, cfg hostConfig) error {
 	if err := server.CheckBind(cfg.Server.Host, cfg.Server.APIKey); err != nil {
 		return err
 	}
-	if cfg.MaxBatch <= 0 {
-		cfg.MaxBatch = defaultMaxBatch
-	}
-	// Every file is checked and the memory planned before any weight is
-	// read.
-	gpuMode, err := (&gpuFlag{mode: cfg.GPU}).check()
-	if err != nil {
-		return err
-	}
-	lm, err := openModel(cfg.ModelDir)
-	if err != nil {
-		return err
-	}
-	g := openGPU(gpuMode, log.Writer())
-	p, err := g.plan(func(dev *plan.GPUDevice) (*plan.Plan, error) { return hostPlan(lm.dir, cfg, dev) })
-	if err != nil {
-		g.Close()
-		lm.Close()
-		return err
-	}
-
-	// The streamed tier always serves the host: its telemetry feeds the
-	// heat map, and its usage history pins the hot experts.
-	h.set(hostStatus{State: hostLoading, Detail: "loading weights", Progress: 0.2})
-	setMemoryLimit(p)
-	err = lm.load(ctx, modeldir.Options{
-		Model:   plannedModel(p, model.Options{DisableMTP: cfg.NoMTP, DisableDSA: cfg.NoDSA}),
-		Experts: streamedExperts(p, cfg.UsagePath),
+	e, err := openEngine(ctx, cfg, func(detail string, progress float64) {
+		h.set(hostStatus{State: hostLoading, Detail: detail, Progress: progress})
 	})
 	if err != nil {
-		g.Close()
 		return err
 	}
-	defer lm.Close()
-	defer g.Close() // before the model's memory goes
-	src := lm.dir.Experts.(*experts.Streamed)
+	defer e.Close()
+	lm, p, src, cache, sched := e.lm, e.plan, e.src, e.cache, e.sched
 
 	h.set(hostStatus{State: hostLoading, Detail: "starting the server", Progress: 0.9})
 	m := lm.dir.Model
-	g.attach(m, p)
-	sched := scheduler.New(m, scheduler.Config{MaxBatch: cfg.MaxBatch, MaxQueue: cfg.MaxQueue, ContextLength: p.Context, PrefillChunk: p.PrefillChunk})
 	eng := server.Engine{
 		Scheduler: sched, Tokenizer: lm.tokenizer, Template: lm.template, Experts: src,
-		Extra: func() map[string]any { return map[string]any{"plan": p, "tiers": src.Stats(), "gpu": g.Status()} },
+		Extra: func() map[string]any {
+			extra := map[string]any{"plan": p, "tiers": src.Stats(), "gpu": e.gpu.Status()}
+			if cache != nil {
+				extra["prompt_cache"] = cache.Stats()
+			}
+			return extra
+		},
 	}
 	if eng.Constraints, err = server.GrammarConstraints(lm.tokenizer, m.Config().EOSTokenIDs); err != nil {
 		return err

@@ -17,28 +17,32 @@ import (
 )
 
 // Memory planning for the commands that load a model (run, serve, app):
-// the --memory and --expert-cache flags, the plan of an opened model, and
-// what the plan sizes at load (the forwards' limits, the Go memory limit).
+// the --memory and --expert-cache flags, the plan of an opened model (with
+// its prompt cache), and what the plan sizes at load (the forwards' limits,
+// the Go memory limit).
 
 // planOpened plans running the model whose headers d holds open (before any
 // weight is read) with the --memory and --expert-cache flags m; it returns
 // the plan, or a *plan.FitError carrying the table and a suggestion when
 // not even one expert cache slot per layer fits. spool run calls it before
 // loading. gpu is the device prefill runs on (nil: the CPU).
-func planOpened(d *modeldir.Dir, m *memoryFlags, context, sequences int, gpu *plan.GPUDevice) (*plan.Plan, error) {
+func planOpened(d *modeldir.Dir, m *memoryFlags, pc promptCacheSetup, context, sequences int, gpu *plan.GPUDevice) (*plan.Plan, error) {
 	w, err := plan.FromContainer(d.Container, d.Config, d.Summary)
 	if err != nil {
 		return nil, err
 	}
-	return planWeights(d.Config, w, m, context, sequences, gpu)
+	return planWeights(d.Config, w, m, pc, context, sequences, gpu)
 }
 
-func planWeights(cfg *config.Config, w plan.Weights, m *memoryFlags, context, sequences int, gpu *plan.GPUDevice) (*plan.Plan, error) {
+func planWeights(cfg *config.Config, w plan.Weights, m *memoryFlags, pc promptCacheSetup, context, sequences int, gpu *plan.GPUDevice) (*plan.Plan, error) {
 	opts, err := m.options()
 	if err != nil {
 		return nil, err
 	}
 	opts.Context, opts.Sequences, opts.GPU = context, sequences, gpu
+	if opts.PromptCache, err = pc.planMemory(cfg, w); err != nil {
+		return nil, err
+	}
 	p, err := plan.New(cfg, w, opts)
 	if err != nil {
 		return nil, err
@@ -110,6 +114,9 @@ func hostPlan(d *modeldir.Dir, cfg hostConfig, gpu *plan.GPUDevice) (*plan.Plan,
 	opts.Context = min(opts.Context, mc.MaxPositionEmbeddings)
 	opts.Sequences = max(cfg.MaxBatch, 1)
 	opts.GPU = gpu
+	if opts.PromptCache, err = cfg.PromptCache.planMemory(mc, w); err != nil {
+		return nil, err
+	}
 	p, err := plan.New(mc, w, opts)
 	if err != nil {
 		return nil, err

@@ -59,18 +59,20 @@ type Decoder struct {
 	done      bool
 	finished  bool
 
-	mtp     *mtpQueue // nil without speculation
-	touched model.ExpertSet
-	started time.Time
-	first   time.Time // the first token was sampled
+	mtp      *mtpQueue // nil without speculation
+	restored bool      // Restore has run
+	touched  model.ExpertSet
+	started  time.Time
+	first    time.Time // the first token was sampled
 }
 
 // NewDecoder starts generating a continuation of prompt in seq, with the
 // MTP layer's forwards run by r (the runner of the main forwards). Tokens of
 // prompt already cached in seq (a common prefix) are reused and the rest of
-// seq is trimmed; at least one prompt token is always forwarded. onToken
-// (may be nil) receives every generated token; an error from it ends the
-// generation and is returned by Consume.
+// seq is trimmed; Restore adds what the prompt cache holds beyond them; at
+// least one prompt token is always forwarded. onToken (may be nil)
+// receives every generated token; an error from it ends the generation and
+// is returned by Consume.
 func NewDecoder(r *model.Runner, seq *kvcache.Sequence, prompt []int, p Params, onToken func(Token) error) (*Decoder, error) {
 	m := r.Model()
 	if err := p.Validate(prompt, m.Config().VocabSize); err != nil {
@@ -82,9 +84,7 @@ func NewDecoder(r *model.Runner, seq *kvcache.Sequence, prompt []int, p Params, 
 	if p.PrefillChunk == 0 {
 		p.PrefillChunk = DefaultPrefillChunk
 	}
-	common := commonPrefix(seq.Tokens(), prompt[:len(prompt)-1])
-	seq.Trim(common)
-	seq.TrimMTP(0)
+	common := reusePrefix(seq, prompt)
 	d := &Decoder{
 		r: r, m: m, seq: seq, prompt: prompt, p: p, onToken: onToken,
 		sampler:   NewSampler(p.Sampling),
@@ -98,8 +98,22 @@ func NewDecoder(r *model.Runner, seq *kvcache.Sequence, prompt []int, p Params, 
 	if p.Speculative && m.HasMTP() {
 		d.mtp = newMTPQueue(m.Config().HiddenSize)
 	}
-	d.progress(common)
 	return d, nil
+}
+
+// reusePrefix keeps the longest prefix of prompt (all of it but the last
+// token) that seq holds and drops the rest, with the MTP row that consumed
+// a token the prompt does not have after that prefix. It returns the
+// prefix's length.
+func reusePrefix(seq *kvcache.Sequence, prompt []int) int {
+	held := seq.Tokens()
+	n := commonPrefix(held, prompt[:len(prompt)-1])
+	sameNext := len(held) > n && held[n] == prompt[n]
+	seq.Trim(n)
+	if !sameNext && seq.MTPEnd() == n && seq.MTP().Len() > 0 {
+		seq.TrimMTP(seq.MTP().Len() - 1)
+	}
+	return n
 }
 
 func commonPrefix(a, b []int) int {
@@ -139,6 +153,9 @@ func (d *Decoder) Next(ctx context.Context, speculate bool) (model.Request, erro
 	case d.inflight > 0:
 		return model.Request{}, errors.New("generate: the previous request was not consumed")
 	case d.next < 0:
+		if err := d.Restore(ctx); err != nil {
+			return model.Request{}, err
+		}
 		from := d.prefilled
 		n := min(d.p.PrefillChunk, len(d.prompt)-from)
 		d.inflight = n
@@ -152,13 +169,20 @@ func (d *Decoder) Next(ctx context.Context, speculate bool) (model.Request, erro
 	d.draft = -1
 	tokens := d.row[:1]
 	tokens[0] = d.next
-	if speculate && d.mtp != nil && d.mtp.n > 0 && d.pos+2 <= d.seq.Limit() {
+	switch {
+	case d.mtp == nil || d.mtp.n == 0:
+	case speculate && d.pos+2 <= d.seq.Limit():
 		draft, err := d.draftNext(ctx)
 		if err != nil {
 			return model.Request{}, fmt.Errorf("generate: MTP draft: %w", err)
 		}
 		d.draft = draft
 		tokens = append(tokens, draft)
+	case d.mtp.n >= MaxPendingMTP-1:
+		// Not drafting (batched): absorb before the queue overflows.
+		if _, err := d.absorbPending(ctx); err != nil {
+			return model.Request{}, fmt.Errorf("generate: MTP layer: %w", err)
+		}
 	}
 	d.inflight = len(tokens)
 	return model.Request{Seq: d.seq, Tokens: tokens, AllLogits: true}, nil
@@ -180,7 +204,7 @@ func (d *Decoder) Consume(ctx context.Context, out model.Output, cost Cost) erro
 	d.res.DecodeTokens += n
 	d.res.DecodeExpertBytes += cost.ExpertBytes
 	if d.mtp != nil {
-		d.mtp.push(d.pos, out.Hidden[0])
+		d.pushMTP(d.pos, out.Hidden[0])
 	}
 	if ended, err := d.take(out.Logits[0]); ended || err != nil {
 		return err
@@ -193,16 +217,16 @@ func (d *Decoder) Consume(ctx context.Context, out model.Output, cost Cost) erro
 		return nil
 	}
 	d.res.DraftsAccepted++
-	d.mtp.push(d.pos+1, out.Hidden[1])
+	d.pushMTP(d.pos+1, out.Hidden[1])
 	_, err := d.take(out.Logits[1])
 	return err
 }
 
 // consumePrefill takes a prompt chunk's output: the MTP layer absorbs the
-// chunk's rows whose next token is known, and after the last chunk the
-// first token is sampled (before the MTP layer's forward reuses the
-// buffers the logits live in) and emitted once the MTP layer has absorbed
-// the prompt.
+// chunk's rows whose next token is known, the chunk's blocks join the
+// prompt cache, and after the last chunk the first token is sampled
+// (before the MTP layer's forward reuses the buffers the logits live in)
+// and emitted once the MTP layer has absorbed the prompt.
 func (d *Decoder) consumePrefill(ctx context.Context, out model.Output, cost Cost, n int) error {
 	from := d.prefilled
 	d.prefilled += n
@@ -222,6 +246,7 @@ func (d *Decoder) consumePrefill(ctx context.Context, out model.Output, cost Cos
 			return fmt.Errorf("generate: MTP prompt pass: %w", err)
 		}
 	}
+	d.storePrompt(ctx, from, out.Hidden)
 	if !last {
 		return nil
 	}
@@ -290,8 +315,14 @@ func (d *Decoder) emit(tok int, tl *Token) (bool, error) {
 // Finish ends the generation (if it has not ended) and leaves the cache
 // as the plain path does whatever happened: the prompt and every emitted
 // token but the last (the last too when a stop ended generation, since it
-// was forwarded to sample the stop). It is safe to call more than once.
-func (d *Decoder) Finish() {
+// was forwarded to sample the stop). The MTP layer then absorbs the hidden
+// states still pending (so that a next turn on the sequence continues it)
+// and the sequence's blocks join the prompt cache; ctx bounds that work
+// (an ended ctx skips the MTP layer's forward and any wait for the cache).
+// It runs forwards in the decoder's runner: call it when no other
+// output of that runner is still to be consumed. It is safe to call more
+// than once.
+func (d *Decoder) Finish(ctx context.Context) {
 	if d.finished {
 		return
 	}
@@ -304,14 +335,13 @@ func (d *Decoder) Finish() {
 		}
 	}
 	d.seq.Trim(keep)
-	if d.mtp != nil {
-		d.mtp.n = 0
-	}
 	if d.first.IsZero() {
 		d.res.PrefillTime = time.Since(d.started)
 	} else {
 		d.res.DecodeTime = time.Since(d.first)
 	}
+	d.res.CacheCreationTokens = min(d.res.CacheCreationTokens, max(len(d.prompt)-d.res.CachedTokens, 0))
+	d.keepState(ctx)
 }
 
 // progress reports done of the prompt's tokens cached.

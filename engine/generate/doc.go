@@ -3,9 +3,13 @@
 // logits (logit bias, presence and frequency penalties, logprobs, the
 // constraint's mask), samples, stops (stop tokens, a completed constraint,
 // the token limit, the context limit) and speculates with the model's MTP
-// layer, which also absorbs the prompt chunk by chunk. Generate drives one
-// Decoder alone (spool run); engine/scheduler drives many and forwards
-// their rows together. Either way a sequence's tokens are the same.
+// layer, which also absorbs the prompt chunk by chunk. It restores the
+// prompt's cached prefix from the prompt cache (engine/promptcache) before
+// the prefill and stores the sequence's blocks into it, MTP state included
+// (the MTP cache continues the main one a position behind). Generate
+// drives one Decoder alone (spool run); engine/scheduler drives many and
+// forwards their rows together. Either way, restored or computed, a
+// sequence's tokens are the same.
 //
 // It does not render prompts, detokenize or queue requests.
 package generate

@@ -15,10 +15,18 @@ type Result struct {
 	StopToken    int // -1 unless a stop token ended generation
 	FinishReason string
 	PromptTokens int
-	// CachedTokens is how many prompt tokens were already in the sequence.
+	// CachedTokens is how many prompt tokens were not forwarded: held by
+	// the sequence (a common prefix) or restored from the prompt cache.
 	CachedTokens int
-	PrefillTime  time.Duration // start to the first token
-	DecodeTime   time.Duration // first token to the end
+	// RestoredTokens is the part of CachedTokens restored from the prompt
+	// cache, in RestoreTime (which PrefillTime includes).
+	RestoredTokens int
+	RestoreTime    time.Duration
+	// CacheCreationTokens is the prompt tokens past CachedTokens whose
+	// blocks the generation added to the prompt cache.
+	CacheCreationTokens int
+	PrefillTime         time.Duration // start to the first token
+	DecodeTime          time.Duration // first token to the end
 	// DecodeTokens counts tokens forwarded after the prefill.
 	DecodeTokens int
 	// DraftsProposed and DraftsAccepted count MTP speculation.
@@ -61,6 +69,10 @@ func Generate(ctx context.Context, m *model.Model, seq *kvcache.Sequence, prompt
 	if err != nil {
 		return nil, err
 	}
+	if err := d.Restore(ctx); err != nil {
+		d.Finish(ctx)
+		return d.Result(), err
+	}
 	for !d.Done() {
 		phase := "decode"
 		if d.Prefilling() {
@@ -68,19 +80,19 @@ func Generate(ctx context.Context, m *model.Model, seq *kvcache.Sequence, prompt
 		}
 		req, err := d.Next(ctx, p.Speculative)
 		if err != nil {
-			d.Finish()
+			d.Finish(ctx)
 			return d.Result(), err
 		}
 		outs, cost, err := Forward(ctx, r, []model.Request{req})
 		if err != nil {
-			d.Finish()
+			d.Finish(ctx)
 			return d.Result(), fmt.Errorf("generate: %s: %w", phase, err)
 		}
 		if err := d.Consume(ctx, outs[0], cost); err != nil {
-			d.Finish()
+			d.Finish(ctx)
 			return d.Result(), err
 		}
 	}
-	d.Finish()
+	d.Finish(ctx)
 	return d.Result(), nil
 }

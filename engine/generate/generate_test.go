@@ -131,7 +131,10 @@ func TestStopsAndLimits(t *testing.T) {
 }
 
 // TestPrefixReuse: a second turn on the same sequence reuses the cached
-// prefix and gives the tokens a fresh sequence gives.
+// prefix and gives the tokens a fresh sequence gives. With speculation the
+// MTP cache continues too: the last reused token is forwarded again (its
+// hidden state is the MTP layer's next input) and the drafts are those of
+// a fresh run.
 func TestPrefixReuse(t *testing.T) {
 	m := openMini(t)
 	ctx := context.Background()
@@ -148,15 +151,22 @@ func TestPrefixReuse(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if again.CachedTokens != len(prompt)+len(first.Tokens)-1 {
-			t.Errorf("speculative=%v: %d cached tokens reused, want %d", spec, again.CachedTokens, len(prompt)+len(first.Tokens)-1)
+		want := len(prompt) + len(first.Tokens) - 1
+		if spec {
+			want--
 		}
-		fresh, err := generate.Generate(ctx, m, m.NewSequence(0), turn2, generate.Params{MaxTokens: 6}, nil)
+		if again.CachedTokens != want {
+			t.Errorf("speculative=%v: %d cached tokens reused, want %d", spec, again.CachedTokens, want)
+		}
+		fresh, err := generate.Generate(ctx, m, m.NewSequence(0), turn2, p, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Equal(again.Tokens, fresh.Tokens) {
 			t.Errorf("speculative=%v: reused prefix gave %v, fresh %v", spec, again.Tokens, fresh.Tokens)
+		}
+		if again.DraftsProposed != fresh.DraftsProposed || again.DraftsAccepted != fresh.DraftsAccepted {
+			t.Errorf("speculative=%v: drafts %d/%d after reuse, %d/%d fresh", spec, again.DraftsAccepted, again.DraftsProposed, fresh.DraftsAccepted, fresh.DraftsProposed)
 		}
 	}
 }

@@ -22,16 +22,22 @@ var fixtureModels sync.Map // name/limits -> *modeldir.Dir
 // per test binary.
 func openLimited(t *testing.T, name string, lim model.Limits) *model.Model {
 	t.Helper()
+	return openDir(t, name, lim).Model
+}
+
+// openDir is openLimited's model directory.
+func openDir(t *testing.T, name string, lim model.Limits) *modeldir.Dir {
+	t.Helper()
 	key := fmt.Sprintf("%s/%+v", name, lim)
 	if d, ok := fixtureModels.Load(key); ok {
-		return d.(*modeldir.Dir).Model
+		return d.(*modeldir.Dir)
 	}
 	d, err := modeldir.Open(context.Background(), fixtures.Path(t, name), modeldir.Options{Model: model.Options{Limits: lim}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	fixtureModels.Store(key, d)
-	return d.Model
+	return d
 }
 
 // TestLongPromptChunks generates from each fixture's long prompt (past

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/spoolhq/spool/engine/promptcache"
 )
 
 // Finish reasons.
@@ -52,10 +54,18 @@ type Params struct {
 	// times; the memory plan sizes it.
 	PrefillChunk int
 	// OnPrefill, when set, is called with the prompt tokens whose state is
-	// in the cache (reused ones included) and the prompt length: once when
-	// the generation starts, then after every decoder layer of every prompt
-	// chunk. It runs on the generating goroutine and must not block.
+	// in the cache (reused and restored ones included) and the prompt
+	// length: once when the generation starts (after Restore), then after
+	// every decoder layer of every prompt chunk. It runs on the generating
+	// goroutine and must not block.
 	OnPrefill func(done, total int)
+
+	// PromptCache, when set, is the prompt cache the generation restores
+	// the longest cached prefix of its prompt from (Decoder.Restore) and
+	// stores its sequence's blocks into, after every prompt chunk and at
+	// the end. Restored state gives exactly the tokens computed state
+	// gives.
+	PromptCache *promptcache.Cache
 }
 
 // processed reports whether the logits change before sampling.

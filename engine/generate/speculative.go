@@ -8,14 +8,21 @@ import (
 
 // MaxPendingMTP bounds the hidden states a sequence keeps for its MTP layer
 // to absorb: while a request decodes batched with others it does not draft,
-// and its oldest states are dropped past this bound (the drafts get a
-// shorter memory, the tokens do not change). The memory plan counts it
-// (plan.MTPPendingRows).
+// and its MTP layer absorbs the pending states without drafting before
+// they reach this bound. The memory plan counts it (plan.MTPPendingRows).
 const MaxPendingMTP = 64
 
+// The MTP layer's cache continues the main model's one position behind:
+// row p consumes the hidden state of position p and the token at p+1, so
+// when the sequence holds positions [0, n) the MTP cache holds rows up to
+// n-2 and the hidden state of n-1 waits for the token at n. The decoder
+// keeps the MTP cache's rows contiguous and, unless state was missing
+// (MTPFrom past 0), starting at position 0, which is what lets the prompt
+// cache store and restore it with the main cache's blocks.
+
 // mtpQueue holds copies of the final-normed hidden states of consecutive
-// positions from, from+1, ... that the MTP layer has not absorbed; each
-// pairs with the token one position later.
+// positions from, from+1, ... that the MTP layer has not absorbed (from is
+// the MTP cache's end); each pairs with the token one position later.
 type mtpQueue struct {
 	from, n int
 	hidden  int
@@ -32,29 +39,51 @@ func newMTPQueue(hidden int) *mtpQueue {
 	return q
 }
 
-// push appends the hidden state of position pos (copied). A position that
-// does not follow the queue's last restarts it; a full queue drops its
-// oldest.
-func (q *mtpQueue) push(pos int, h []float32) {
-	if q.n > 0 && pos != q.from+q.n {
+// pushMTP queues a copy of the hidden state of position pos. A position
+// that does not continue the MTP cache and the queue (not expected: the
+// decoder keeps them contiguous) starts the MTP layer over there.
+func (d *Decoder) pushMTP(pos int, h []float32) {
+	q := d.mtp
+	if pos != d.seq.MTPEnd()+q.n || q.n == MaxPendingMTP {
 		q.n = 0
+		d.seq.ResetMTP(pos)
 	}
 	if q.n == 0 {
 		q.from = pos
-	}
-	if q.n == MaxPendingMTP {
-		copy(q.buf, q.buf[q.hidden:])
-		q.from++
-		q.n--
 	}
 	copy(q.rows[q.n], h)
 	q.n++
 }
 
-// draftNext lets the MTP layer absorb every pending hidden state, the
-// newest paired with the token about to be forwarded, and returns its
-// prediction of the token after that one: the draft.
-func (d *Decoder) draftNext(ctx context.Context) (int, error) {
+// absorbMTP runs the MTP layer over hidden states of the positions from the
+// MTP cache's end on, pairing hidden[j] with next[j] (the token one
+// position later), in forwards of at most PrefillChunk rows. It returns the
+// logits of the last row (its prediction of the token after next's last),
+// a view of the runner's buffers.
+func (d *Decoder) absorbMTP(ctx context.Context, hidden [][]float32, next []int) ([]float32, error) {
+	var logits [][]float32
+	for off := 0; off < len(hidden); off += d.p.PrefillChunk {
+		end := min(off+d.p.PrefillChunk, len(hidden))
+		var err error
+		logits, _, err = d.r.MTPForward(ctx, model.MTPRequest{Seq: d.seq, Pos: d.seq.MTPEnd(), Hidden: hidden[off:end], Next: next[off:end], LastOnly: true})
+		if err != nil {
+			return nil, err
+		}
+		if d.Prefilling() {
+			d.touched.Union(d.r.LastExperts())
+		}
+	}
+	if logits == nil {
+		return nil, nil
+	}
+	return logits[0], nil
+}
+
+// absorbPending lets the MTP layer absorb every pending hidden state, the
+// newest paired with the token about to be forwarded, and returns the
+// prediction of the token after that one. Blocks whose last hidden state
+// was among them join the prompt cache with their MTP state.
+func (d *Decoder) absorbPending(ctx context.Context) ([]float32, error) {
 	q := d.mtp
 	tokens := d.seq.Tokens()
 	for j := range q.n {
@@ -65,19 +94,25 @@ func (d *Decoder) draftNext(ctx context.Context) (int, error) {
 		}
 	}
 	before := d.m.ExpertBytesRead()
-	var draft int
-	for off := 0; off < q.n; off += d.p.PrefillChunk {
-		end := min(off+d.p.PrefillChunk, q.n)
-		logits, _, err := d.r.MTPForward(ctx, model.MTPRequest{Seq: d.seq, Pos: q.from + off, Hidden: q.rows[off:end], Next: q.next[off:end], LastOnly: true})
-		if err != nil {
-			return 0, err
-		}
-		draft = Argmax(logits[0])
-	}
+	logits, err := d.absorbMTP(ctx, q.rows[:q.n], q.next[:q.n])
 	d.res.DecodeExpertBytes += d.m.ExpertBytesRead() - before
+	if err != nil {
+		return nil, err
+	}
+	d.storeDecoded(ctx, q.from, q.n)
 	q.n = 0
+	return logits, nil
+}
+
+// draftNext absorbs the pending hidden states and returns the MTP layer's
+// prediction of the token after the one about to be forwarded: the draft.
+func (d *Decoder) draftNext(ctx context.Context) (int, error) {
+	logits, err := d.absorbPending(ctx)
+	if err != nil {
+		return 0, err
+	}
 	d.res.DraftsProposed++
-	return draft, nil
+	return Argmax(logits), nil
 }
 
 // absorbPrompt runs the MTP layer over a prompt chunk's rows (positions
@@ -87,16 +122,18 @@ func (d *Decoder) draftNext(ctx context.Context) (int, error) {
 func (d *Decoder) absorbPrompt(ctx context.Context, from int, hidden [][]float32, last bool) error {
 	n := len(hidden)
 	if last {
-		// Copy the waiting row before the MTP forward reuses its buffer.
-		d.mtp.push(from+n-1, hidden[n-1])
 		n--
 	}
-	if n == 0 {
-		return nil
+	if n > 0 {
+		before := d.m.ExpertBytesRead()
+		_, err := d.absorbMTP(ctx, hidden[:n], d.prompt[from+1:from+n+1])
+		d.res.PrefillExpertBytes += d.m.ExpertBytesRead() - before
+		if err != nil {
+			return err
+		}
 	}
-	before := d.m.ExpertBytesRead()
-	_, _, err := d.r.MTPForward(ctx, model.MTPRequest{Seq: d.seq, Pos: from, Hidden: hidden[:n], Next: d.prompt[from+1 : from+n+1], LastOnly: true})
-	d.res.PrefillExpertBytes += d.m.ExpertBytesRead() - before
-	d.touched.Union(d.r.LastExperts())
-	return err
+	if last {
+		d.pushMTP(from+n, hidden[n])
+	}
+	return nil
 }

@@ -13,9 +13,8 @@ import (
 //
 // The MTP rows lag the main rows by one position because MTP row p consumes
 // token p+1: a block's MTP rows are exactly those its own tokens and the
-// tokens before them determine. Export and import of MTP rows assume the
-// sequence's MTP cache is position-aligned (its row p belongs to position
-// p); the caller vouches for that by asking for them.
+// tokens before them determine. Rows are found by position (the MTP cache
+// may start past 0, see Sequence.MTPFrom).
 
 // MainFloats is the number of float32 values one token's main-model state
 // occupies in a block: every layer's KV row and indexer key.
@@ -49,8 +48,8 @@ func (g Geometry) BlockFloats(from, to int, mtp bool) int {
 
 // ExportBlock appends the block of tokens [from, to) to dst and returns the
 // extended slice. With mtp the block carries the MTP rows of positions
-// [max(from-1, 0), to-1), which the MTP cache must hold; without, the MTP
-// cache is not read.
+// [max(from-1, 0), to-1), which the MTP cache must hold (HasMTPRows);
+// without, the MTP cache is not read.
 func (s *Sequence) ExportBlock(dst []float32, from, to int, mtp bool) ([]float32, error) {
 	if from < 0 || to <= from || to > s.Len() {
 		return dst, fmt.Errorf("kvcache: export of tokens [%d, %d) from a sequence of %d", from, to, s.Len())
@@ -72,10 +71,10 @@ func (s *Sequence) ExportBlock(dst []float32, from, to int, mtp bool) ([]float32
 			return dst, fmt.Errorf("kvcache: export of MTP rows from a sequence without an MTP cache")
 		}
 		lo, hi := BlockMTPRange(from, to)
-		if s.mtp.n < hi {
-			return dst, fmt.Errorf("kvcache: export of MTP rows [%d, %d): the MTP cache holds %d", lo, hi, s.mtp.n)
+		if !s.HasMTPRows(lo, hi) {
+			return dst, fmt.Errorf("kvcache: export of MTP rows [%d, %d): the MTP cache holds [%d, %d)", lo, hi, s.mtpFrom, s.MTPEnd())
 		}
-		dst = append(dst, s.mtp.KV[lo*W:hi*W]...)
+		dst = append(dst, s.mtp.KV[(lo-s.mtpFrom)*W:(hi-s.mtpFrom)*W]...)
 	}
 	return dst, nil
 }
@@ -89,9 +88,9 @@ func (s *Sequence) ExportBlock(dst []float32, from, to int, mtp bool) ([]float32
 // whole changes nothing.
 //
 // MTP rows are appended when the block carries them, the sequence has an MTP
-// cache, and that cache continues within the block's MTP range (it holds
+// cache, and that cache continues within the block's MTP range (it ends
 // between max(from-1, 0) and the block's last MTP position); ImportBlock
-// reports whether the MTP cache then holds every row up to position
+// reports whether the MTP cache then holds every row from position 0 up to
 // from+len(tokens)-2, that is, whether it is still aligned with the main
 // cache after this block.
 func (s *Sequence) ImportBlock(from int, tokens []int, block []float32, mtp bool) (mtpAligned bool, err error) {
@@ -109,8 +108,9 @@ func (s *Sequence) ImportBlock(from int, tokens []int, block []float32, mtp bool
 		return false, fmt.Errorf("kvcache: import of tokens [%d, %d): the sequence holds other tokens there", from, to)
 	}
 	lo, hi := BlockMTPRange(from, to)
+	aligned := func() bool { return s.HasMTPRows(0, hi) }
 	if n >= to {
-		return g.MTP && s.mtp.n >= hi, nil
+		return aligned(), nil
 	}
 	if to > s.limit {
 		return false, &ContextError{Have: n, Add: to - n, Limit: s.limit}
@@ -135,12 +135,12 @@ func (s *Sequence) ImportBlock(from int, tokens []int, block []float32, mtp bool
 	}
 	s.tokens = append(s.tokens, tokens[n-from:]...)
 	if mtp && g.MTP {
-		if m := s.mtp.n; m >= lo && m <= hi {
+		if m := s.MTPEnd(); m >= lo && m <= hi {
 			s.mtp.KV = appendRows(s.mtp.KV, block[off+(m-lo)*W:off+(hi-lo)*W], W, s.limit)
-			s.mtp.n = hi
+			s.mtp.n = hi - s.mtpFrom
 		}
 	}
-	return g.MTP && s.mtp.n >= hi, nil
+	return aligned(), nil
 }
 
 // indexer reports whether layer l stores indexer keys.

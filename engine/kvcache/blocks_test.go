@@ -162,3 +162,46 @@ func TestBlockErrors(t *testing.T) {
 		t.Error("import into a sequence mid-forward accepted")
 	}
 }
+
+// TestMTPCacheFromAPosition: an MTP cache that starts past 0 finds its
+// rows by position; export, import and trim follow positions, and only a
+// cache that holds every row from 0 reports itself aligned.
+func TestMTPCacheFromAPosition(t *testing.T) {
+	src := filled(t, blockGeo, 48, 47)
+	W := blockGeo.MTPFloats()
+	late := filled(t, blockGeo, 48, 0)
+	late.ResetMTP(10)
+	for p := 10; p < 47; p++ {
+		late.MTP().Append(src.MTP().KV[p*W:(p+1)*W], nil)
+	}
+	if late.MTPFrom() != 10 || late.MTPEnd() != 47 || !late.HasMTPRows(15, 47) || late.HasMTPRows(9, 20) {
+		t.Fatalf("from %d end %d", late.MTPFrom(), late.MTPEnd())
+	}
+	if _, err := late.ExportBlock(nil, 0, 16, true); err == nil {
+		t.Error("exported MTP rows the cache does not hold")
+	}
+	got, err := late.ExportBlock(nil, 16, 32, true)
+	want, _ := src.ExportBlock(nil, 16, 32, true)
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("block [16, 32) from a late MTP cache differs (err %v)", err)
+	}
+	// Importing continues the late cache; it is still not aligned.
+	dst := filled(t, blockGeo, 16, 0)
+	dst.ResetMTP(15)
+	if aligned, err := dst.ImportBlock(16, src.Tokens()[16:32], want, true); err != nil || aligned || dst.MTPEnd() != 31 || dst.MTP().Len() != 16 {
+		t.Fatalf("late import: aligned %v, end %d, rows %d, err %v", aligned, dst.MTPEnd(), dst.MTP().Len(), err)
+	}
+	if !slices.Equal(dst.MTP().KV, src.MTP().KV[15*W:31*W]) {
+		t.Error("imported MTP rows differ")
+	}
+	// Trim keeps the rows of positions below n; below the start it empties
+	// the cache, which then starts at n.
+	late.Trim(30)
+	if late.MTPEnd() != 30 || late.MTPFrom() != 10 {
+		t.Errorf("trim 30: MTP [%d, %d)", late.MTPFrom(), late.MTPEnd())
+	}
+	late.Trim(4)
+	if late.MTPEnd() != 4 || late.MTPFrom() != 4 || late.MTP().Len() != 0 {
+		t.Errorf("trim 4: MTP [%d, %d)", late.MTPFrom(), late.MTPEnd())
+	}
+}

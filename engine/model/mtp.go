@@ -29,12 +29,14 @@ func (m *Model) MTPForward(ctx context.Context, req MTPRequest) (logits, out [][
 	return r.MTPForward(ctx, req)
 }
 
-// MTPForward runs the multi-token-prediction layer over req's rows. The
-// MTP layer attends densely over its own cache (the rows absorbed so far,
-// whatever positions they had), to which the rows are appended. It returns
-// the logits of every row (or of the last row only, with LastOnly) and the
-// layer's output hidden states (pre shared_head.norm) of every row; both
-// are views of r's buffers, valid until r's next forward.
+// MTPForward runs the multi-token-prediction layer over req's rows, which
+// must continue the sequence's MTP cache (req.Pos is its MTPEnd). The MTP
+// layer attends densely over its own cache (the rows absorbed so far), to
+// which the rows are appended. It returns the logits of every row (or of
+// the last row only, with LastOnly) and the layer's output hidden states
+// (pre shared_head.norm) of every row; both are views of r's buffers,
+// valid until r's next forward. The hidden states of r's latest Forward
+// stay valid through it (its logits do not).
 func (r *Runner) MTPForward(ctx context.Context, req MTPRequest) (logits, out [][]float32, err error) {
 	m := r.m
 	seq, pos0, hidden, next, lastOnly := req.Seq, req.Pos, req.Hidden, req.Next, req.LastOnly
@@ -43,6 +45,9 @@ func (r *Runner) MTPForward(ctx context.Context, req MTPRequest) (logits, out []
 	}
 	if len(hidden) != len(next) || len(next) == 0 {
 		return nil, nil, fmt.Errorf("model: MTP needs one hidden state per token (%d hidden, %d tokens)", len(hidden), len(next))
+	}
+	if end := seq.MTPEnd(); pos0 != end {
+		return nil, nil, fmt.Errorf("model: MTP rows from position %d do not continue the MTP cache, which ends at %d", pos0, end)
 	}
 	c := m.cfg
 	H, R := c.HiddenSize, len(next)
@@ -86,10 +91,13 @@ func (r *Runner) MTPForward(ctx context.Context, req MTPRequest) (logits, out []
 		seq.TrimMTP(base)
 		return nil, nil, err
 	}
+	// The head norm goes to x (free once the layer is done) and the rows'
+	// headers are the MTP layer's own, so that the hidden states of the
+	// latest Forward (in hn, under hiddenRows) survive.
 	n := R - first
-	hn := ws.hn[:n*H]
+	hn := ws.x[:n*H]
 	r.normRows(hn, p.h[first*H:], m.mtp.headNorm, n)
 	lg := ws.logit[:n*c.VocabSize]
 	kernels.MatMul(lg, m.lmHead, hn, n)
-	return split(ws.logitRows, lg, c.VocabSize), split(ws.hiddenRows, p.h, H), nil
+	return split(ws.logitRows, lg, c.VocabSize), split(ws.mtpRows, p.h, H), nil
 }

@@ -39,7 +39,7 @@ type Runner struct {
 // NewRunner returns a runner with buffers for the model's Limits.
 func (m *Model) NewRunner() *Runner {
 	c := m.cfg
-	r := &Runner{m: m, ws: newWorkspace(c.HiddenSize, c.VocabSize, c.NumRoutedExperts, c.ExpertsPerToken, WidestMLP(c), m.limits), attn: newAttnWorkspace(m.attnLayout)}
+	r := &Runner{m: m, ws: newWorkspace(c.HiddenSize, c.VocabSize, c.NumRoutedExperts, c.ExpertsPerToken, WidestMLP(c), m.mtp != nil, m.limits), attn: newAttnWorkspace(m.attnLayout)}
 	r.touched.bits = make([]uint64, (len(ExpertLayers(c, m.mtp != nil))*c.NumRoutedExperts+63)/64)
 	return r
 }
@@ -62,14 +62,16 @@ const ExpertBlockRows = 64
 // valid until the next forward.
 type workspace struct {
 	planned bool
-	rows    int // rows the buffers hold
-	logits  int // logit rows the buffers hold
+	mtp     bool // the model has an MTP layer (mtpRows)
+	rows    int  // rows the buffers hold
+	logits  int  // logit rows the buffers hold
 
 	h, x, hn, ffn []float32 // [rows × hidden]
 	cat           []float32 // [rows × 2 hidden]: the MTP layer's input
 	emb           []float32 // [hidden]
 	logit         []float32 // [logits × vocab]
 	hiddenRows    [][]float32
+	mtpRows       [][]float32 // the MTP layer's output rows (hiddenRows stay the main forward's)
 	logitRows     [][]float32
 	rowState      []row
 
@@ -100,8 +102,8 @@ type mlpBuffers struct {
 }
 
 // newWorkspace sizes the buffers for lim; unplanned limits start empty.
-func newWorkspace(hidden, vocab, experts, perTok, inter int, lim Limits) *workspace {
-	w := &workspace{hidden: hidden, vocab: vocab, experts: experts, perTok: perTok}
+func newWorkspace(hidden, vocab, experts, perTok, inter int, mtp bool, lim Limits) *workspace {
+	w := &workspace{hidden: hidden, vocab: vocab, experts: experts, perTok: perTok, mtp: mtp}
 	w.usersStart = make([]int32, experts+1)
 	w.usersNext = make([]int32, experts)
 	w.union = make([]int, 0, experts)
@@ -157,6 +159,9 @@ func (w *workspace) grow(rows, logits int) {
 		w.ffn = make([]float32, rows*H)
 		w.cat = make([]float32, rows*2*H)
 		w.hiddenRows = make([][]float32, rows)
+		if w.mtp {
+			w.mtpRows = make([][]float32, rows)
+		}
 		w.rowState = make([]row, rows)
 		w.routerLogits = make([]float32, rows*w.experts)
 		w.routeIDs = make([]int, rows*k)
@@ -186,7 +191,7 @@ func split(headers [][]float32, flat []float32, width int) [][]float32 {
 func (r *Runner) BufferBytes() int64 {
 	w := r.ws
 	n := 4 * int64(cap(w.h)+cap(w.x)+cap(w.hn)+cap(w.ffn)+cap(w.cat)+cap(w.emb)+cap(w.logit)+cap(w.routerLogits)+cap(w.routeWeights)+cap(w.expertOut)+cap(w.score)+cap(w.choice)+cap(w.acc))
-	n += 24 * int64(cap(w.hiddenRows)+cap(w.logitRows))
+	n += 24 * int64(cap(w.hiddenRows)+cap(w.mtpRows)+cap(w.logitRows))
 	n += 32 * int64(cap(w.rowState))
 	n += 8 * int64(cap(w.routeIDs)+cap(w.union)+cap(w.order))
 	n += 4 * int64(cap(w.users)+cap(w.usersStart)+cap(w.usersNext))

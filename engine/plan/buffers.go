@@ -112,17 +112,19 @@ const (
 // activationItems is the runner's row buffers: per row the residual
 // stream, the normed input, the final norm and the MLP output (4 x
 // hidden), the per-(row, slot) expert outputs (experts_per_tok x hidden),
-// the router scores (experts), the MTP layer's input (2 x hidden), the
-// chosen experts and weights, and the row's state; plus the per-expert
-// bookkeeping of one forward.
+// the router scores (experts), the MTP layer's input (2 x hidden) and
+// output rows, the chosen experts and weights, and the row's state; plus
+// the per-expert bookkeeping of one forward.
 func activationItems(s Shape) []Item {
 	c := s.Config
 	H, E, k := int64(c.HiddenSize), int64(c.NumRoutedExperts), int64(c.ExpertsPerToken)
 	floats := 4*H + k*H + E
+	headers := int64(sliceHeader) // the output rows
 	if s.MTP {
 		floats += 2 * H
+		headers += sliceHeader // the MTP layer's output rows
 	}
-	perRow := f32Bytes*floats + k*(intBytes+2*f32Bytes) + rowBytes + sliceHeader
+	perRow := f32Bytes*floats + k*(intBytes+2*f32Bytes) + rowBytes + headers
 	perForward := 4*(E+1) + 4*E + intBytes*E + 2*f32Bytes*E + E + intBytes*k + 2*f32Bytes*H
 	return []Item{{ItemActivations, int64(s.Rows)*perRow + perForward,
 		fmt.Sprintf("%d rows x %s: a %d-token prompt chunk and a decode row per other sequence; per row the residual stream, normed input, final norm and MLP output (4 x hidden %d), expert outputs (experts_per_tok %d x hidden), router scores (%d experts)%s, routes",

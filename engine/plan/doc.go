@@ -5,9 +5,10 @@
 // resident weights, expert slabs (working bank, MTP bank, LRU and pinned
 // cache), compressed KV cache, one line per buffer that grows with the rows
 // of a forward, the context, the vocabulary, the experts or the threads,
-// and reserves — chooses the prefill chunk from the activation budget,
-// sizes the expert cache from what remains and the Go memory limit from the
-// heap lines. It refuses, with the table and a suggestion, a run in which
+// the prompt cache's memory tier and I/O buffers, and reserves — chooses
+// the prefill chunk from the activation budget, sizes the prompt cache's
+// memory tier (PromptCacheShare) and the expert cache from what remains and
+// the Go memory limit from the heap lines. It refuses, with the table and a suggestion, a run in which
 // not even one cache slot per expert layer fits.
 //
 // It reads no weights and makes no OS calls: the machine's memory and

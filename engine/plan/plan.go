@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/kvcache"
@@ -78,6 +79,12 @@ type Options struct {
 	RuntimeReserve int64
 	// OSReserve overrides DefaultOSReserve(Memory).
 	OSReserve int64
+	// PromptCache, when set, plans the prompt cache's lines: what
+	// promptcache.Footprint reports for its options (the cache is built
+	// after the plan, with Plan.PromptCacheBytes as its memory tier). A
+	// TierBytes of 0 lets the plan size the memory tier (see
+	// PromptCacheShare).
+	PromptCache *PromptCacheMemory
 	// GPU is the device prefill chunks run on (nil: the CPU). Its lines
 	// are the plan's (Plan.GPU); on unified memory they are lines of the
 	// process as well, and a discrete device's memory bounds the chunk.
@@ -143,7 +150,8 @@ type Plan struct {
 	// the buffers of the smallest chunk); the expert cache gets the rest.
 	ActivationBudgetBytes int64 `json:"activation_budget_bytes"`
 	// GoMemoryLimitBytes is the Go runtime's memory limit: every line the
-	// Go heap holds (KV cache, buffer lines, runtime reserve). Resident
+	// Go heap holds (KV cache, buffer lines, prompt cache, runtime
+	// reserve). Resident
 	// weights (an arena or the mapped shards) and expert slabs live
 	// outside the heap.
 	GoMemoryLimitBytes int64 `json:"go_memory_limit_bytes"`
@@ -157,6 +165,9 @@ type Plan struct {
 	SlotRowBytes       int64 `json:"slot_row_bytes"`
 	CacheSlotsPerLayer int   `json:"cache_slots_per_layer"`
 	ExpertCacheBytes   int64 `json:"expert_cache_bytes"`
+	// PromptCacheBytes is the prompt cache's memory tier cap (0 without
+	// a prompt cache or a memory tier).
+	PromptCacheBytes int64 `json:"prompt_cache_bytes"`
 
 	Items []Item `json:"items"`
 	// GPU is the GPU backend's lines for the prefill chunk, when prefill
@@ -300,11 +311,20 @@ func build(cfg *config.Config, w Weights, opts Options) (*Plan, error) {
 		fixed += it.Bytes
 	}
 	p.Items = append(p.Items, buffers...)
+	heap := buffers
+	if opts.PromptCache != nil {
+		prompt := p.promptCacheItems(*opts.PromptCache, fixed)
+		for _, it := range prompt {
+			fixed += it.Bytes
+		}
+		p.Items = append(p.Items, prompt...)
+		heap = append(slices.Clip(heap), prompt...)
+	}
 	p.size(fixed, opts.ExpertCache)
 	p.Items = append(p.Items, Item{ItemCache, p.ExpertCacheBytes, p.cacheDetail(w)})
 	p.PlannedProcessBytes = fixed + p.ExpertCacheBytes
 	p.GoMemoryLimitBytes = p.KVBytes + runtime
-	for _, it := range buffers {
+	for _, it := range heap {
 		if !gpuItem(it.Name) { // the GPU's memory is the driver's, not the Go heap
 			p.GoMemoryLimitBytes += it.Bytes
 		}

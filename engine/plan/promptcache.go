@@ -32,6 +32,26 @@ type PromptCacheMemory struct {
 	BlockBytes  int64
 }
 
+// PromptCacheShare is the memory tier's share of the memory the fixed
+// lines leave (which the expert cache takes otherwise): a sixteenth, and at
+// most the blocks of one sequence's full context. The disk tier holds the
+// rest: restoring from it reads the SSD at its bandwidth, while every
+// slot the expert cache loses costs reads on every token.
+const PromptCacheShare = 16
+
+// promptCacheItems sizes the memory tier of m when it asks the plan to
+// (TierBytes 0) from what fixed leaves, records it, and returns the lines.
+func (p *Plan) promptCacheItems(m PromptCacheMemory, fixed int64) []Item {
+	if m.TierBytes == 0 && m.BlockTokens > 0 && m.BlockBytes > 0 {
+		io := m.BacklogBytes + int64(m.ReadBuffers)*m.ReadBufferBytes + m.WriteBufferBytes
+		avail := max(p.MemoryLimitBytes-fixed-io, 0)
+		blocks := int64((p.Context + m.BlockTokens - 1) / m.BlockTokens)
+		m.TierBytes = min(blocks*m.BlockBytes, avail/PromptCacheShare) / m.BlockBytes * m.BlockBytes
+	}
+	p.PromptCacheBytes = m.TierBytes
+	return PromptCacheItems(m)
+}
+
 // PromptCacheItems are the prompt cache's lines of the plan: the memory
 // tier with its spill backlog, and the I/O buffers of the disk tier. A cache
 // with neither tier has no lines.

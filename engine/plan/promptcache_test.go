@@ -46,3 +46,47 @@ func TestPromptCacheBlockReal(t *testing.T) {
 		t.Errorf("block %d bytes, 16 x BytesPerToken %d", bytes, g.BytesPerToken()*16)
 	}
 }
+
+// TestPromptCachePlanned: a plan with a prompt cache sizes its memory tier
+// from what the fixed lines leave (a PromptCacheShare-th, at most one
+// context of blocks, whole blocks), counts its lines in the process and the
+// Go heap, and leaves the expert cache what remains; a fixed tier is kept.
+func TestPromptCachePlanned(t *testing.T) {
+	const block = 3 << 20
+	m := PromptCacheMemory{BacklogBytes: 67 << 20, ReadBuffers: 2, ReadBufferBytes: 6 << 20, WriteBufferBytes: block, BlockTokens: 16, BlockBytes: block}
+	base := realPlan(t, Options{Memory: 32 * gib, Context: 32768})
+	p := realPlan(t, Options{Memory: 32 * gib, Context: 32768, PromptCache: &m})
+	if !base.Fits || !p.Fits {
+		t.Fatalf("fits: %v %v", base.Fits, p.Fits)
+	}
+	tier, ok := p.Item(ItemPromptCache)
+	io, ok2 := p.Item(ItemPromptCacheIO)
+	if !ok || !ok2 {
+		t.Fatalf("no prompt cache lines: %+v", p.Items)
+	}
+	left := base.MemoryLimitBytes - (base.PlannedProcessBytes - base.ExpertCacheBytes) - m.BacklogBytes - io.Bytes
+	if p.PromptCacheBytes <= 0 || p.PromptCacheBytes%block != 0 || p.PromptCacheBytes > left/PromptCacheShare || p.PromptCacheBytes+block <= left/PromptCacheShare {
+		t.Errorf("memory tier %d of %d left", p.PromptCacheBytes, left)
+	}
+	if tier.Bytes != p.PromptCacheBytes+m.BacklogBytes || io.Bytes != 2*(6<<20)+block {
+		t.Errorf("lines %d and %d", tier.Bytes, io.Bytes)
+	}
+	// The expert cache comes in slot rows (GiB-sized): it may absorb the
+	// tier in its rounding, never exceed what is left.
+	if p.ExpertCacheBytes > base.ExpertCacheBytes || p.PlannedProcessBytes > p.MemoryLimitBytes || p.PlannedProcessBytes != base.PlannedProcessBytes+tier.Bytes+io.Bytes-(base.ExpertCacheBytes-p.ExpertCacheBytes) {
+		t.Errorf("expert cache %d (without the prompt cache %d), planned %d of %d", p.ExpertCacheBytes, base.ExpertCacheBytes, p.PlannedProcessBytes, p.MemoryLimitBytes)
+	}
+	if p.GoMemoryLimitBytes != base.GoMemoryLimitBytes+tier.Bytes+io.Bytes {
+		t.Errorf("Go memory limit %d, without the prompt cache %d", p.GoMemoryLimitBytes, base.GoMemoryLimitBytes)
+	}
+	// Plenty of memory: one context of blocks.
+	big := realPlan(t, Options{Memory: 512 * gib, Context: 4096, PromptCache: &m})
+	if big.PromptCacheBytes != 4096/16*block {
+		t.Errorf("512 GiB, 4096 tokens: tier %d, want one context of blocks %d", big.PromptCacheBytes, 4096/16*block)
+	}
+	fixed := m
+	fixed.TierBytes = 100 * block
+	if f := realPlan(t, Options{Memory: 32 * gib, PromptCache: &fixed}); f.PromptCacheBytes != fixed.TierBytes {
+		t.Errorf("fixed tier %d planned as %d", fixed.TierBytes, f.PromptCacheBytes)
+	}
+}

@@ -16,7 +16,7 @@
 // prefix to the next token. For GLM-5.2 a block is 3 MiB.
 //
 // Blocks live in two tiers. The memory tier is byte-capped (a line of the
-// memory plan: plan.PromptCacheItems(Footprint(opts))) and evicts least
+// memory plan, which sizes it: plan.Options.PromptCache) and evicts least
 // recently used blocks, the deepest of a prefix first. Evicted blocks, and
 // after SpillIdle of inactivity every block only in memory, are written to
 // the disk tier: a directory (DefaultDir, under the user's cache directory)
@@ -33,40 +33,45 @@
 //
 // # How the decode core calls it
 //
-// Setup, once per loaded model (host, spool run, server):
+// Setup, once per loaded model (the app's openEngine for serve and the
+// app, spool run):
 //
 //	id, _ := promptcache.IdentityOf(dir, version)
-//	opts := promptcache.Options{Identity: id, MemoryBytes: ..., Dir: ..., DiskBytes: ..., Pool: <the expert tier's read pool>}
-//	items := plan.PromptCacheItems(promptcache.Footprint(opts)) // lines of the memory plan
-//	cache, _ := promptcache.New(opts) // cache.Close() after the scheduler stops
+//	opts := promptcache.Options{Identity: id, Dir: ..., DiskBytes: ..., Pool: <the expert tier's read pool>}
+//	fp, _ := promptcache.Footprint(opts) // planOpts.PromptCache = &fp; p, _ := plan.New(...)
+//	opts.MemoryBytes = p.PromptCacheBytes // the plan sizes the memory tier
+//	cache, _ := promptcache.New(opts)     // cache.Close() after the scheduler stops
 //
-// Per request, on the decode goroutine:
+// Per request, engine/generate's Decoder (used alone by spool run and by
+// the scheduler for every request, batched or not):
 //
-//  1. Before prefill, after picking the sequence (a fresh one, or the idle
-//     sequence with the longest common prefix trimmed to it): when
-//     m := cache.Lookup(prompt) covers more than the sequence holds,
+//  1. Before prefill (Decoder.Restore), after keeping the prefix the
+//     sequence already holds: when m := cache.Lookup(prompt) covers more,
 //     r, err := cache.Restore(ctx, seq, m). The error means ctx ended
 //     (cancel the request); nothing else fails: a block gone or damaged
 //     just ends the restore early. Restore leaves at least one prompt token
-//     to forward. CachedTokens = seq.Len() from here on (idle reuse and
-//     restored blocks alike); report it as Progress.CachedTokens.
-//  2. MTP: when r.MTP, the MTP cache holds rows 0..r.Tokens-2 and the
-//     layer continues from position r.Tokens-1 with pending hidden state
-//     r.Hidden (mtpFrom = r.Tokens-1, pending = [r.Hidden]); do not
-//     TrimMTP. Otherwise the MTP state starts over where it does today
-//     (TrimMTP(0), mtpFrom = seq.Len()), which changes drafts, never tokens.
+//     to forward. CachedTokens = seq.Len() from here on (held and restored
+//     tokens alike).
+//  2. MTP: the MTP cache's rows are found by position (kvcache's MTPFrom
+//     and MTPEnd). When r.MTP, its last row is position r.Tokens-2 and the
+//     MTP layer absorbs r.Hidden with the prompt's next token; otherwise an
+//     MTP cache ending one short of the sequence has its last token
+//     forwarded again, and any other starts over at the sequence's end
+//     (ResetMTP), which changes drafts, never tokens.
 //  3. After each prefill chunk [a, b) and the MTP layer's absorption of its
-//     rows (b-2 and before), call
-//     st := cache.Store(ctx, seq, promptcache.Hidden{From: a, Rows: out.Hidden})
-//     and add st.Tokens to the request's CacheCreationTokens. Blocks that
-//     end in the chunk then carry MTP state; pass Hidden{} when the
-//     sequence's MTP cache is not position-aligned (MTP off, or rows
-//     dropped), and blocks are stored without it.
-//  4. When the request ends (stop, length, cancel, error), after the
-//     sequence is trimmed to the tokens whose state is valid, call
-//     cache.Store(ctx, seq, promptcache.Hidden{}) (or with the hidden
-//     states of the last step): the reply's blocks join the cache, so the
-//     next turn, which resends prompt and reply, restores both.
+//     rows (the hidden states of a Forward survive the MTPForward calls
+//     after it), cache.Store(ctx, seq, promptcache.Hidden{From: a, Rows:
+//     out.Hidden}) adds the chunk's blocks; st.Tokens counts toward the
+//     request's CacheCreationTokens. A block carries MTP state when its MTP
+//     rows are in the sequence (Sequence.HasMTPRows) and its last hidden
+//     state is given.
+//  4. While decoding, when the MTP layer absorbs pending hidden states
+//     (drafting, or before MaxPendingMTP when batched), the blocks ending
+//     among them are stored with their MTP state; when the request ends
+//     (stop, length, cancel, error) the sequence is trimmed to the tokens
+//     whose state is valid, the MTP layer absorbs what is still pending,
+//     and cache.Store adds the reply's blocks: the next turn, which resends
+//     prompt and reply, restores both.
 //
 // Store copies state out of the sequence (a memcpy per new block) and
 // never touches disk on the caller's goroutine; it waits only when blocks

@@ -64,8 +64,8 @@ type Restored struct {
 	// this call restored, FromMemory and FromDisk their split by tier.
 	Tokens, Added        int
 	FromMemory, FromDisk int
-	// MTP reports that the sequence's MTP cache is aligned with its main
-	// cache (it holds the rows of positions 0..Tokens-2) and Hidden is the
+	// MTP reports that the sequence's MTP cache continues to its main
+	// cache's end (its last row is position Tokens-2) and Hidden is the
 	// final-normed hidden state of position Tokens-1: the MTP layer's next
 	// row consumes Hidden with the token at position Tokens.
 	MTP    bool
@@ -172,7 +172,7 @@ func (c *Cache) Restore(ctx context.Context, seq *kvcache.Sequence, m Match) (Re
 	}
 	r.Tokens = seq.Len()
 	r.Added = r.Tokens - n0
-	if last != nil && last.mtp && seq.Geometry().MTP && seq.MTP().Len() == r.Tokens-1 {
+	if last != nil && last.mtp && seq.Geometry().MTP && seq.MTPEnd() == r.Tokens-1 {
 		r.MTP = true
 		r.Hidden = slices.Clone(last.hidden)
 	}

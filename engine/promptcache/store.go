@@ -11,9 +11,9 @@ import (
 // of positions From, From+1, ... of the sequence being stored. A block
 // carries MTP state (its MTP rows and the hidden state of its last
 // position, which the MTP layer consumes next) only when Store is given
-// that hidden state and the sequence's MTP cache holds the block's rows.
-// Pass the zero Hidden when the MTP cache is not position-aligned (its row
-// p the state of position p): blocks are then stored without MTP state.
+// that hidden state and the sequence's MTP cache holds the block's rows
+// (kvcache.Sequence.HasMTPRows). Rows may be nil where a hidden state is
+// not at hand; the zero Hidden stores blocks without MTP state.
 type Hidden struct {
 	From int
 	Rows [][]float32
@@ -50,7 +50,7 @@ func (c *Cache) Store(ctx context.Context, seq *kvcache.Sequence, hidden Hidden)
 	withMTP := func(k int) bool {
 		end := (k + 1) * B
 		h := hidden.at(end - 1)
-		return seq.Geometry().MTP && h != nil && len(h) == c.opts.Identity.Hidden && seq.MTP().Len() >= end-1
+		return h != nil && len(h) == c.opts.Identity.Hidden && seq.HasMTPRows(kvcache.BlockMTPRange(k*B, end))
 	}
 
 	c.mu.Lock()

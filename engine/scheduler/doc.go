@@ -7,6 +7,9 @@
 // that samples, processes logits, stops and speculates — so its tokens are
 // exactly those generate.Generate gives, whatever it is batched with; a
 // request alone in the batch speculates with the MTP layer when allowed.
+// A request reuses the longest prefix an idle sequence holds, then
+// restores what the prompt cache (Config.PromptCache) holds beyond it, at
+// admission; its blocks go into the cache as it runs.
 //
 // It does not tokenize, detokenize, match stop strings or speak HTTP: the
 // caller reads tokens from a Stream and cancels it when its text says stop.

@@ -8,6 +8,7 @@ import (
 	"github.com/spoolhq/spool/engine/generate"
 	"github.com/spoolhq/spool/engine/kvcache"
 	"github.com/spoolhq/spool/engine/model"
+	"github.com/spoolhq/spool/engine/promptcache"
 )
 
 // Config bounds the scheduler. Zero fields take the defaults.
@@ -28,6 +29,10 @@ type Config struct {
 	// PrefillChunk bounds the prompt tokens one forward takes (default
 	// generate.DefaultPrefillChunk); the memory plan sizes it.
 	PrefillChunk int
+	// PromptCache, when set, is the prompt cache every request restores
+	// its prompt's cached prefix from and stores its blocks into (see
+	// generate.Params.PromptCache); the caller closes it after Run.
+	PromptCache *promptcache.Cache
 }
 
 func (c Config) withDefaults(m *model.Model) Config {
@@ -188,8 +193,8 @@ func (s *Scheduler) admit() {
 		s.stats.Queued = len(s.queue)
 		s.mu.Unlock()
 		a := s.start(e)
-		if a.dec == nil {
-			continue // refused; start finished it
+		if a.done {
+			continue // refused or failed; start finished it
 		}
 		if err := e.stream.ctx.Err(); err != nil {
 			s.end(a, FinishCancelled, err)
@@ -230,10 +235,10 @@ func (s *Scheduler) compact() {
 
 // sequenceFor takes the idle sequence sharing the longest prefix with
 // prompt (keeping at least one prompt token to forward), else a new one
-// while fewer than MaxBatch sequences exist, else the oldest idle one,
-// emptied: at most MaxBatch sequences (the memory plan's KV cache line)
-// ever hold state.
-func (s *Scheduler) sequenceFor(prompt []int) (*kvcache.Sequence, int) {
+// while fewer than MaxBatch sequences exist, else the oldest idle one: at
+// most MaxBatch sequences (the memory plan's KV cache line) ever hold
+// state. The decoder trims it to the common prefix.
+func (s *Scheduler) sequenceFor(prompt []int) *kvcache.Sequence {
 	best, bestLen := -1, 0
 	for i, seq := range s.idle {
 		n := commonPrefix(seq.Tokens(), prompt[:len(prompt)-1])
@@ -243,15 +248,14 @@ func (s *Scheduler) sequenceFor(prompt []int) (*kvcache.Sequence, int) {
 	}
 	if best < 0 && (s.sequences < s.cfg.MaxBatch || len(s.idle) == 0) {
 		s.sequences++
-		return s.m.NewSequence(s.cfg.ContextLength), 0
+		return s.m.NewSequence(s.cfg.ContextLength)
 	}
 	if best < 0 {
 		best = 0
 	}
 	seq := s.idle[best]
 	s.idle = append(s.idle[:best], s.idle[best+1:]...)
-	seq.Trim(bestLen)
-	return seq, bestLen
+	return seq
 }
 
 // release keeps a finished sequence for prefix reuse, or drops it.

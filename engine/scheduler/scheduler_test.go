@@ -44,14 +44,8 @@ func prompts(t testing.TB) [][]int {
 // start runs a scheduler until the test ends.
 func start(t *testing.T, m *model.Model, cfg scheduler.Config) *scheduler.Scheduler {
 	t.Helper()
-	s := scheduler.New(m, cfg)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.Run(ctx)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	s, stop := startStoppable(m, cfg)
+	t.Cleanup(stop)
 	return s
 }
 

@@ -19,17 +19,22 @@ type active struct {
 	done bool
 }
 
-// start assigns a sequence to a queued request and starts its decoder. A
-// request the decoder refuses is finished with the error (a.dec is nil).
+// start assigns a sequence to a queued request, starts its decoder and
+// restores what the prompt cache holds of its prompt (bounded by the
+// request's context). A request the decoder refuses, or whose restore
+// fails, is finished (a.done).
 func (s *Scheduler) start(e *entry) *active {
 	now := time.Now()
-	seq, cached := s.sequenceFor(e.req.Prompt)
+	seq := s.sequenceFor(e.req.Prompt)
 	a := &active{entry: e, res: Result{Lane: LaneSingle, QueueWait: now.Sub(e.submitted)}}
 	p := e.req.Params
 	p.PrefillChunk = s.cfg.PrefillChunk
+	p.PromptCache = s.cfg.PromptCache
 	p.OnPrefill = nil
 	if on := e.req.OnPrefill; on != nil {
-		p.OnPrefill = func(done, total int) { on(Progress{PromptTokens: total, CachedTokens: cached, Done: done}) }
+		p.OnPrefill = func(done, total int) {
+			on(Progress{PromptTokens: total, CachedTokens: a.dec.Result().CachedTokens, Done: done})
+		}
 	}
 	dec, err := generate.NewDecoder(s.r, seq, e.req.Prompt, p, func(t Token) error {
 		e.stream.push(t)
@@ -37,12 +42,20 @@ func (s *Scheduler) start(e *entry) *active {
 	})
 	if err != nil {
 		s.release(seq)
+		a.done = true
 		r := a.res
 		r.FinishReason, r.StopToken, r.PromptTokens, r.Err = FinishError, -1, len(e.req.Prompt), fmt.Errorf("scheduler: %w", err)
 		e.stream.finish(&r)
 		return a
 	}
 	a.dec = dec
+	if err := dec.Restore(e.stream.ctx); err != nil {
+		if e.stream.ctx.Err() != nil {
+			s.end(a, FinishCancelled, e.stream.ctx.Err())
+		} else {
+			s.end(a, FinishError, fmt.Errorf("scheduler: %w", err))
+		}
+	}
 	return a
 }
 
@@ -98,17 +111,26 @@ func (s *Scheduler) step(ctx context.Context) {
 		s.failStep(ctx, members, err)
 		return
 	}
+	// Requests that ended are finished once every member has consumed
+	// its output: finishing runs the MTP layer in the same runner.
+	type ending struct {
+		a   *active
+		err error
+	}
+	var ended []ending
 	for i, a := range members {
-		if err := a.dec.Consume(fctx, outs[i], cost); err != nil {
-			if a.stream.ctx.Err() != nil || ctx.Err() != nil {
-				s.fail(ctx, a, err)
-			} else {
-				s.end(a, FinishError, fmt.Errorf("scheduler: %w", err))
-			}
-			continue
+		if err := a.dec.Consume(fctx, outs[i], cost); err != nil || a.dec.Done() {
+			ended = append(ended, ending{a, err})
 		}
-		if a.dec.Done() {
-			s.finish(a)
+	}
+	for _, e := range ended {
+		switch {
+		case e.err == nil:
+			s.finish(e.a)
+		case e.a.stream.ctx.Err() != nil || ctx.Err() != nil:
+			s.fail(ctx, e.a, e.err)
+		default:
+			s.end(e.a, FinishError, fmt.Errorf("scheduler: %w", e.err))
 		}
 	}
 	for _, a := range members {
@@ -170,7 +192,7 @@ func (s *Scheduler) finish(a *active) {
 		return
 	}
 	a.done = true
-	a.dec.Finish()
+	a.dec.Finish(a.stream.ctx)
 	r := a.res
 	r.Result = *a.dec.Result()
 	r.Tokens = slices.Clip(r.Tokens)

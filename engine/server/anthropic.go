@@ -375,10 +375,14 @@ type anthropicResponse struct {
 	Usage        anthropicUsage   `json:"usage"`
 }
 
+// anthropicUsage counts the prompt in three parts, as Anthropic does:
+// tokens read from the prompt cache, tokens whose blocks this request
+// wrote to it, and the rest (input_tokens); their sum is the prompt.
 type anthropicUsage struct {
-	InputTokens          int `json:"input_tokens"`
-	OutputTokens         int `json:"output_tokens"`
-	CacheReadInputTokens int `json:"cache_read_input_tokens"`
+	InputTokens              int `json:"input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
 	engineUsage
 }
 
@@ -459,6 +463,8 @@ func anthropicUsageOf(t *turn, o *outcome) anthropicUsage {
 	u := anthropicUsage{InputTokens: len(t.prompt), OutputTokens: o.completion, engineUsage: engineUsageOf(o.res)}
 	if o.res != nil {
 		u.CacheReadInputTokens = o.res.CachedTokens
+		u.CacheCreationInputTokens = o.res.CacheCreationTokens
+		u.InputTokens = max(len(t.prompt)-u.CacheReadInputTokens-u.CacheCreationInputTokens, 0)
 	}
 	return u
 }

@@ -81,18 +81,24 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 
 // lastTurn is the timing of the most recently finished request.
 type lastTurn struct {
-	FinishReason     string  `json:"finish_reason"`
-	PromptTokens     int     `json:"prompt_tokens"`
-	CachedTokens     int     `json:"cached_tokens"`
-	CompletionTokens int     `json:"completion_tokens"`
-	Lane             string  `json:"lane"`
-	PeakBatch        int     `json:"peak_batch"`
-	QueueMS          float64 `json:"queue_ms"`
-	PrefillMS        float64 `json:"prefill_ms"`
-	DecodeMS         float64 `json:"decode_ms"`
-	DecodeTPS        float64 `json:"decode_tokens_per_second"`
-	DraftsProposed   int     `json:"mtp_drafts_proposed"`
-	DraftsAccepted   int     `json:"mtp_drafts_accepted"`
+	FinishReason string `json:"finish_reason"`
+	PromptTokens int    `json:"prompt_tokens"`
+	CachedTokens int    `json:"cached_tokens"`
+	// RestoredTokens is the part of CachedTokens restored from the
+	// prompt cache (in RestoreMS); CacheCreationTokens the prompt tokens
+	// whose blocks the request added to it.
+	RestoredTokens      int     `json:"restored_tokens"`
+	RestoreMS           float64 `json:"restore_ms"`
+	CacheCreationTokens int     `json:"cache_creation_tokens"`
+	CompletionTokens    int     `json:"completion_tokens"`
+	Lane                string  `json:"lane"`
+	PeakBatch           int     `json:"peak_batch"`
+	QueueMS             float64 `json:"queue_ms"`
+	PrefillMS           float64 `json:"prefill_ms"`
+	DecodeMS            float64 `json:"decode_ms"`
+	DecodeTPS           float64 `json:"decode_tokens_per_second"`
+	DraftsProposed      int     `json:"mtp_drafts_proposed"`
+	DraftsAccepted      int     `json:"mtp_drafts_accepted"`
 }
 
 func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) {
@@ -114,6 +120,7 @@ func (s *Server) stats() map[string]any {
 	if r := st.LastRequest; r != nil {
 		lt := lastTurn{
 			FinishReason: r.FinishReason, PromptTokens: r.PromptTokens, CachedTokens: r.CachedTokens,
+			RestoredTokens: r.RestoredTokens, RestoreMS: ms(r.RestoreTime), CacheCreationTokens: r.CacheCreationTokens,
 			CompletionTokens: r.CompletionTokens, Lane: r.Lane, PeakBatch: r.PeakBatch,
 			QueueMS: ms(r.QueueWait), PrefillMS: ms(r.PrefillTime), DecodeMS: ms(r.DecodeTime),
 			DraftsProposed: r.DraftsProposed, DraftsAccepted: r.DraftsAccepted,
