@@ -179,7 +179,7 @@ func TestStreamedMatchesResident(t *testing.T) {
 						if v.packed {
 							// Every decode loop streams some budget.
 							loops := rans.Loops()
-							o.Packs, o.DecodeLoop = experts.PacksRead, loops[bi%len(loops)]
+							o.Packs, o.DecodeLoop = experts.PacksRead, loops[len(loops)-1-bi%len(loops)]
 						}
 						return o
 					}, func(s *experts.Streamed) { experts.SetPoison(s, true) })
