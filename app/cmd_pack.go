@@ -67,7 +67,7 @@ again. Experts that do not code at least 3% smaller stay unpacked.
 			case verify:
 				res, err := expertpack.VerifyModel(ctx, c, cfg, func(r expertpack.VerifyResult) {
 					if r.Err != nil {
-						fmt.Fprintf(w, "%s: FAILED after %d experts: %v\n", r.Path, r.Experts, r.Err)
+						fmt.Fprintf(w, "FAILED after %d experts: %v\n", r.Experts, r.Err) // the error names the pack
 						return
 					}
 					fmt.Fprintf(w, "%s: %d experts verified\n", r.Path, r.Experts)
