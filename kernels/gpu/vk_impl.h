@@ -129,6 +129,9 @@ struct spool_vk {
 	void *stage_map;
 	int stage_half;
 	uint64_t stage_fill;
+	// Nanoseconds the staging ring spent copying into staging memory and
+	// waiting for its device copies (spool_vk_stage_times).
+	uint64_t stage_copy_ns, stage_wait_ns;
 
 	char err[512];
 };

@@ -1,6 +1,8 @@
 //go:build vulkan && cgo
 
 // Pipelines, the command stream and the staging ring.
+#include <time.h>
+
 #include "vk_impl.h"
 
 static int layouts(spool_vk *v, int nbind) {
@@ -218,6 +220,17 @@ static void parallel_memcpy(void *dst, const void *src, size_t n) {
 	for (size_t i = 0; i < started; i++) pthread_join(th[i], NULL);
 }
 
+static uint64_t now_ns(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void spool_vk_stage_times(spool_vk *v, uint64_t *copy_ns, uint64_t *wait_ns) {
+	*copy_ns = v->stage_copy_ns;
+	*wait_ns = v->stage_wait_ns;
+}
+
 // The staging ring: two halves, each filled by memcpy while the other's
 // copies run. stage_fill is the fill of the current half.
 static int stage_switch(spool_vk *v) {
@@ -227,7 +240,9 @@ static int stage_switch(spool_vk *v) {
 	v->stage_half ^= 1;
 	v->stage_fill = 0;
 	// The other half's previous copies must be done before memcpy reuses it.
+	uint64_t t0 = now_ns();
 	int e2 = finish(v, &v->stage[v->stage_half]);
+	v->stage_wait_ns += now_ns() - t0;
 	return e ? e : e2;
 }
 
@@ -241,7 +256,9 @@ int spool_vk_stage(spool_vk *v, spool_vk_buffer *dst, uint64_t dst_off, const vo
 		stream_t *s = &v->stage[v->stage_half];
 		if ((e = begin(v, s))) return e;
 		uint64_t at = (uint64_t)v->stage_half * STAGE_HALF + v->stage_fill;
+		uint64_t t0 = now_ns();
 		parallel_memcpy((char *)v->stage_map + at, p, c);
+		v->stage_copy_ns += now_ns() - t0;
 		VkBufferCopy bc = {at, dst_off, c};
 		v->vkCmdCopyBuffer(s->cb, v->stage_buf->buffer, dst->buffer, 1, &bc);
 		// Keep the next piece 16-byte aligned in staging.
@@ -256,7 +273,9 @@ int spool_vk_stage_flush(spool_vk *v) {
 	stream_t *s = &v->stage[v->stage_half];
 	int e = 0;
 	if (s->recording) e = run(v, s);
+	uint64_t t0 = now_ns();
 	int e0 = finish(v, &v->stage[0]), e1 = finish(v, &v->stage[1]);
+	v->stage_wait_ns += now_ns() - t0;
 	v->stage_fill = 0;
 	return e ? e : e0 ? e0 : e1;
 }
