@@ -245,11 +245,3 @@ func (t Times) Sub(u Times) Times {
 	}
 	return d
 }
-
-// MatMulTiming is what BenchMatMul measures, in seconds per product: with
-// the rows' upload and the result's read-back (as MatMul runs), and the
-// matrix product alone (products recorded back to back in one submission).
-type MatMulTiming struct {
-	WithTransfers float64 `json:"with_transfers_seconds"`
-	Kernel        float64 `json:"kernel_seconds"`
-}

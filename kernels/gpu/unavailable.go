@@ -29,8 +29,3 @@ func (d *Device) MoE(_, _ []float32, _ int, _ *MoE, _ Fetch) (Routes, error) {
 	return Routes{}, ErrUnavailable
 }
 func (d *Device) Attention(_ []float32, _ *Attention) error { return ErrUnavailable }
-
-func (d *Device) BenchMatMul(*kernels.Matrix, []float32, int, int) (MatMulTiming, error) {
-	return MatMulTiming{}, ErrUnavailable
-}
-func (d *Device) BenchUpload([]byte, int) (float64, error) { return 0, ErrUnavailable }
