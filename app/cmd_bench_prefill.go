@@ -21,7 +21,7 @@ import (
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/engine/plan"
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/sysinfo"
 )
 
 // prefillBench is the result of spool bench prefill.
@@ -486,12 +486,12 @@ func startPeakSampler(every time.Duration) *peakSampler {
 }
 
 func (s *peakSampler) sample() {
-	fs, err := native.Footprint()
+	fs, err := sysinfo.Footprint()
 	if err != nil {
 		return
 	}
 	s.mu.Lock()
-	s.rss, s.fp = max(s.rss, fs.RSS, native.PeakRSS()), max(s.fp, fs.Footprint)
+	s.rss, s.fp = max(s.rss, fs.RSS, sysinfo.PeakRSS()), max(s.fp, fs.Footprint)
 	s.mu.Unlock()
 }
 

@@ -17,7 +17,7 @@ import (
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/engine/plan"
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/diskio"
 )
 
 type runFlags struct {
@@ -180,7 +180,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	}
 	defer lm.Close()
 	defer g.Close() // before the model's memory goes
-	var pool *native.ReadPool
+	var pool *diskio.ReadPool
 	if s, ok := lm.dir.Experts.(*experts.Streamed); ok {
 		pool = s.ReadPool()
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/engine/plan"
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/sysinfo"
 )
 
 // Memory planning for the commands that load a model (run, serve, app):
@@ -85,7 +85,7 @@ func (m *memoryFlags) options() (plan.Options, error) {
 
 // machineMemory is the machine's total memory.
 func machineMemory() (int64, error) {
-	total, _, err := native.MachineMemory()
+	total, _, err := sysinfo.MachineMemory()
 	if err != nil {
 		return 0, err
 	}

@@ -21,7 +21,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/offheap"
 )
 
 // MaxShards bounds the number of safetensors files in a model directory.
@@ -195,7 +195,7 @@ func (c *Container) Close() error {
 			errs = append(errs, err)
 		}
 		if s.data != nil {
-			errs = append(errs, native.Unmap(s.data))
+			errs = append(errs, offheap.Unmap(s.data))
 		}
 	}
 	c.shards = nil
@@ -236,12 +236,12 @@ func (c *Container) Preload() error {
 		if s.data != nil {
 			continue
 		}
-		data, err := native.MapFile(s.f)
+		data, err := offheap.MapFile(s.f)
 		if err != nil {
 			return fmt.Errorf("container: %w", err)
 		}
 		if int64(len(data)) != s.Size {
-			native.Unmap(data)
+			offheap.Unmap(data)
 			return fmt.Errorf("container: %s changed size while open (%d bytes, was %d)", s.Name, len(data), s.Size)
 		}
 		s.data = data

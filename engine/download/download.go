@@ -15,7 +15,7 @@
 //
 // This package must not parse model files, know about Spool's UI or CLI, or
 // make system calls itself: free space, sleep assertions, file locks and
-// cache hints come from package native.
+// cache hints come from native/sysinfo, native/power and native/diskio.
 package download
 
 import (
@@ -27,7 +27,8 @@ import (
 
 	"github.com/spoolhq/spool/engine/download/hfcache"
 	"github.com/spoolhq/spool/engine/download/hub"
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/power"
+	"github.com/spoolhq/spool/native/sysinfo"
 )
 
 // The default download target.
@@ -87,10 +88,10 @@ type Options struct {
 
 	// Storage opens partial blobs for writing; nil means the OS.
 	Storage Storage
-	// DiskFree reports free space; nil means native.DiskFree.
-	DiskFree func(path string) (native.DiskSpace, error)
+	// DiskFree reports free space; nil means sysinfo.DiskFree.
+	DiskFree func(path string) (sysinfo.DiskSpace, error)
 	// KeepAwake holds off idle sleep while bytes are fetched; nil means
-	// native.PreventSleep.
+	// power.PreventSleep.
 	KeepAwake func(reason string) (release func(), err error)
 	// OnEvent receives every event, one call at a time; it must return
 	// quickly. It may call Pause, Resume and Cancel.
@@ -136,10 +137,10 @@ func (o *Options) setDefaults() {
 		o.Storage = OSStorage{}
 	}
 	if o.DiskFree == nil {
-		o.DiskFree = native.DiskFree
+		o.DiskFree = sysinfo.DiskFree
 	}
 	if o.KeepAwake == nil {
-		o.KeepAwake = native.PreventSleep
+		o.KeepAwake = power.PreventSleep
 	}
 }
 

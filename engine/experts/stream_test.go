@@ -18,7 +18,8 @@ import (
 	"github.com/spoolhq/spool/engine/generate"
 	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/internal/fixtures"
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/diskio"
+	"github.com/spoolhq/spool/native/sysinfo"
 )
 
 var fixtureModels = []string{"glm52-tiny", "glm52-mini"}
@@ -264,7 +265,7 @@ func TestShortReadThenRecover(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = tryGenerate(d, ref.prompts[0], false)
-	var short *native.ShortReadError
+	var short *diskio.ShortReadError
 	if !errors.As(err, &short) || !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Fatalf("error %v, want a short read", err)
 	}
@@ -331,7 +332,7 @@ func TestMemoryUnderBudget(t *testing.T) {
 	if st.LRUSlots != 3*len(st.Layers) {
 		t.Errorf("%d LRU slots over %d layers, want 3 each", st.LRUSlots, len(st.Layers))
 	}
-	fp0, err := native.Footprint()
+	fp0, err := sysinfo.Footprint()
 	if err != nil {
 		t.Skip("no footprint on this system:", err)
 	}
@@ -340,7 +341,7 @@ func TestMemoryUnderBudget(t *testing.T) {
 			t.Errorf("prompt %d: %v, want %v", i, got, ref.plain[i])
 		}
 	}
-	fp1, err := native.Footprint()
+	fp1, err := sysinfo.Footprint()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/spoolhq/spool/engine/experts"
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/kernels"
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/offheap"
 )
 
 // Options configure Open.
@@ -87,7 +87,7 @@ func (d *Dir) Load(ctx context.Context, opts Options) error {
 		// heap (the plan's resident weights line); the routed experts stay
 		// on disk. A shard truncated under a running model then fails the
 		// expert reads with an error instead of faulting a mapping.
-		if d.arena, err = native.AllocAligned(int(d.Summary.ResidentBytes)+arenaAlign*2*len(c.Names()), arenaAlign); err != nil {
+		if d.arena, err = offheap.AllocAligned(int(d.Summary.ResidentBytes)+arenaAlign*2*len(c.Names()), arenaAlign); err != nil {
 			return fmt.Errorf("modeldir: resident weights arena: %w", err)
 		}
 		w.arena = d.arena
@@ -115,7 +115,7 @@ func (d *Dir) Load(ctx context.Context, opts Options) error {
 func (d *Dir) Close() error {
 	err := errors.Join(closeSource(d.Experts), d.Container.Close())
 	if d.arena != nil {
-		err = errors.Join(err, native.Free(d.arena))
+		err = errors.Join(err, offheap.Free(d.arena))
 		d.arena = nil
 	}
 	return err
