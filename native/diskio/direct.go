@@ -28,7 +28,7 @@ type ShortReadError struct {
 }
 
 func (e *ShortReadError) Error() string {
-	return fmt.Sprintf("native: short read of %s at offset %d: wanted %d bytes, got %d (file size %d)",
+	return fmt.Sprintf("diskio: short read of %s at offset %d: wanted %d bytes, got %d (file size %d)",
 		e.Path, e.Off, e.Want, e.Got, e.Size)
 }
 
@@ -68,23 +68,23 @@ func OpenBuffered(path string) (*DirectFile, error) {
 func openFile(path string, wantDirect bool) (*DirectFile, error) {
 	buffered, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("native: open %s: %w", path, err)
+		return nil, fmt.Errorf("diskio: open %s: %w", path, err)
 	}
 	st, err := buffered.Stat()
 	if err != nil {
 		buffered.Close()
-		return nil, fmt.Errorf("native: stat %s: %w", path, err)
+		return nil, fmt.Errorf("diskio: stat %s: %w", path, err)
 	}
 	if !st.Mode().IsRegular() {
 		buffered.Close()
-		return nil, fmt.Errorf("native: open %s: not a regular file (%s)", path, st.Mode().Type())
+		return nil, fmt.Errorf("diskio: open %s: not a regular file (%s)", path, st.Mode().Type())
 	}
 	f := &DirectFile{path: path, size: st.Size(), raw: buffered, buffered: buffered}
 	if wantDirect {
 		raw, ok, err := openDirect(path)
 		if err != nil {
 			buffered.Close()
-			return nil, fmt.Errorf("native: open %s for direct reads: %w", path, err)
+			return nil, fmt.Errorf("diskio: open %s for direct reads: %w", path, err)
 		}
 		if ok {
 			f.raw, f.direct = raw, true
@@ -109,7 +109,7 @@ func (f *DirectFile) Close() error {
 		err = errors.Join(err, f.raw.Close())
 	}
 	if err != nil {
-		return fmt.Errorf("native: close %s: %w", f.path, err)
+		return fmt.Errorf("diskio: close %s: %w", f.path, err)
 	}
 	return nil
 }
@@ -177,12 +177,12 @@ func (f *DirectFile) checkSlab(slab []byte, off, n int64) (start, span int64, er
 		return 0, 0, err
 	}
 	if !IsAligned(slab) {
-		return 0, 0, fmt.Errorf("native: read %s at offset %d: slab address %p is not %d-byte aligned",
+		return 0, 0, fmt.Errorf("diskio: read %s at offset %d: slab address %p is not %d-byte aligned",
 			f.path, off, unsafe.SliceData(slab), DirectAlign)
 	}
 	start, span = AlignedSpan(off, n)
 	if int64(len(slab)) < span {
-		return 0, 0, fmt.Errorf("native: read %s at offset %d length %d: slab of %d bytes is shorter than the aligned span of %d bytes",
+		return 0, 0, fmt.Errorf("diskio: read %s at offset %d length %d: slab of %d bytes is shorter than the aligned span of %d bytes",
 			f.path, off, n, len(slab), span)
 	}
 	return start, span, nil
@@ -190,7 +190,7 @@ func (f *DirectFile) checkSlab(slab []byte, off, n int64) (start, span int64, er
 
 func (f *DirectFile) checkRange(off, n int64) error {
 	if off < 0 || n < 0 || off > math.MaxInt64-n-2*DirectAlign {
-		return fmt.Errorf("native: read %s: invalid range offset %d length %d", f.path, off, n)
+		return fmt.Errorf("diskio: read %s: invalid range offset %d length %d", f.path, off, n)
 	}
 	return nil
 }
@@ -201,7 +201,7 @@ func (f *DirectFile) readError(err error, off, n, got int64) error {
 	if errors.Is(err, io.EOF) {
 		return &ShortReadError{Path: f.path, Off: off, Want: n, Got: max(got, 0), Size: f.currentSize()}
 	}
-	return fmt.Errorf("native: read %s at offset %d length %d: %w", f.path, off, n, err)
+	return fmt.Errorf("diskio: read %s at offset %d length %d: %w", f.path, off, n, err)
 }
 
 func (f *DirectFile) currentSize() int64 {

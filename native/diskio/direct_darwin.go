@@ -50,16 +50,16 @@ func (f *DirectFile) WillNeed(off, n int64) error {
 		ra := unix.Radvisory_t{Offset: off, Count: int32(count)}
 		rc, err := f.buffered.SyscallConn()
 		if err != nil {
-			return fmt.Errorf("native: F_RDADVISE %s: %w", f.path, err)
+			return fmt.Errorf("diskio: F_RDADVISE %s: %w", f.path, err)
 		}
 		var errno syscall.Errno
 		if err := rc.Control(func(fd uintptr) {
 			_, _, errno = syscall.Syscall(syscall.SYS_FCNTL, fd, unix.F_RDADVISE, uintptr(unsafe.Pointer(&ra)))
 		}); err != nil {
-			return fmt.Errorf("native: F_RDADVISE %s: %w", f.path, err)
+			return fmt.Errorf("diskio: F_RDADVISE %s: %w", f.path, err)
 		}
 		if errno != 0 {
-			return fmt.Errorf("native: F_RDADVISE %s offset %d length %d: %w", f.path, off, count, errno)
+			return fmt.Errorf("diskio: F_RDADVISE %s offset %d length %d: %w", f.path, off, count, errno)
 		}
 		off += count
 		n -= count

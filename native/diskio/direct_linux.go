@@ -66,16 +66,16 @@ func (f *DirectFile) WillNeed(off, n int64) error {
 	}
 	rc, err := f.buffered.SyscallConn()
 	if err != nil {
-		return fmt.Errorf("native: fadvise %s: %w", f.path, err)
+		return fmt.Errorf("diskio: fadvise %s: %w", f.path, err)
 	}
 	var aerr error
 	if err := rc.Control(func(fd uintptr) {
 		aerr = unix.Fadvise(int(fd), off, n, unix.FADV_WILLNEED)
 	}); err != nil {
-		return fmt.Errorf("native: fadvise %s: %w", f.path, err)
+		return fmt.Errorf("diskio: fadvise %s: %w", f.path, err)
 	}
 	if aerr != nil {
-		return fmt.Errorf("native: fadvise WILLNEED %s offset %d length %d: %w", f.path, off, n, aerr)
+		return fmt.Errorf("diskio: fadvise WILLNEED %s offset %d length %d: %w", f.path, off, n, aerr)
 	}
 	return nil
 }

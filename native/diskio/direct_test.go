@@ -24,7 +24,7 @@ func writeTestFile(t *testing.T, dir string, size int) (string, []byte) {
 	var seed [32]byte
 	seed[0] = byte(size)
 	rand.NewChaCha8(seed).Read(data)
-	f, err := os.CreateTemp(dir, "native-*.bin")
+	f, err := os.CreateTemp(dir, "diskio-*.bin")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,5 +13,5 @@ var ErrLocked = errors.New("locked by another process")
 // LockFile is unsupported on this system (no such OS service here); it returns an error wrapping
 // errors.ErrUnsupported.
 func LockFile(path string) (unlock func() error, err error) {
-	return nil, fmt.Errorf("native: lock %s: %w", path, errors.ErrUnsupported)
+	return nil, fmt.Errorf("diskio: lock %s: %w", path, errors.ErrUnsupported)
 }

@@ -22,11 +22,11 @@ var ErrLocked = errors.New("locked by another process")
 // ErrLocked.
 func LockFile(path string) (unlock func() error, err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("native: lock %s: %w", path, err)
+		return nil, fmt.Errorf("diskio: lock %s: %w", path, err)
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("native: lock %s: %w", path, err)
+		return nil, fmt.Errorf("diskio: lock %s: %w", path, err)
 	}
 	for {
 		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
@@ -37,14 +37,14 @@ func LockFile(path string) (unlock func() error, err error) {
 	if err != nil {
 		f.Close()
 		if err == unix.EWOULDBLOCK {
-			return nil, fmt.Errorf("native: lock %s: %w", path, ErrLocked)
+			return nil, fmt.Errorf("diskio: lock %s: %w", path, ErrLocked)
 		}
-		return nil, fmt.Errorf("native: lock %s: %w", path, err)
+		return nil, fmt.Errorf("diskio: lock %s: %w", path, err)
 	}
 	return func() error {
 		// Closing the descriptor releases the flock.
 		if err := f.Close(); err != nil {
-			return fmt.Errorf("native: unlock %s: %w", path, err)
+			return fmt.Errorf("diskio: unlock %s: %w", path, err)
 		}
 		return nil
 	}, nil

@@ -10,7 +10,7 @@ import (
 
 // ErrPoolClosed is returned by Submit after Close, and reported for requests
 // that were queued or in flight when the pool closed.
-var ErrPoolClosed = errors.New("native: read pool closed")
+var ErrPoolClosed = errors.New("diskio: read pool closed")
 
 // MaxReadWorkers bounds the number of workers of a ReadPool.
 const MaxReadWorkers = 64
@@ -107,7 +107,7 @@ func (p *ReadPool) QueueDepth() int { return cap(p.queue) }
 // whose ctx ends while it is read stops at the next chunk boundary.
 func (p *ReadPool) Submit(ctx context.Context, req ReadRequest) (<-chan ReadResult, error) {
 	if req.File == nil {
-		return nil, fmt.Errorf("native: submit read: request has no file")
+		return nil, fmt.Errorf("diskio: submit read: request has no file")
 	}
 	if err := req.File.checkRange(req.Off, req.Len); err != nil {
 		return nil, err
@@ -118,7 +118,7 @@ func (p *ReadPool) Submit(ctx context.Context, req ReadRequest) (<-chan ReadResu
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("native: submit read of %s at offset %d: %w", req.File.path, req.Off, err)
+		return nil, fmt.Errorf("diskio: submit read of %s at offset %d: %w", req.File.path, req.Off, err)
 	}
 	j := &readJob{ctx: ctx, req: req, queued: time.Now(), result: make(chan ReadResult, 1)}
 
@@ -135,7 +135,7 @@ func (p *ReadPool) Submit(ctx context.Context, req ReadRequest) (<-chan ReadResu
 	case q <- j:
 		return j.result, nil
 	case <-ctx.Done():
-		return nil, fmt.Errorf("native: submit read of %s at offset %d: %w", req.File.path, req.Off, ctx.Err())
+		return nil, fmt.Errorf("diskio: submit read of %s at offset %d: %w", req.File.path, req.Off, ctx.Err())
 	case <-p.done:
 		return nil, ErrPoolClosed
 	}
@@ -229,7 +229,7 @@ func (p *ReadPool) wrapStop(j *readJob, err error) error {
 	if errors.Is(err, ErrPoolClosed) {
 		return err
 	}
-	return fmt.Errorf("native: read of %s at offset %d length %d: %w", j.req.File.path, j.req.Off, j.req.Len, err)
+	return fmt.Errorf("diskio: read of %s at offset %d length %d: %w", j.req.File.path, j.req.Off, j.req.Len, err)
 }
 
 func (p *ReadPool) finish(j *readJob, res ReadResult) {

@@ -13,7 +13,7 @@ import (
 // keep working the same way.
 func WriteThrough(f *os.File) error {
 	if _, err := unix.FcntlInt(f.Fd(), unix.F_NOCACHE, 1); err != nil {
-		return fmt.Errorf("native: F_NOCACHE on %s: %w", f.Name(), err)
+		return fmt.Errorf("diskio: F_NOCACHE on %s: %w", f.Name(), err)
 	}
 	return nil
 }

@@ -13,11 +13,11 @@ import (
 func MapFile(f *os.File) ([]byte, error) {
 	st, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("native: map %s: %w", f.Name(), err)
+		return nil, fmt.Errorf("offheap: map %s: %w", f.Name(), err)
 	}
 	b := make([]byte, st.Size())
 	if _, err := f.ReadAt(b, 0); err != nil && err != io.EOF {
-		return nil, fmt.Errorf("native: map %s: %w", f.Name(), err)
+		return nil, fmt.Errorf("offheap: map %s: %w", f.Name(), err)
 	}
 	return b, nil
 }

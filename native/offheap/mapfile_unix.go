@@ -16,17 +16,17 @@ import (
 func MapFile(f *os.File) ([]byte, error) {
 	st, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("native: map %s: %w", f.Name(), err)
+		return nil, fmt.Errorf("offheap: map %s: %w", f.Name(), err)
 	}
 	if st.Size() == 0 {
 		return []byte{}, nil
 	}
 	if st.Size() != int64(int(st.Size())) {
-		return nil, fmt.Errorf("native: map %s: %d bytes do not fit the address space", f.Name(), st.Size())
+		return nil, fmt.Errorf("offheap: map %s: %d bytes do not fit the address space", f.Name(), st.Size())
 	}
 	b, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED|mapPopulate)
 	if err != nil {
-		return nil, fmt.Errorf("native: map %s: mmap: %w", f.Name(), err)
+		return nil, fmt.Errorf("offheap: map %s: mmap: %w", f.Name(), err)
 	}
 	return b, nil
 }
@@ -37,7 +37,7 @@ func Unmap(b []byte) error {
 		return nil
 	}
 	if err := unix.Munmap(b); err != nil {
-		return fmt.Errorf("native: unmap: %w", err)
+		return fmt.Errorf("offheap: unmap: %w", err)
 	}
 	return nil
 }

@@ -14,13 +14,13 @@ var ErrLockLimit = errors.New("locked-memory limit reached")
 // length: size rounded up to the page size.
 func checkAlloc(size, align, page int) (int, error) {
 	if size <= 0 {
-		return 0, fmt.Errorf("native: allocate %d bytes: size must be positive", size)
+		return 0, fmt.Errorf("offheap: allocate %d bytes: size must be positive", size)
 	}
 	if align <= 0 || bits.OnesCount(uint(align)) != 1 {
-		return 0, fmt.Errorf("native: allocate %d bytes: alignment %d is not a power of two", size, align)
+		return 0, fmt.Errorf("offheap: allocate %d bytes: alignment %d is not a power of two", size, align)
 	}
 	if size > maxSlab-page {
-		return 0, fmt.Errorf("native: allocate %d bytes: size too large", size)
+		return 0, fmt.Errorf("offheap: allocate %d bytes: size too large", size)
 	}
 	return (size + page - 1) &^ (page - 1), nil
 }

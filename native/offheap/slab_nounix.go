@@ -23,7 +23,7 @@ func AllocAligned(size, align int) ([]byte, error) {
 // Free releases memory returned by AllocAligned to the garbage collector.
 func Free(b []byte) error {
 	if cap(b) == 0 {
-		return fmt.Errorf("native: free: empty slice was not returned by AllocAligned")
+		return fmt.Errorf("offheap: free: empty slice was not returned by AllocAligned")
 	}
 	return nil
 }
@@ -36,10 +36,10 @@ func Discard(b []byte) error {
 
 // Lock is not available on this system.
 func Lock(b []byte) error {
-	return fmt.Errorf("native: lock %d bytes: %w", len(b), errors.ErrUnsupported)
+	return fmt.Errorf("offheap: lock %d bytes: %w", len(b), errors.ErrUnsupported)
 }
 
 // Unlock is not available on this system.
 func Unlock(b []byte) error {
-	return fmt.Errorf("native: unlock %d bytes: %w", len(b), errors.ErrUnsupported)
+	return fmt.Errorf("offheap: unlock %d bytes: %w", len(b), errors.ErrUnsupported)
 }

@@ -25,7 +25,7 @@ func AllocAligned(size, align int) ([]byte, error) {
 	if align <= page {
 		p, err := mmapAnon(nil, length, 0)
 		if err != nil {
-			return nil, fmt.Errorf("native: allocate %d bytes: mmap: %w", size, err)
+			return nil, fmt.Errorf("offheap: allocate %d bytes: mmap: %w", size, err)
 		}
 		return unsafe.Slice((*byte)(p), length)[:size], nil
 	}
@@ -33,18 +33,18 @@ func AllocAligned(size, align int) ([]byte, error) {
 	total := length + align
 	p, err := mmapAnon(nil, total, 0)
 	if err != nil {
-		return nil, fmt.Errorf("native: allocate %d bytes aligned to %d: mmap: %w", size, align, err)
+		return nil, fmt.Errorf("offheap: allocate %d bytes aligned to %d: mmap: %w", size, align, err)
 	}
 	base := uintptr(p)
 	start := (base + uintptr(align) - 1) &^ uintptr(align-1)
 	if head := start - base; head > 0 {
 		if err := unix.MunmapPtr(p, head); err != nil {
-			return nil, fmt.Errorf("native: allocate %d bytes: trim mapping head: %w", size, err)
+			return nil, fmt.Errorf("offheap: allocate %d bytes: trim mapping head: %w", size, err)
 		}
 	}
 	if tail := base + uintptr(total) - (start + uintptr(length)); tail > 0 {
 		if err := unix.MunmapPtr(unsafe.Add(p, start-base+uintptr(length)), tail); err != nil {
-			return nil, fmt.Errorf("native: allocate %d bytes: trim mapping tail: %w", size, err)
+			return nil, fmt.Errorf("offheap: allocate %d bytes: trim mapping tail: %w", size, err)
 		}
 	}
 	return unsafe.Slice((*byte)(unsafe.Add(p, start-base)), length)[:size], nil
@@ -61,7 +61,7 @@ func mapping(b []byte, op string) (unsafe.Pointer, int, error) {
 	page := os.Getpagesize()
 	p := unsafe.Pointer(unsafe.SliceData(b))
 	if cap(b) == 0 || uintptr(p)%uintptr(page) != 0 || cap(b)%page != 0 {
-		return nil, 0, fmt.Errorf("native: %s: slice (address %p, capacity %d) was not returned by AllocAligned", op, p, cap(b))
+		return nil, 0, fmt.Errorf("offheap: %s: slice (address %p, capacity %d) was not returned by AllocAligned", op, p, cap(b))
 	}
 	return p, cap(b), nil
 }
@@ -75,7 +75,7 @@ func Free(b []byte) error {
 		return err
 	}
 	if err := unix.MunmapPtr(p, uintptr(n)); err != nil {
-		return fmt.Errorf("native: free %d bytes at %p: %w", n, p, err)
+		return fmt.Errorf("offheap: free %d bytes at %p: %w", n, p, err)
 	}
 	return nil
 }
@@ -91,10 +91,10 @@ func Discard(b []byte) error {
 	}
 	q, err := mmapAnon(p, n, unix.MAP_FIXED)
 	if err != nil {
-		return fmt.Errorf("native: discard %d bytes at %p: %w", n, p, err)
+		return fmt.Errorf("offheap: discard %d bytes at %p: %w", n, p, err)
 	}
 	if q != p {
-		return fmt.Errorf("native: discard %d bytes at %p: kernel remapped to %p", n, p, q)
+		return fmt.Errorf("offheap: discard %d bytes at %p: kernel remapped to %p", n, p, q)
 	}
 	return nil
 }
@@ -112,12 +112,12 @@ func Lock(b []byte) error {
 	if errors.Is(err, unix.ENOMEM) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EAGAIN) {
 		var lim unix.Rlimit
 		if gerr := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &lim); gerr == nil {
-			return fmt.Errorf("native: lock %s: %w (RLIMIT_MEMLOCK soft %s, hard %s): %w",
+			return fmt.Errorf("offheap: lock %s: %w (RLIMIT_MEMLOCK soft %s, hard %s): %w",
 				byteLen(uint64(len(b))), ErrLockLimit, byteLen(uint64(lim.Cur)), byteLen(uint64(lim.Max)), err)
 		}
-		return fmt.Errorf("native: lock %s: %w: %w", byteLen(uint64(len(b))), ErrLockLimit, err)
+		return fmt.Errorf("offheap: lock %s: %w: %w", byteLen(uint64(len(b))), ErrLockLimit, err)
 	}
-	return fmt.Errorf("native: lock %s: %w", byteLen(uint64(len(b))), err)
+	return fmt.Errorf("offheap: lock %s: %w", byteLen(uint64(len(b))), err)
 }
 
 // Unlock undoes Lock (munlock).
@@ -126,7 +126,7 @@ func Unlock(b []byte) error {
 		return nil
 	}
 	if err := unix.Munlock(b); err != nil {
-		return fmt.Errorf("native: unlock %s: %w", byteLen(uint64(len(b))), err)
+		return fmt.Errorf("offheap: unlock %s: %w", byteLen(uint64(len(b))), err)
 	}
 	return nil
 }

@@ -45,7 +45,7 @@ func PreventSleep(reason string) (release func(), err error) {
 	defer C.free(unsafe.Pointer(creason))
 	var id C.uint
 	if r := C.spool_prevent_idle_sleep(creason, &id); r != 0 {
-		return nil, fmt.Errorf("native: IOPMAssertionCreateWithName(%q): IOReturn 0x%x", reason, uint32(r))
+		return nil, fmt.Errorf("power: IOPMAssertionCreateWithName(%q): IOReturn 0x%x", reason, uint32(r))
 	}
 	var once sync.Once
 	return func() { once.Do(func() { C.spool_release_assertion(id) }) }, nil

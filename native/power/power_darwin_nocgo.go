@@ -18,7 +18,7 @@ import (
 func PreventSleep(reason string) (release func(), err error) {
 	cmd := exec.Command("/usr/bin/caffeinate", "-i", "-w", strconv.Itoa(os.Getpid()))
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("native: keep awake for %q: start caffeinate: %w", reason, err)
+		return nil, fmt.Errorf("power: keep awake for %q: start caffeinate: %w", reason, err)
 	}
 	var once sync.Once
 	return func() {

@@ -16,7 +16,7 @@ func DiskFree(path string) (DiskSpace, error) {
 	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
-		return DiskSpace{}, fmt.Errorf("native: statfs %s: %w", dir, err)
+		return DiskSpace{}, fmt.Errorf("sysinfo: statfs %s: %w", dir, err)
 	}
 	unit := uint64(st.Frsize)
 	if unit == 0 {

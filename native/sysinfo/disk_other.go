@@ -10,5 +10,5 @@ import (
 // DiskFree is unsupported on this system (no such OS service here); it returns an error wrapping
 // errors.ErrUnsupported.
 func DiskFree(path string) (DiskSpace, error) {
-	return DiskSpace{}, fmt.Errorf("native: disk space of %q: %w", path, errors.ErrUnsupported)
+	return DiskSpace{}, fmt.Errorf("sysinfo: disk space of %q: %w", path, errors.ErrUnsupported)
 }

@@ -14,7 +14,7 @@ import (
 func existingDir(path string) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return "", fmt.Errorf("native: disk space of %q: %w", path, err)
+		return "", fmt.Errorf("sysinfo: disk space of %q: %w", path, err)
 	}
 	for p := abs; ; p = filepath.Dir(p) {
 		fi, err := os.Stat(p)
@@ -24,10 +24,10 @@ func existingDir(path string) (string, error) {
 		case err == nil:
 			// A file: ask about the directory that holds it.
 		case !errors.Is(err, fs.ErrNotExist):
-			return "", fmt.Errorf("native: disk space of %q: %w", path, err)
+			return "", fmt.Errorf("sysinfo: disk space of %q: %w", path, err)
 		}
 		if parent := filepath.Dir(p); parent == p {
-			return "", fmt.Errorf("native: disk space of %q: no existing directory on the path", path)
+			return "", fmt.Errorf("sysinfo: disk space of %q: no existing directory on the path", path)
 		}
 	}
 }

@@ -11,7 +11,7 @@ import (
 func statfsSpace(dir string) (DiskSpace, error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
-		return DiskSpace{}, fmt.Errorf("native: statfs %s: %w", dir, err)
+		return DiskSpace{}, fmt.Errorf("sysinfo: statfs %s: %w", dir, err)
 	}
 	unit := uint64(st.Bsize)
 	avail := st.Bavail * unit

@@ -12,11 +12,11 @@ import (
 func MachineMemory() (total, available uint64, err error) {
 	total, err = unix.SysctlUint64("hw.memsize")
 	if err != nil {
-		return 0, 0, fmt.Errorf("native: machine memory: sysctl hw.memsize: %w", err)
+		return 0, 0, fmt.Errorf("sysinfo: machine memory: sysctl hw.memsize: %w", err)
 	}
 	available, err = availableMemory()
 	if err != nil {
-		return 0, 0, fmt.Errorf("native: machine memory: %w", err)
+		return 0, 0, fmt.Errorf("sysinfo: machine memory: %w", err)
 	}
 	return total, min(available, total), nil
 }

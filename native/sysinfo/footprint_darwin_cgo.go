@@ -31,7 +31,7 @@ import "fmt"
 func Footprint() (FootprintSample, error) {
 	var info C.task_vm_info_data_t
 	if kr := C.spool_task_vm_info(&info); kr != C.KERN_SUCCESS {
-		return FootprintSample{}, fmt.Errorf("native: footprint: task_info TASK_VM_INFO failed (kern_return %d)", int(kr))
+		return FootprintSample{}, fmt.Errorf("sysinfo: footprint: task_info TASK_VM_INFO failed (kern_return %d)", int(kr))
 	}
 	return FootprintSample{
 		Footprint: uint64(info.phys_footprint),

@@ -12,7 +12,7 @@ import (
 
 // Footprint needs task_info, which is reachable only through cgo.
 func Footprint() (FootprintSample, error) {
-	return FootprintSample{}, fmt.Errorf("native: footprint: task_info needs a cgo build: %w", errors.ErrUnsupported)
+	return FootprintSample{}, fmt.Errorf("sysinfo: footprint: task_info needs a cgo build: %w", errors.ErrUnsupported)
 }
 
 // availableMemory counts free and purgeable pages (sysctl

@@ -17,24 +17,24 @@ func Footprint() (FootprintSample, error) {
 		rss, okR := v["Rss"]
 		anon, okA := v["Anonymous"]
 		if !okR || !okA {
-			return FootprintSample{}, fmt.Errorf("native: footprint: %s lacks Rss or Anonymous", rollup)
+			return FootprintSample{}, fmt.Errorf("sysinfo: footprint: %s lacks Rss or Anonymous", rollup)
 		}
 		s := FootprintSample{RSS: rss, PSS: v["Pss"], Anon: anon, Swap: v["Swap"], Source: rollup}
 		s.Footprint = s.Anon + s.Swap
 		return s, nil
 	}
 	if !errors.Is(err, os.ErrNotExist) {
-		return FootprintSample{}, fmt.Errorf("native: footprint: %w", err)
+		return FootprintSample{}, fmt.Errorf("sysinfo: footprint: %w", err)
 	}
 	const status = "/proc/self/status"
 	data, err = os.ReadFile(status)
 	if err != nil {
-		return FootprintSample{}, fmt.Errorf("native: footprint: %w", err)
+		return FootprintSample{}, fmt.Errorf("sysinfo: footprint: %w", err)
 	}
 	v := parseProcKB(data)
 	rss, ok := v["VmRSS"]
 	if !ok {
-		return FootprintSample{}, fmt.Errorf("native: footprint: %s lacks VmRSS", status)
+		return FootprintSample{}, fmt.Errorf("sysinfo: footprint: %s lacks VmRSS", status)
 	}
 	s := FootprintSample{RSS: rss, Anon: v["RssAnon"], Swap: v["VmSwap"], Source: status}
 	s.Footprint = s.Anon + s.Swap
@@ -48,13 +48,13 @@ func MachineMemory() (total, available uint64, err error) {
 	const meminfo = "/proc/meminfo"
 	data, err := os.ReadFile(meminfo)
 	if err != nil {
-		return 0, 0, fmt.Errorf("native: machine memory: %w", err)
+		return 0, 0, fmt.Errorf("sysinfo: machine memory: %w", err)
 	}
 	v := parseProcKB(data)
 	total, okT := v["MemTotal"]
 	available, okA := v["MemAvailable"]
 	if !okT || !okA {
-		return 0, 0, fmt.Errorf("native: machine memory: %s lacks MemTotal or MemAvailable", meminfo)
+		return 0, 0, fmt.Errorf("sysinfo: machine memory: %s lacks MemTotal or MemAvailable", meminfo)
 	}
 	return total, available, nil
 }

@@ -9,10 +9,10 @@ import (
 
 // Footprint is unsupported on this system (no such OS service here).
 func Footprint() (FootprintSample, error) {
-	return FootprintSample{}, fmt.Errorf("native: footprint: %w", errors.ErrUnsupported)
+	return FootprintSample{}, fmt.Errorf("sysinfo: footprint: %w", errors.ErrUnsupported)
 }
 
 // MachineMemory is unsupported on this system (no such OS service here).
 func MachineMemory() (total, available uint64, err error) {
-	return 0, 0, fmt.Errorf("native: machine memory: %w", errors.ErrUnsupported)
+	return 0, 0, fmt.Errorf("sysinfo: machine memory: %w", errors.ErrUnsupported)
 }
