@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/spoolhq/spool/engine/config"
-	"github.com/spoolhq/spool/engine/modeldir"
+	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/engine/promptcache"
 	"github.com/spoolhq/spool/native/diskio"
@@ -87,7 +87,7 @@ func (s promptCacheSetup) planMemory(cfg *config.Config, w plan.Weights) (*plan.
 // open opens the cache for the loaded model in d with the memory tier p
 // planned, reading through pool (nil: its own); nil when the cache is off.
 // The caller closes it once nothing generates any more.
-func (s promptCacheSetup) open(d *modeldir.Dir, p *plan.Plan, pool *diskio.ReadPool) (*promptcache.Cache, error) {
+func (s promptCacheSetup) open(d *loader.Dir, p *plan.Plan, pool *diskio.ReadPool) (*promptcache.Cache, error) {
 	if s.Off {
 		return nil, nil
 	}

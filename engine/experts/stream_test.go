@@ -16,7 +16,7 @@ import (
 	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/experts"
 	"github.com/spoolhq/spool/engine/generate"
-	"github.com/spoolhq/spool/engine/modeldir"
+	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/internal/fixtures"
 	"github.com/spoolhq/spool/native/diskio"
 	"github.com/spoolhq/spool/native/sysinfo"
@@ -60,7 +60,7 @@ func residentRef(t *testing.T, model string) *reference {
 	if r, ok := refByFx[model]; ok {
 		return r
 	}
-	d, err := modeldir.Open(context.Background(), fixtures.Path(t, model), modeldir.Options{})
+	d, err := loader.Open(context.Background(), fixtures.Path(t, model), loader.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func residentRef(t *testing.T, model string) *reference {
 	return r
 }
 
-func generateTokens(t *testing.T, d *modeldir.Dir, prompt []int, spec bool) []int {
+func generateTokens(t *testing.T, d *loader.Dir, prompt []int, spec bool) []int {
 	t.Helper()
 	toks, err := tryGenerate(d, prompt, spec)
 	if err != nil {
@@ -83,7 +83,7 @@ func generateTokens(t *testing.T, d *modeldir.Dir, prompt []int, spec bool) []in
 	return toks
 }
 
-func tryGenerate(d *modeldir.Dir, prompt []int, spec bool) ([]int, error) {
+func tryGenerate(d *loader.Dir, prompt []int, spec bool) ([]int, error) {
 	m := d.Model
 	res, err := generate.Generate(context.Background(), m, m.NewSequence(0), prompt, generate.Params{MaxTokens: genTokens, Speculative: spec}, nil)
 	if err != nil {
@@ -94,10 +94,10 @@ func tryGenerate(d *modeldir.Dir, prompt []int, spec bool) ([]int, error) {
 
 // openStreamed opens a fixture model with a streamed source built by
 // build from the slot row size (one LRU slot in every expert layer).
-func openStreamed(t *testing.T, dir string, build func(row int64) experts.StreamOptions, setup func(*experts.Streamed)) (*modeldir.Dir, *experts.Streamed) {
+func openStreamed(t *testing.T, dir string, build func(row int64) experts.StreamOptions, setup func(*experts.Streamed)) (*loader.Dir, *experts.Streamed) {
 	t.Helper()
 	var s *experts.Streamed
-	d, err := modeldir.Open(context.Background(), dir, modeldir.Options{
+	d, err := loader.Open(context.Background(), dir, loader.Options{
 		Experts: func(ctx context.Context, c *container.Container, cfg *config.Config, layers []int) (experts.Source, error) {
 			probe, err := experts.NewStreamed(ctx, c, cfg, layers, experts.StreamOptions{WorkingSlots: 1})
 			if err != nil {
@@ -368,10 +368,10 @@ func TestChurn(t *testing.T) {
 	defer c.Close()
 	layers := cfg.SparseLayers()
 	want := map[[2]int]string{}
-	loader := modeldir.ExpertLoader{C: c, Config: cfg}
+	reader := loader.ExpertLoader{C: c, Config: cfg}
 	for _, l := range layers {
 		for e := range cfg.NumRoutedExperts {
-			x, err := loader.LoadExpert(l, e)
+			x, err := reader.LoadExpert(l, e)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/spoolhq/spool/engine/chat"
-	"github.com/spoolhq/spool/engine/modeldir"
+	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/scheduler"
 	"github.com/spoolhq/spool/engine/tokenizer"
 	"github.com/spoolhq/spool/internal/fixtures"
@@ -22,7 +22,7 @@ import (
 
 // demo is the glm52-mini model with its tokenizer and template, loaded once.
 type demo struct {
-	dir  *modeldir.Dir
+	dir  *loader.Dir
 	tok  *tokenizer.Tokenizer
 	tmpl *chat.Template
 }
@@ -38,7 +38,7 @@ func loadDemo(t *testing.T) *demo {
 	path := fixtures.Path(t, "glm52-mini")
 	demoOnce.Do(func() {
 		d := &demo{}
-		if d.dir, demoErr = modeldir.Open(context.Background(), path, modeldir.Options{}); demoErr != nil {
+		if d.dir, demoErr = loader.Open(context.Background(), path, loader.Options{}); demoErr != nil {
 			return
 		}
 		if d.tok, demoErr = tokenizer.Load(filepath.Join(path, "tokenizer.json")); demoErr != nil {

@@ -6,4 +6,4 @@
 //
 // It does not tokenize or render prompts; see engine/tokenizer and
 // engine/chat.
-package modeldir
+package loader

@@ -1,4 +1,4 @@
-package modeldir
+package loader
 
 import (
 	"context"
