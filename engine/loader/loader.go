@@ -73,7 +73,7 @@ func OpenHeaders(dir string) (*Dir, error) {
 // into the model. On error the caller still closes the Dir.
 func (d *Dir) Load(ctx context.Context, opts Options) error {
 	if d.Model != nil {
-		return fmt.Errorf("modeldir: %s is already loaded", d.Path)
+		return fmt.Errorf("loader: %s is already loaded", d.Path)
 	}
 	cfg, c := d.Config, d.Container
 	w := &Weights{C: c}
@@ -88,7 +88,7 @@ func (d *Dir) Load(ctx context.Context, opts Options) error {
 		// on disk. A shard truncated under a running model then fails the
 		// expert reads with an error instead of faulting a mapping.
 		if d.arena, err = offheap.AllocAligned(int(d.Summary.ResidentBytes)+arenaAlign*2*len(c.Names()), arenaAlign); err != nil {
-			return fmt.Errorf("modeldir: resident weights arena: %w", err)
+			return fmt.Errorf("loader: resident weights arena: %w", err)
 		}
 		w.arena = d.arena
 		d.Experts, err = opts.Experts(ctx, c, cfg, layers)
@@ -166,7 +166,7 @@ func (w *Weights) Matrix(name string, rows, cols int) (*kernels.Matrix, error) {
 		return w.arena[start:w.used:w.used]
 	})
 	if err == nil && short {
-		err = fmt.Errorf("modeldir: the resident weights arena of %d bytes is full at %s (the headers count fewer resident bytes)", len(w.arena), name)
+		err = fmt.Errorf("loader: the resident weights arena of %d bytes is full at %s (the headers count fewer resident bytes)", len(w.arena), name)
 	}
 	return m, err
 }
