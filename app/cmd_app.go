@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/spoolhq/spool/engine/modeldir"
+	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/server"
 	"github.com/spoolhq/spool/frontend"
 )
@@ -141,7 +141,7 @@ func (rt *appRuntime) checkModel() error {
 	if err != nil {
 		return err
 	}
-	d, err := modeldir.OpenHeaders(cfg.ModelDir)
+	d, err := loader.OpenHeaders(cfg.ModelDir)
 	if err != nil {
 		return err
 	}

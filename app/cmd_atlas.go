@@ -13,8 +13,8 @@ import (
 
 	"github.com/spoolhq/spool/engine/atlas"
 	"github.com/spoolhq/spool/engine/chat"
+	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
-	"github.com/spoolhq/spool/engine/modeldir"
 )
 
 type atlasFlags struct {
@@ -59,7 +59,7 @@ func runAtlas(cmd *cobra.Command, f *atlasFlags) error {
 	if err != nil {
 		return err
 	}
-	lm, err := loadModel(ctx, dir, modeldir.Options{Model: model.Options{DisableMTP: true}})
+	lm, err := loadModel(ctx, dir, loader.Options{Model: model.Options{DisableMTP: true}})
 	if err != nil {
 		return err
 	}

@@ -20,11 +20,11 @@ import (
 	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/experts"
 	"github.com/spoolhq/spool/engine/generate"
+	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
-	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/kernels/gpu"
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/sysinfo"
 )
 
 // prefillBench is the result of spool bench prefill.
@@ -385,7 +385,7 @@ type prefillMode struct {
 func (b *prefillRun) run(ctx context.Context, mode prefillMode, first bool) error {
 	p, f, res, prompt, leg := mode.plan, b.flags, b.res, b.prompt, mode.leg
 	var src *experts.Streamed
-	opts := modeldir.Options{Model: plannedModel(p, model.Options{DisableMTP: true, ComputeAllKeys: mode.allKeys})}
+	opts := loader.Options{Model: plannedModel(p, model.Options{DisableMTP: true, ComputeAllKeys: mode.allKeys})}
 	if f.stream || !p.AllExpertsCached() {
 		opts.Experts = func(ctx context.Context, c *container.Container, cfg *config.Config, layers []int) (experts.Source, error) {
 			var err error
@@ -395,7 +395,7 @@ func (b *prefillRun) run(ctx context.Context, mode prefillMode, first bool) erro
 			return src, err
 		}
 	}
-	d, err := modeldir.Open(ctx, b.dir, opts) // on error it closes src
+	d, err := loader.Open(ctx, b.dir, opts) // on error it closes src
 	if err != nil {
 		return err
 	}
@@ -540,12 +540,12 @@ func startPeakSampler(every time.Duration) *peakSampler {
 }
 
 func (s *peakSampler) sample() {
-	fs, err := native.Footprint()
+	fs, err := sysinfo.Footprint()
 	if err != nil {
 		return
 	}
 	s.mu.Lock()
-	s.rss, s.fp = max(s.rss, fs.RSS, native.PeakRSS()), max(s.fp, fs.Footprint)
+	s.rss, s.fp = max(s.rss, fs.RSS, sysinfo.PeakRSS()), max(s.fp, fs.Footprint)
 	s.mu.Unlock()
 }
 

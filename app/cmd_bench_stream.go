@@ -18,8 +18,8 @@ import (
 	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/experts"
 	"github.com/spoolhq/spool/engine/generate"
+	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
-	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/engine/rans"
 )
@@ -223,7 +223,7 @@ func runStreamBench(ctx context.Context, dir string, mem *memoryFlags, tokens in
 	}
 
 	var src *experts.Streamed
-	d, err := modeldir.Open(ctx, dir, modeldir.Options{
+	d, err := loader.Open(ctx, dir, loader.Options{
 		Model: model.Options{DisableMTP: !speculate},
 		Experts: func(ctx context.Context, c *container.Container, cfg *config.Config, layers []int) (experts.Source, error) {
 			so.CacheBytes, so.WorkingSlots = p.ExpertCacheBytes, p.WorkingSlots

@@ -13,7 +13,7 @@ import (
 	"github.com/spoolhq/spool/engine/download"
 	"github.com/spoolhq/spool/engine/download/fakehub"
 	"github.com/spoolhq/spool/engine/download/hfcache"
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/sysinfo"
 )
 
 // pullEnv serves a small repository from a fake hub and points the HF
@@ -89,7 +89,7 @@ func TestPullDryRunJSON(t *testing.T) {
 
 func TestPullDownloadsThenReuses(t *testing.T) {
 	repo, cache := pullEnv(t)
-	if ds, err := native.DiskFree(os.TempDir()); err != nil || ds.Available < download.MinReserve+(1<<30) {
+	if ds, err := sysinfo.DiskFree(os.TempDir()); err != nil || ds.Available < download.MinReserve+(1<<30) {
 		t.Skipf("needs %d bytes free in %s for the preflight reserve", download.MinReserve, os.TempDir())
 	}
 	out, err := runPullCmd(t, "pull", repo.ID)

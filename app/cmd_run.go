@@ -14,10 +14,10 @@ import (
 	"github.com/spoolhq/spool/engine/chat"
 	"github.com/spoolhq/spool/engine/experts"
 	"github.com/spoolhq/spool/engine/generate"
+	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
-	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/engine/plan"
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/diskio"
 )
 
 type runFlags struct {
@@ -165,7 +165,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		lm.Close()
 		return err
 	}
-	opts := modeldir.Options{Model: plannedModel(p, model.Options{DisableMTP: f.noMTP, DisableDSA: f.noDSA})}
+	opts := loader.Options{Model: plannedModel(p, model.Options{DisableMTP: f.noMTP, DisableDSA: f.noDSA})}
 	streaming := f.stream || !p.AllExpertsCached()
 	if streaming {
 		opts.Experts = streamedExperts(p, usagePath(dir))
@@ -180,7 +180,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	}
 	defer lm.Close()
 	defer g.Close() // before the model's memory goes
-	var pool *native.ReadPool
+	var pool *diskio.ReadPool
 	if s, ok := lm.dir.Experts.(*experts.Streamed); ok {
 		pool = s.ReadPool()
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/spoolhq/spool/engine/modeldir"
+	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/server"
 	"github.com/spoolhq/spool/frontend"
 )
@@ -20,7 +20,7 @@ const maxDefaultContext = 32768
 // against the model's positions and the memory plan, or else the largest
 // multiple of 1024 up to maxDefaultContext that the plan fits.
 func serveContext(dir string, cfg hostConfig) (int, error) {
-	d, err := modeldir.OpenHeaders(dir)
+	d, err := loader.OpenHeaders(dir)
 	if err != nil {
 		return 0, err
 	}

@@ -12,8 +12,8 @@ import (
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/experts"
+	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
-	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/engine/promptcache"
 	"github.com/spoolhq/spool/engine/scheduler"
@@ -23,7 +23,7 @@ import (
 // loadedModel is a model directory opened for text generation: the model,
 // its tokenizer and its chat template.
 type loadedModel struct {
-	dir       *modeldir.Dir
+	dir       *loader.Dir
 	tokenizer *tokenizer.Tokenizer
 	template  *chat.Template // nil when the model ships no chat template
 }
@@ -54,7 +54,7 @@ func resolveModelDir(flag string) (string, error) {
 	return "", errors.New("no model directory: pass --model DIR or set SPOOL_MODEL")
 }
 
-func loadModel(ctx context.Context, dir string, opts modeldir.Options) (*loadedModel, error) {
+func loadModel(ctx context.Context, dir string, opts loader.Options) (*loadedModel, error) {
 	lm, err := openModel(dir)
 	if err != nil {
 		return nil, err
@@ -69,7 +69,7 @@ func loadModel(ctx context.Context, dir string, opts modeldir.Options) (*loadedM
 // weight is read: the config, every shard's header (validated against the
 // config), the tokenizer and the chat template. Plan from lm.dir, then load.
 func openModel(dir string) (*loadedModel, error) {
-	d, err := modeldir.OpenHeaders(dir)
+	d, err := loader.OpenHeaders(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +91,7 @@ func openModel(dir string) (*loadedModel, error) {
 }
 
 // load reads the weights; it closes the model directory on error.
-func (lm *loadedModel) load(ctx context.Context, opts modeldir.Options) error {
+func (lm *loadedModel) load(ctx context.Context, opts loader.Options) error {
 	if err := lm.dir.Load(ctx, opts); err != nil {
 		lm.dir.Close()
 		return err
@@ -168,7 +168,7 @@ func openEngine(ctx context.Context, cfg hostConfig, progress func(detail string
 	}
 	progress("loading weights", 0.2)
 	setMemoryLimit(p)
-	err = lm.load(ctx, modeldir.Options{
+	err = lm.load(ctx, loader.Options{
 		Model:   plannedModel(p, model.Options{DisableMTP: cfg.NoMTP, DisableDSA: cfg.NoDSA}),
 		Experts: streamedExperts(p, cfg.UsagePath),
 	})

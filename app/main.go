@@ -1,6 +1,3 @@
-// Command spool is the one Spool binary: the desktop app when double-clicked,
-// a CLI from a terminal (run, serve, pull, fit, inspect, bench), and with
-// -tags headless a server/CLI binary with no GUI dependency.
 package main
 
 import (

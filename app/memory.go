@@ -10,10 +10,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/spoolhq/spool/engine/config"
+	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
-	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/engine/plan"
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/sysinfo"
 )
 
 // Memory planning for the commands that load a model (run, serve, app):
@@ -26,7 +26,7 @@ import (
 // the plan, or a *plan.FitError carrying the table and a suggestion when
 // not even one expert cache slot per layer fits. spool run calls it before
 // loading. gpu is the device prefill runs on (nil: the CPU).
-func planOpened(d *modeldir.Dir, m *memoryFlags, pc promptCacheSetup, context, sequences int, gpu *plan.GPUDevice) (*plan.Plan, error) {
+func planOpened(d *loader.Dir, m *memoryFlags, pc promptCacheSetup, context, sequences int, gpu *plan.GPUDevice) (*plan.Plan, error) {
 	w, err := plan.FromContainer(d.Container, d.Config, d.Summary)
 	if err != nil {
 		return nil, err
@@ -85,7 +85,7 @@ func (m *memoryFlags) options() (plan.Options, error) {
 
 // machineMemory is the machine's total memory.
 func machineMemory() (int64, error) {
-	total, _, err := native.MachineMemory()
+	total, _, err := sysinfo.MachineMemory()
 	if err != nil {
 		return 0, err
 	}
@@ -97,7 +97,7 @@ func machineMemory() (int64, error) {
 
 // hostPlan lays out the memory equation for cfg, prefill on gpu (nil: the
 // CPU), and refuses a plan that does not fit.
-func hostPlan(d *modeldir.Dir, cfg hostConfig, gpu *plan.GPUDevice) (*plan.Plan, error) {
+func hostPlan(d *loader.Dir, cfg hostConfig, gpu *plan.GPUDevice) (*plan.Plan, error) {
 	mc := d.Config
 	w, err := plan.FromContainer(d.Container, mc, d.Summary)
 	if err != nil {

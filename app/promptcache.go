@@ -8,10 +8,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/spoolhq/spool/engine/config"
-	"github.com/spoolhq/spool/engine/modeldir"
+	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/engine/promptcache"
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/diskio"
 )
 
 // The prompt cache of the commands that load a model (run, serve, app):
@@ -87,7 +87,7 @@ func (s promptCacheSetup) planMemory(cfg *config.Config, w plan.Weights) (*plan.
 // open opens the cache for the loaded model in d with the memory tier p
 // planned, reading through pool (nil: its own); nil when the cache is off.
 // The caller closes it once nothing generates any more.
-func (s promptCacheSetup) open(d *modeldir.Dir, p *plan.Plan, pool *native.ReadPool) (*promptcache.Cache, error) {
+func (s promptCacheSetup) open(d *loader.Dir, p *plan.Plan, pool *diskio.ReadPool) (*promptcache.Cache, error) {
 	if s.Off {
 		return nil, nil
 	}
@@ -98,7 +98,7 @@ func (s promptCacheSetup) open(d *modeldir.Dir, p *plan.Plan, pool *native.ReadP
 	return promptcache.New(s.options(id, p.PromptCacheBytes, pool))
 }
 
-func (s promptCacheSetup) options(id promptcache.Identity, memory int64, pool *native.ReadPool) promptcache.Options {
+func (s promptCacheSetup) options(id promptcache.Identity, memory int64, pool *diskio.ReadPool) promptcache.Options {
 	return promptcache.Options{Identity: id, MemoryBytes: memory, Dir: s.Dir, DiskBytes: s.DiskBytes, Pool: pool, Logger: s.Logger}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/spoolhq/spool/engine/remote"
 	"github.com/spoolhq/spool/engine/remote/standin"
 	"github.com/spoolhq/spool/engine/server"
+	"github.com/spoolhq/spool/internal/jsonvalue"
 )
 
 const testRemoteKey = "remote-secret-0123456789"
@@ -123,7 +124,7 @@ func TestUIEngine(t *testing.T) {
 	}
 	// Checking the saved server sends it the saved key; another server
 	// never gets it.
-	if code, st := uiRequest(t, u, "POST", "/ui/engine/check", `{"remote_url":"`+url+`/v1"}`); code != 200 || st["reachable"] != true || jpathApp(st, "models", 0, "id") != "glm-5.2-fp8" {
+	if code, st := uiRequest(t, u, "POST", "/ui/engine/check", `{"remote_url":"`+url+`/v1"}`); code != 200 || st["reachable"] != true || jsonvalue.Lookup(st, "models", 0, "id") != "glm-5.2-fp8" {
 		t.Fatalf("%d %v", code, st)
 	}
 	other, otherURL := newStandin(t, "")
@@ -149,23 +150,6 @@ func TestUIEngine(t *testing.T) {
 	if code, v := uiRequest(t, u, "PUT", "/ui/engine", `{"engine":"local"}`); code != 200 || v["engine"] != engineLocal {
 		t.Fatalf("%d %v", code, v)
 	}
-}
-
-func jpathApp(v any, keys ...any) any {
-	for _, k := range keys {
-		switch k := k.(type) {
-		case string:
-			m, _ := v.(map[string]any)
-			v = m[k]
-		case int:
-			a, _ := v.([]any)
-			if k >= len(a) {
-				return nil
-			}
-			v = a[k]
-		}
-	}
-	return v
 }
 
 // The host forwards to a remote engine: no model is loaded, the API and
@@ -197,13 +181,13 @@ func TestEngineHostRemote(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(data), "You said: hi") {
 		t.Fatalf("%d %s", resp.StatusCode, data)
 	}
-	if s := stats(t, st.URL); jpathApp(s, "engine", "kind") != "remote" || jpathApp(s, "engine", "remote", "reachable") != true {
+	if s := stats(t, st.URL); jsonvalue.Lookup(s, "engine", "kind") != "remote" || jsonvalue.Lookup(s, "engine", "remote", "reachable") != true {
 		t.Fatalf("%v", s)
 	}
 	if rs, ok := h.remoteStatus(); !ok || rs.Last == nil || rs.Last.CompletionTokens != 3 {
 		t.Fatalf("%+v %v", rs, ok)
 	}
-	if code, v := uiRequest(t, u, "GET", "/ui/engine", ""); code != 200 || jpathApp(v, "running", "remote") != url || jpathApp(v, "remote", "reachable") != true {
+	if code, v := uiRequest(t, u, "GET", "/ui/engine", ""); code != 200 || jsonvalue.Lookup(v, "running", "remote") != url || jsonvalue.Lookup(v, "remote", "reachable") != true {
 		t.Fatalf("%d %v", code, v)
 	}
 	h.Stop()

@@ -15,7 +15,7 @@ import (
 	"github.com/spoolhq/spool/engine/atlas"
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/plan"
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/sysinfo"
 )
 
 // uiAPI answers the UI's own endpoints under /ui/ (the server's guard runs
@@ -336,9 +336,9 @@ func (u *uiAPI) updateSettings(change func(*appSettings)) error {
 	return saveSettings(u.settingsPath, s)
 }
 
-// diskFree is native.DiskFree with the error as text, for the UI.
+// diskFree is sysinfo.DiskFree with the error as text, for the UI.
 func diskFree(path string) map[string]any {
-	ds, err := native.DiskFree(path)
+	ds, err := sysinfo.DiskFree(path)
 	if err != nil {
 		return map[string]any{"error": err.Error()}
 	}

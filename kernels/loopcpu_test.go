@@ -3,7 +3,7 @@ package kernels
 import (
 	"testing"
 
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/sysinfo"
 )
 
 // loopCPU runs body under b.Loop and reports the process CPU time per
@@ -12,11 +12,11 @@ import (
 // does not.
 func loopCPU(b *testing.B, body func()) {
 	b.Helper()
-	c0 := native.ProcessCPUTime()
+	c0 := sysinfo.ProcessCPUTime()
 	for b.Loop() {
 		body()
 	}
 	if c0 > 0 {
-		b.ReportMetric(float64(native.ProcessCPUTime()-c0)/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64(sysinfo.ProcessCPUTime()-c0)/float64(b.N), "cpu-ns/op")
 	}
 }

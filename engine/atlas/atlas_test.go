@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spoolhq/spool/engine/modeldir"
+	"github.com/spoolhq/spool/engine/loader"
 	sharedfixtures "github.com/spoolhq/spool/internal/fixtures"
 )
 
@@ -183,7 +183,7 @@ func FuzzParse(f *testing.F) {
 // forward routes experts_per_tok experts per token in every sparse layer.
 func TestProbeTiny(t *testing.T) {
 	dir := filepath.Join(fixturesDir(t), "glm52-tiny")
-	d, err := modeldir.Open(context.Background(), dir, modeldir.Options{})
+	d, err := loader.Open(context.Background(), dir, loader.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

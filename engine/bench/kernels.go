@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/kernels"
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/sysinfo"
 )
 
 // KernelOptions configures Kernels.
@@ -185,7 +185,7 @@ func (b *bencher) rate(op func(i int) int64) (wall, cpu float64) {
 	}
 	op(0)
 	var bytes int64
-	start, cpu0 := time.Now(), native.ProcessCPUTime()
+	start, cpu0 := time.Now(), sysinfo.ProcessCPUTime()
 	budget := time.Duration(b.opts.Seconds * float64(time.Second))
 	for i := 1; ; i++ {
 		if err := b.ctx.Err(); err != nil {
@@ -195,7 +195,7 @@ func (b *bencher) rate(op func(i int) int64) (wall, cpu float64) {
 		bytes += op(i)
 		if el := time.Since(start); el >= budget {
 			wall = float64(bytes) / el.Seconds()
-			if c := native.ProcessCPUTime() - cpu0; cpu0 > 0 && c > 0 {
+			if c := sysinfo.ProcessCPUTime() - cpu0; cpu0 > 0 && c > 0 {
 				cpu = float64(bytes) / (c.Seconds() / float64(b.opts.Threads))
 			}
 			return wall, cpu

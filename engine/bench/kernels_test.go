@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/sysinfo"
 )
 
 // TestKernelsReports runs the benchmark on a small working set for a
@@ -24,7 +24,7 @@ func TestKernelsReports(t *testing.T) {
 			t.Errorf("%s = %g, want a positive figure", name, v)
 		}
 	}
-	if native.ProcessCPUTime() > 0 && !(res.CPURatio > 0 && res.MemoryReadCPUBytesPerS > 0 && res.Int4G64MatVecCPUBytesPerS > 0) {
+	if sysinfo.ProcessCPUTime() > 0 && !(res.CPURatio > 0 && res.MemoryReadCPUBytesPerS > 0 && res.Int4G64MatVecCPUBytesPerS > 0) {
 		t.Errorf("CPU-time figures missing: %+v", res)
 	}
 	if res.Threads != 2 || res.CPUFeatures == "" || res.WorkingSetBytes < 64<<20 {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spoolhq/spool/engine/expertpack"
 	"github.com/spoolhq/spool/engine/rans"
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/sysinfo"
 )
 
 // UnpackOptions configures Unpack.
@@ -100,7 +100,7 @@ func Unpack(ctx context.Context, recs [][]byte, opts UnpackOptions) (UnpackResul
 	// returns rebuilt bytes per second of wall and of CPU time.
 	rate := func(op func(r *unpackRecord) error) (wall, cpu float64, err error) {
 		var bytes int64
-		start, cpu0 := time.Now(), native.ProcessCPUTime()
+		start, cpu0 := time.Now(), sysinfo.ProcessCPUTime()
 		for i := 0; ; i++ {
 			if err := ctx.Err(); err != nil {
 				return 0, 0, err
@@ -112,7 +112,7 @@ func Unpack(ctx context.Context, recs [][]byte, opts UnpackOptions) (UnpackResul
 			bytes += r.rec.RegionLen + r.rec.ScalesLen
 			if el := time.Since(start); el >= budget {
 				wall = float64(bytes) / el.Seconds()
-				if c := native.ProcessCPUTime() - cpu0; cpu0 > 0 && c > 0 {
+				if c := sysinfo.ProcessCPUTime() - cpu0; cpu0 > 0 && c > 0 {
 					cpu = float64(bytes) / c.Seconds()
 				}
 				return wall, cpu, nil

@@ -1,13 +1,3 @@
-// Package container owns the on-disk model artifact in the Colibri layout: a
-// directory of safetensors shards whose tensors are found by name across all
-// shards. It validates headers strictly (an artifact is untrusted input),
-// resolves the quantized weight formats from byte counts and the config's
-// geometry, locates and reads routed experts, checks a whole artifact
-// against its config before any weight is read, and writes safetensors files.
-//
-// It does not interpret weights (no model math), does not cache or schedule
-// expert reads (the tier does), and does not parse config.json (package
-// config does).
 package container
 
 import (
@@ -21,7 +11,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/offheap"
 )
 
 // MaxShards bounds the number of safetensors files in a model directory.
@@ -195,7 +185,7 @@ func (c *Container) Close() error {
 			errs = append(errs, err)
 		}
 		if s.data != nil {
-			errs = append(errs, native.Unmap(s.data))
+			errs = append(errs, offheap.Unmap(s.data))
 		}
 	}
 	c.shards = nil
@@ -236,12 +226,12 @@ func (c *Container) Preload() error {
 		if s.data != nil {
 			continue
 		}
-		data, err := native.MapFile(s.f)
+		data, err := offheap.MapFile(s.f)
 		if err != nil {
 			return fmt.Errorf("container: %w", err)
 		}
 		if int64(len(data)) != s.Size {
-			native.Unmap(data)
+			offheap.Unmap(data)
 			return fmt.Errorf("container: %s changed size while open (%d bytes, was %d)", s.Name, len(data), s.Size)
 		}
 		s.data = data

@@ -1,21 +1,3 @@
-// Package download fetches a Hugging Face model repository at a revision into
-// the standard Hugging Face cache, in a way that survives crashes, sleeps,
-// network drops and full disks: it plans the download and checks free space
-// before the first payload byte, fetches several files and byte ranges in
-// parallel with stall detection and retries, keeps partial blobs and a resume
-// record of what reached the disk, verifies every blob (LFS sha256 or git
-// blob sha1) before it is renamed into place, and reports progress as events.
-//
-// Resume guarantee: a byte range is checkpointed once its bytes were written
-// to blobs/<etag>.incomplete, the file was synced, and the range was recorded
-// in blobs/<etag>.incomplete.spool.json (written atomically). Checkpointed
-// bytes are never fetched again, across pauses, crashes and restarts, unless
-// the finished blob fails verification, in which case the whole partial is
-// deleted and fetched again. A finished blob is never fetched again.
-//
-// This package must not parse model files, know about Spool's UI or CLI, or
-// make system calls itself: free space, sleep assertions, file locks and
-// cache hints come from package native.
 package download
 
 import (
@@ -27,7 +9,8 @@ import (
 
 	"github.com/spoolhq/spool/engine/download/hfcache"
 	"github.com/spoolhq/spool/engine/download/hub"
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/power"
+	"github.com/spoolhq/spool/native/sysinfo"
 )
 
 // The default download target.
@@ -87,10 +70,10 @@ type Options struct {
 
 	// Storage opens partial blobs for writing; nil means the OS.
 	Storage Storage
-	// DiskFree reports free space; nil means native.DiskFree.
-	DiskFree func(path string) (native.DiskSpace, error)
+	// DiskFree reports free space; nil means sysinfo.DiskFree.
+	DiskFree func(path string) (sysinfo.DiskSpace, error)
 	// KeepAwake holds off idle sleep while bytes are fetched; nil means
-	// native.PreventSleep.
+	// power.PreventSleep.
 	KeepAwake func(reason string) (release func(), err error)
 	// OnEvent receives every event, one call at a time; it must return
 	// quickly. It may call Pause, Resume and Cancel.
@@ -136,10 +119,10 @@ func (o *Options) setDefaults() {
 		o.Storage = OSStorage{}
 	}
 	if o.DiskFree == nil {
-		o.DiskFree = native.DiskFree
+		o.DiskFree = sysinfo.DiskFree
 	}
 	if o.KeepAwake == nil {
-		o.KeepAwake = native.PreventSleep
+		o.KeepAwake = power.PreventSleep
 	}
 }
 

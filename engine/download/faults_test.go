@@ -15,7 +15,8 @@ import (
 	"github.com/spoolhq/spool/engine/download/fakehub"
 	"github.com/spoolhq/spool/engine/download/hfcache"
 	"github.com/spoolhq/spool/engine/download/hub"
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/diskio"
+	"github.com/spoolhq/spool/native/sysinfo"
 )
 
 // TestRecoversFromFaults runs whole downloads against a hub that misbehaves
@@ -303,8 +304,8 @@ func TestPreflight(t *testing.T) {
 			h, url := startHub(t, repo)
 			o := testOptions(url, t.TempDir(), nil)
 			o.Reserve = tt.reserve
-			o.DiskFree = func(p string) (native.DiskSpace, error) {
-				return native.DiskSpace{Path: p, Total: 2e12, Available: tt.avail, Important: tt.import_}, nil
+			o.DiskFree = func(p string) (sysinfo.DiskSpace, error) {
+				return sysinfo.DiskSpace{Path: p, Total: 2e12, Available: tt.avail, Important: tt.import_}, nil
 			}
 			j := newTestJob(t, o)
 			plan, err := j.Plan(context.Background())
@@ -342,7 +343,7 @@ func TestDiskFreeErrorDoesNotBlock(t *testing.T) {
 	repo := testRepo(17)
 	_, url := startHub(t, repo)
 	o := testOptions(url, t.TempDir(), nil)
-	o.DiskFree = func(string) (native.DiskSpace, error) { return native.DiskSpace{}, errors.New("statfs broke") }
+	o.DiskFree = func(string) (sysinfo.DiskSpace, error) { return sysinfo.DiskSpace{}, errors.New("statfs broke") }
 	plan, err := newTestJob(t, o).Plan(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -357,7 +358,7 @@ func TestLockedBlob(t *testing.T) {
 	_, url := startHub(t, repo)
 	cache := t.TempDir()
 	c := hfcache.New(cache, repo.ID)
-	unlock, err := native.LockFile(c.LockPath(repo.Files[0].Etag()))
+	unlock, err := diskio.LockFile(c.LockPath(repo.Files[0].Etag()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/spoolhq/spool/engine/download/fakehub"
 	"github.com/spoolhq/spool/engine/download/hfcache"
 	"github.com/spoolhq/spool/engine/download/hub"
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/sysinfo"
 )
 
 const testRepoID = "acme/tiny-moe"
@@ -46,8 +46,8 @@ func startHubB(b *testing.B, repo fakehub.Repo) (*fakehub.Hub, string) {
 }
 
 // plentyOfSpace reports a 1 TB volume with 500 GB free.
-func plentyOfSpace(path string) (native.DiskSpace, error) {
-	return native.DiskSpace{Path: path, Total: 1e12, Available: 5e11, Important: 5e11}, nil
+func plentyOfSpace(path string) (sysinfo.DiskSpace, error) {
+	return sysinfo.DiskSpace{Path: path, Total: 1e12, Available: 5e11, Important: 5e11}, nil
 }
 
 // eventLog collects events from a job.

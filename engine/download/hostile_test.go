@@ -15,7 +15,7 @@ import (
 	"github.com/spoolhq/spool/engine/download/fakehub"
 	"github.com/spoolhq/spool/engine/download/hfcache"
 	"github.com/spoolhq/spool/engine/download/hub"
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/sysinfo"
 )
 
 // fullProbes reports whether the probes run at the scale
@@ -184,9 +184,9 @@ type fillingDisk struct {
 	written *atomic.Int64
 }
 
-func (d fillingDisk) diskFree(path string) (native.DiskSpace, error) {
+func (d fillingDisk) diskFree(path string) (sysinfo.DiskSpace, error) {
 	avail := max(d.free-d.written.Load(), 0)
-	return native.DiskSpace{Path: path, Total: 1e12, Available: uint64(avail), Important: uint64(avail)}, nil
+	return sysinfo.DiskSpace{Path: path, Total: 1e12, Available: uint64(avail), Important: uint64(avail)}, nil
 }
 
 // countingStorage counts the bytes written to partials.

@@ -8,7 +8,7 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/diskio"
 )
 
 // PartialFile is a partial blob open for positioned writes and reads.
@@ -33,14 +33,14 @@ type Storage interface {
 type OSStorage struct{}
 
 // OpenPartial opens path read-write, creating it with mode 0644. On macOS
-// the file's data is kept out of the buffer cache (native.WriteThrough); that
+// the file's data is kept out of the buffer cache (diskio.WriteThrough); that
 // hint failing is not an error.
 func (OSStorage) OpenPartial(path string) (PartialFile, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	native.WriteThrough(f)
+	diskio.WriteThrough(f)
 	return f, nil
 }
 

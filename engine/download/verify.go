@@ -13,7 +13,7 @@ import (
 
 	"github.com/spoolhq/spool/engine/download/hfcache"
 	"github.com/spoolhq/spool/engine/download/hub"
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/diskio"
 )
 
 // blobHasher computes the hash a blob is named by: sha256 of the content for
@@ -269,13 +269,13 @@ func (j *Job) stopAll(rs *runState) error {
 
 // lockBlob takes the huggingface_hub lock of a blob.
 func lockBlob(path string) (func() error, error) {
-	unlock, err := native.LockFile(path)
+	unlock, err := diskio.LockFile(path)
 	switch {
 	case err == nil:
 		return unlock, nil
 	case errors.Is(err, errors.ErrUnsupported):
 		return func() error { return nil }, nil
-	case errors.Is(err, native.ErrLocked):
+	case errors.Is(err, diskio.ErrLocked):
 		return nil, fmt.Errorf("another process is writing this blob (lock %s is held); wait for it to finish or stop it, then run again", path)
 	}
 	return nil, err

@@ -16,7 +16,7 @@ import (
 
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/container"
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/diskio"
 )
 
 // minGain is the largest record, as a fraction of the expert's raw bytes,
@@ -76,12 +76,12 @@ func ReadExpert(c *container.Container, loc container.ExpertLocation) (*Expert, 
 }
 
 // RawSlabNeed is the slab length the streamed tier gives an expert read
-// raw: each weight and scale extent in a region of native.SlabLen bytes.
+// raw: each weight and scale extent in a region of diskio.SlabLen bytes.
 // A record is packed only if its in-place decode fits in that.
 func RawSlabNeed(loc container.ExpertLocation) int64 {
 	var n int64
 	for _, e := range append(slices.Clone(loc.Weights), loc.Scales...) {
-		n += native.SlabLen(e.Length)
+		n += diskio.SlabLen(e.Length)
 	}
 	return n
 }

@@ -3,7 +3,7 @@ package experts
 import (
 	"errors"
 
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/offheap"
 )
 
 // Close stops the read pool, saves the usage history and frees every
@@ -27,7 +27,7 @@ func (s *Streamed) Close() error {
 	}
 	free := func(sl *slot) {
 		if sl.slab != nil {
-			errs = append(errs, native.Free(sl.slab))
+			errs = append(errs, offheap.Free(sl.slab))
 			sl.slab = nil
 		}
 	}

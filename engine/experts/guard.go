@@ -3,7 +3,8 @@ package experts
 import (
 	"slices"
 
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/offheap"
+	"github.com/spoolhq/spool/native/sysinfo"
 )
 
 // guardLocked samples the footprint and, above the limit, shrinks every
@@ -12,7 +13,7 @@ func (s *Streamed) guardLocked() {
 	sample := s.footprint
 	if sample == nil {
 		sample = func() (uint64, error) {
-			f, err := native.Footprint()
+			f, err := sysinfo.Footprint()
 			return f.Footprint, err
 		}
 	}
@@ -29,7 +30,7 @@ func (s *Streamed) guardLocked() {
 		lc.slots = slices.DeleteFunc(lc.slots, func(x *slot) bool { return x == sl })
 		lc.cap = len(lc.slots)
 		s.slabBytes -= int64(len(sl.slab))
-		native.Free(sl.slab)
+		offheap.Free(sl.slab)
 		sl.slab = nil
 		s.tel.shrinks++
 	}

@@ -9,18 +9,18 @@ import (
 	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/expertpack"
 	"github.com/spoolhq/spool/kernels"
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/diskio"
 )
 
 // slabAlign is the alignment and size granule of every slab: the 16 KiB
-// page of Apple silicon, a multiple of native.DirectAlign.
+// page of Apple silicon, a multiple of diskio.DirectAlign.
 const slabAlign = 16 << 10
 
 // layout says where one routed expert's bytes are on disk and where a slab
 // holds them. Read raw, each extent (the coalesced weights or the separate
 // blobs, then the scales) is read with one direct read into its own region
 // of the slab, which starts at an aligned offset and is
-// native.SlabLen(Length) long, so the aligned superset read fits. Read
+// diskio.SlabLen(Length) long, so the aligned superset read fits. Read
 // packed, its one record is read at the slab offset the pack gives and
 // decoded in place: the weight extents, concatenated, rebuilt at slab
 // offset 0; the scales stay at the record's end.
@@ -70,8 +70,8 @@ func newLayout(loc container.ExpertLocation, fileIndex map[string]int) (*layout,
 			if !ok {
 				return fmt.Errorf("experts: layer %d expert %d: shard %q is not open", loc.Layer, loc.Expert, e.File)
 			}
-			lo.reads = append(lo.reads, extentRead{file: fi, off: e.Offset, n: e.Length, at: lo.need, room: native.SlabLen(e.Length)})
-			lo.need += native.SlabLen(e.Length)
+			lo.reads = append(lo.reads, extentRead{file: fi, off: e.Offset, n: e.Length, at: lo.need, room: diskio.SlabLen(e.Length)})
+			lo.need += diskio.SlabLen(e.Length)
 		}
 		return nil
 	}
@@ -87,7 +87,7 @@ func newLayout(loc container.ExpertLocation, fileIndex map[string]int) (*layout,
 		for i, e := range es {
 			if t.File == e.File && t.Offset >= e.Offset && t.Offset+t.Size <= e.Offset+e.Length {
 				r := lo.reads[first+i]
-				start, _ := native.AlignedSpan(r.off, r.n)
+				start, _ := diskio.AlignedSpan(r.off, r.n)
 				return span{at: r.at + r.off - start + t.Offset - e.Offset, n: t.Size}, nil
 			}
 		}
@@ -197,14 +197,14 @@ type chunk struct {
 }
 
 // chunks splits every extent into requests of at most size bytes (a
-// multiple of native.DirectAlign) along aligned file offsets, so that the
+// multiple of diskio.DirectAlign) along aligned file offsets, so that the
 // reads of a few experts keep every worker busy. The first chunk starts at
 // the extent's first byte and the last ends at its last byte; each lands
 // in the slab where the whole aligned read would have put it.
 func (lo *layout) chunks(size int64) []chunk {
 	var out []chunk
 	for i, r := range lo.reads {
-		start, _ := native.AlignedSpan(r.off, r.n)
+		start, _ := diskio.AlignedSpan(r.off, r.n)
 		end := r.off + r.n
 		for lo := start; lo < end; lo += size {
 			c := chunk{read: i, off: max(lo, r.off), at: r.at + lo - start}

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/diskio"
 )
 
 // streamLease is one Acquire of a Streamed source. Its state is guarded
@@ -63,7 +63,7 @@ type leaseItem struct {
 type readEvent struct {
 	item int
 	file string
-	res  native.ReadResult
+	res  diskio.ReadResult
 	// unpacked marks the completion of a packed expert's decode (res.Err
 	// its error); u is its state.
 	unpacked bool
@@ -79,8 +79,8 @@ type readTag struct {
 
 // startLocked gives waiting misses free working slots and returns their
 // read requests, to be submitted without the lock held.
-func (l *streamLease) startLocked() []native.ReadRequest {
-	var reqs []native.ReadRequest
+func (l *streamLease) startLocked() []diskio.ReadRequest {
+	var reqs []diskio.ReadRequest
 	order := make([]int, len(l.items))
 	for i := range order {
 		order[i] = i
@@ -96,8 +96,8 @@ func (l *streamLease) startLocked() []native.ReadRequest {
 }
 
 // pumpLocked moves pending misses into free working slots.
-func (l *streamLease) pumpLocked() []native.ReadRequest {
-	var reqs []native.ReadRequest
+func (l *streamLease) pumpLocked() []diskio.ReadRequest {
+	var reqs []diskio.ReadRequest
 	cl := l.lc.class
 	// Demand reads first: read-aheads give their slots up.
 	for stolen := 0; stolen < len(l.pending)-len(cl.free) && l.s.stealPrefetchLocked(cl); stolen++ {
@@ -117,7 +117,7 @@ func (l *streamLease) pumpLocked() []native.ReadRequest {
 
 // readsFor builds the read requests of item i into its slot and counts
 // them in flight.
-func (l *streamLease) readsFor(i int) []native.ReadRequest {
+func (l *streamLease) readsFor(i int) []diskio.ReadRequest {
 	it := &l.items[i]
 	lo := it.lc.layouts[it.id]
 	cs := lo.chunks(l.s.opts.ReadChunk)
@@ -128,11 +128,11 @@ func (l *streamLease) readsFor(i int) []native.ReadRequest {
 		it.readsLeft++
 		l.inflight++
 	}
-	reqs := make([]native.ReadRequest, len(cs))
+	reqs := make([]diskio.ReadRequest, len(cs))
 	for k, c := range cs {
 		r := lo.reads[c.read]
 		end := r.at + r.room
-		reqs[k] = native.ReadRequest{File: l.s.files[r.file], Off: c.off, Len: c.n, Slab: it.slot.slab[c.at:end], Tag: tag}
+		reqs[k] = diskio.ReadRequest{File: l.s.files[r.file], Off: c.off, Len: c.n, Slab: it.slot.slab[c.at:end], Tag: tag}
 	}
 	it.readsLeft += len(reqs)
 	l.inflight += len(reqs)
@@ -141,7 +141,7 @@ func (l *streamLease) readsFor(i int) []native.ReadRequest {
 
 // submitAsync submits reqs from a goroutine, so that Acquire returns (and
 // resident experts compute) while a full pool queue drains.
-func (l *streamLease) submitAsync(reqs []native.ReadRequest) {
+func (l *streamLease) submitAsync(reqs []diskio.ReadRequest) {
 	if len(reqs) == 0 {
 		return
 	}
@@ -154,11 +154,11 @@ func (l *streamLease) submitAsync(reqs []native.ReadRequest) {
 
 // submit queues reads; a read the pool refuses completes at once with the
 // refusal as its error.
-func (l *streamLease) submit(reqs []native.ReadRequest) {
+func (l *streamLease) submit(reqs []diskio.ReadRequest) {
 	for _, req := range reqs {
 		tag := req.Tag.(readTag)
 		i := tag.item
-		deliver := func(res native.ReadResult) {
+		deliver := func(res diskio.ReadResult) {
 			l.events <- readEvent{item: i, file: req.File.Path(), res: res}
 			if tag.u == nil {
 				return
@@ -166,10 +166,10 @@ func (l *streamLease) submit(reqs []native.ReadRequest) {
 			// Decode what landed (on this worker), then report the decode
 			// once it is complete.
 			if final, err := tag.u.landed(req.Off, res.Err); final {
-				l.events <- readEvent{item: i, file: req.File.Path(), res: native.ReadResult{Tag: tag, Err: err}, unpacked: true, u: tag.u}
+				l.events <- readEvent{item: i, file: req.File.Path(), res: diskio.ReadResult{Tag: tag, Err: err}, unpacked: true, u: tag.u}
 			}
 		}
-		req.Done = func(res native.ReadResult) {
+		req.Done = func(res diskio.ReadResult) {
 			if fault := l.s.fault.Load(); fault != nil && res.Err == nil {
 				if err := (*fault)(l.s.reads.Add(1)); err != nil {
 					res.Err, res.Data = err, nil
@@ -178,7 +178,7 @@ func (l *streamLease) submit(reqs []native.ReadRequest) {
 			deliver(res)
 		}
 		if _, err := l.s.pool.Submit(l.ctx, req); err != nil {
-			deliver(native.ReadResult{Tag: tag, Err: err})
+			deliver(diskio.ReadResult{Tag: tag, Err: err})
 		}
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/spoolhq/spool/engine/rans"
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/diskio"
 )
 
 // StreamOptions size and tune a Streamed source.
@@ -81,7 +81,7 @@ func (o *StreamOptions) normalize(k int) error {
 	if o.ReadChunk == 0 {
 		o.ReadChunk = 4 << 20
 	}
-	o.ReadChunk = (o.ReadChunk + native.DirectAlign - 1) / native.DirectAlign * native.DirectAlign
+	o.ReadChunk = (o.ReadChunk + diskio.DirectAlign - 1) / diskio.DirectAlign * diskio.DirectAlign
 	o.PinnedBytes = min(o.PinnedBytes, o.CacheBytes)
 	return nil
 }

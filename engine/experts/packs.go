@@ -8,7 +8,7 @@ import (
 
 	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/expertpack"
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/diskio"
 )
 
 // openPack is a shard's pack, open for reads.
@@ -47,9 +47,9 @@ func (s *Streamed) openPacks(c *container.Container) (map[string]*openPack, erro
 		if len(x.Entries) == 0 {
 			continue // the shard was packed and nothing gained
 		}
-		open := native.OpenDirect
+		open := diskio.OpenDirect
 		if s.opts.Buffered {
-			open = native.OpenBuffered
+			open = diskio.OpenBuffered
 		}
 		f, err := open(path)
 		if err != nil {

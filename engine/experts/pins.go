@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/diskio"
 )
 
 // pinCandidates ranks the usage history: count descending, then layer,
@@ -111,7 +111,7 @@ func (s *Streamed) loadPins(ctx context.Context) error {
 	l := &streamLease{s: s, events: make(chan readEvent, n)}
 	l.ctx, l.cancel = context.WithCancel(ctx)
 	defer l.cancel()
-	var reqs []native.ReadRequest
+	var reqs []diskio.ReadRequest
 	for i, r := range pins {
 		lc := s.byLayer[r.Layer]
 		sl, err := s.newSlot(lc.class, tierPinned)

@@ -11,7 +11,7 @@ import (
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/experts"
-	"github.com/spoolhq/spool/engine/modeldir"
+	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/internal/fixtures"
 )
 
@@ -166,7 +166,7 @@ func TestWorkingBankWaitsForDone(t *testing.T) {
 	ids := []int{0, 1, 2}
 	want := map[int]string{}
 	for _, id := range ids {
-		x, err := modeldir.ExpertLoader{C: c, Config: cfg}.LoadExpert(layers[0], id)
+		x, err := loader.ExpertLoader{C: c, Config: cfg}.LoadExpert(layers[0], id)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/diskio"
 )
 
 // prefetch is one expert read ahead of its Acquire into a working slot.
@@ -58,7 +58,7 @@ func (s *Streamed) Prefetch(ctx context.Context, layer int, ids []int) {
 		}
 	}
 	reserve := max(0, len(ids)-held)
-	var reqs []native.ReadRequest
+	var reqs []diskio.ReadRequest
 	for _, id := range ids {
 		if len(cl.free) <= reserve {
 			break
@@ -87,7 +87,7 @@ func (s *Streamed) Prefetch(ctx context.Context, layer int, ids []int) {
 		for _, req := range reqs {
 			pctx := req.Tag.(prefetchTag).ctx
 			if _, err := s.pool.Submit(pctx, req); err != nil {
-				req.Done(native.ReadResult{Tag: req.Tag, Err: err})
+				req.Done(diskio.ReadResult{Tag: req.Tag, Err: err})
 			}
 		}
 	}()
@@ -103,7 +103,7 @@ type prefetchTag struct {
 }
 
 // prefetchReads builds the background requests of pf.
-func (s *Streamed) prefetchReads(ctx context.Context, pf *prefetch) []native.ReadRequest {
+func (s *Streamed) prefetchReads(ctx context.Context, pf *prefetch) []diskio.ReadRequest {
 	lo := pf.lc.layouts[pf.id]
 	tag := prefetchTag{pf: pf, ctx: ctx}
 	if lo.packed != nil {
@@ -111,19 +111,19 @@ func (s *Streamed) prefetchReads(ctx context.Context, pf *prefetch) []native.Rea
 		pf.left++
 	}
 	cs := lo.chunks(s.opts.ReadChunk)
-	reqs := make([]native.ReadRequest, len(cs))
+	reqs := make([]diskio.ReadRequest, len(cs))
 	for k, c := range cs {
 		r := lo.reads[c.read]
-		req := native.ReadRequest{File: s.files[r.file], Off: c.off, Len: c.n, Slab: pf.slot.slab[c.at : r.at+r.room], Tag: tag, Background: true}
+		req := diskio.ReadRequest{File: s.files[r.file], Off: c.off, Len: c.n, Slab: pf.slot.slab[c.at : r.at+r.room], Tag: tag, Background: true}
 		file := req.File.Path()
 		off := c.off
-		req.Done = func(res native.ReadResult) {
+		req.Done = func(res diskio.ReadResult) {
 			s.prefetchDone(pf, readEvent{file: file, res: res})
 			if tag.u == nil {
 				return
 			}
 			if final, err := tag.u.landed(off, res.Err); final {
-				s.prefetchDone(pf, readEvent{file: file, res: native.ReadResult{Tag: tag, Err: err}, unpacked: true, u: tag.u})
+				s.prefetchDone(pf, readEvent{file: file, res: diskio.ReadResult{Tag: tag, Err: err}, unpacked: true, u: tag.u})
 			}
 		}
 		reqs[k] = req

@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/diskio"
 )
 
 // ReadProbe is the disk measured with decoding's own access pattern.
@@ -84,7 +84,7 @@ func (s *Streamed) ProbeReads(ctx context.Context, maxBytes int64, seed uint64) 
 	defer cancel()
 	type done struct {
 		slot int
-		res  native.ReadResult
+		res  diskio.ReadResult
 	}
 	results := make(chan done, 1024)
 	left := make([]int, len(slots)) // chunks in flight per slot
@@ -102,7 +102,7 @@ func (s *Streamed) ProbeReads(ctx context.Context, maxBytes int64, seed uint64) 
 		p.Experts++
 		for _, c := range cs {
 			r := lo.reads[c.read]
-			req := native.ReadRequest{
+			req := diskio.ReadRequest{
 				File: s.files[r.file], Off: c.off, Len: c.n,
 				Slab: slots[i].slab[c.at : r.at+r.room],
 			}
@@ -112,7 +112,7 @@ func (s *Streamed) ProbeReads(ctx context.Context, maxBytes int64, seed uint64) 
 			go func() {
 				ch, err := s.pool.Submit(ctx, req)
 				if err != nil {
-					results <- done{slot: i, res: native.ReadResult{Err: err}}
+					results <- done{slot: i, res: diskio.ReadResult{Err: err}}
 					return
 				}
 				results <- done{slot: i, res: <-ch}

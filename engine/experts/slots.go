@@ -3,7 +3,7 @@ package experts
 import (
 	"fmt"
 
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/offheap"
 )
 
 // Slot class names: decoder-layer experts, and the MTP layer's (int8,
@@ -94,7 +94,7 @@ func (s *Streamed) allocate(working, k int) error {
 }
 
 func (s *Streamed) newSlot(cl *slotClass, t tier) (*slot, error) {
-	b, err := native.AllocAligned(int(cl.size), slabAlign)
+	b, err := offheap.AllocAligned(int(cl.size), slabAlign)
 	if err != nil {
 		return nil, fmt.Errorf("experts: allocating a %s expert slab of %d bytes: %w", cl.name, cl.size, err)
 	}

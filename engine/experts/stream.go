@@ -10,7 +10,7 @@ import (
 
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/container"
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/diskio"
 )
 
 // Streamed is the streamed expert tier: routed experts live on disk and
@@ -31,8 +31,8 @@ import (
 type Streamed struct {
 	cfg     *config.Config
 	opts    StreamOptions
-	files   []*native.DirectFile
-	pool    *native.ReadPool
+	files   []*diskio.DirectFile
+	pool    *diskio.ReadPool
 	layers  []*layerCache
 	byLayer map[int]*layerCache
 	classes []*slotClass
@@ -109,7 +109,7 @@ func NewStreamed(ctx context.Context, c *container.Container, cfg *config.Config
 	if err := s.allocate(opts.WorkingSlots, k); err != nil {
 		return nil, err
 	}
-	s.pool = native.NewReadPool(opts.Workers)
+	s.pool = diskio.NewReadPool(opts.Workers)
 	if err := s.loadPins(ctx); err != nil {
 		return nil, err
 	}
@@ -120,9 +120,9 @@ func NewStreamed(ctx context.Context, c *container.Container, cfg *config.Config
 func (s *Streamed) openFiles(c *container.Container) error {
 	for _, sh := range c.Shards() {
 		path := filepath.Join(c.Dir(), sh.Name)
-		open := native.OpenDirect
+		open := diskio.OpenDirect
 		if s.opts.Buffered {
-			open = native.OpenBuffered
+			open = diskio.OpenBuffered
 		}
 		f, err := open(path)
 		if err != nil {

@@ -16,10 +16,11 @@ import (
 	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/experts"
 	"github.com/spoolhq/spool/engine/generate"
-	"github.com/spoolhq/spool/engine/modeldir"
+	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/rans"
 	"github.com/spoolhq/spool/internal/fixtures"
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/diskio"
+	"github.com/spoolhq/spool/native/sysinfo"
 )
 
 var fixtureModels = []string{"glm52-tiny", "glm52-mini"}
@@ -60,7 +61,7 @@ func residentRef(t *testing.T, model string) *reference {
 	if r, ok := refByFx[model]; ok {
 		return r
 	}
-	d, err := modeldir.Open(context.Background(), fixtures.Path(t, model), modeldir.Options{})
+	d, err := loader.Open(context.Background(), fixtures.Path(t, model), loader.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func residentRef(t *testing.T, model string) *reference {
 	return r
 }
 
-func generateTokens(t *testing.T, d *modeldir.Dir, prompt []int, spec bool) []int {
+func generateTokens(t *testing.T, d *loader.Dir, prompt []int, spec bool) []int {
 	t.Helper()
 	toks, err := tryGenerate(d, prompt, spec)
 	if err != nil {
@@ -83,7 +84,7 @@ func generateTokens(t *testing.T, d *modeldir.Dir, prompt []int, spec bool) []in
 	return toks
 }
 
-func tryGenerate(d *modeldir.Dir, prompt []int, spec bool) ([]int, error) {
+func tryGenerate(d *loader.Dir, prompt []int, spec bool) ([]int, error) {
 	m := d.Model
 	res, err := generate.Generate(context.Background(), m, m.NewSequence(0), prompt, generate.Params{MaxTokens: genTokens, Speculative: spec}, nil)
 	if err != nil {
@@ -94,10 +95,10 @@ func tryGenerate(d *modeldir.Dir, prompt []int, spec bool) ([]int, error) {
 
 // openStreamed opens a fixture model with a streamed source built by
 // build from the slot row size (one LRU slot in every expert layer).
-func openStreamed(t *testing.T, dir string, build func(row int64) experts.StreamOptions, setup func(*experts.Streamed)) (*modeldir.Dir, *experts.Streamed) {
+func openStreamed(t *testing.T, dir string, build func(row int64) experts.StreamOptions, setup func(*experts.Streamed)) (*loader.Dir, *experts.Streamed) {
 	t.Helper()
 	var s *experts.Streamed
-	d, err := modeldir.Open(context.Background(), dir, modeldir.Options{
+	d, err := loader.Open(context.Background(), dir, loader.Options{
 		Experts: func(ctx context.Context, c *container.Container, cfg *config.Config, layers []int) (experts.Source, error) {
 			probe, err := experts.NewStreamed(ctx, c, cfg, layers, experts.StreamOptions{WorkingSlots: 1})
 			if err != nil {
@@ -270,7 +271,7 @@ func TestShortReadThenRecover(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = tryGenerate(d, ref.prompts[0], false)
-	var short *native.ShortReadError
+	var short *diskio.ShortReadError
 	if !errors.As(err, &short) || !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Fatalf("error %v, want a short read", err)
 	}
@@ -337,7 +338,7 @@ func TestMemoryUnderBudget(t *testing.T) {
 	if st.LRUSlots != 3*len(st.Layers) {
 		t.Errorf("%d LRU slots over %d layers, want 3 each", st.LRUSlots, len(st.Layers))
 	}
-	fp0, err := native.Footprint()
+	fp0, err := sysinfo.Footprint()
 	if err != nil {
 		t.Skip("no footprint on this system:", err)
 	}
@@ -346,7 +347,7 @@ func TestMemoryUnderBudget(t *testing.T) {
 			t.Errorf("prompt %d: %v, want %v", i, got, ref.plain[i])
 		}
 	}
-	fp1, err := native.Footprint()
+	fp1, err := sysinfo.Footprint()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,10 +374,10 @@ func TestChurn(t *testing.T) {
 	defer c.Close()
 	layers := cfg.SparseLayers()
 	want := map[[2]int]string{}
-	loader := modeldir.ExpertLoader{C: c, Config: cfg}
+	reader := loader.ExpertLoader{C: c, Config: cfg}
 	for _, l := range layers {
 		for e := range cfg.NumRoutedExperts {
-			x, err := loader.LoadExpert(l, e)
+			x, err := reader.LoadExpert(l, e)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,15 +8,15 @@ import (
 	"testing"
 
 	"github.com/spoolhq/spool/engine/generate"
+	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
-	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/internal/fixtures"
 )
 
 const marginFloor = 1e-3
 
-var fixtureModels sync.Map // name/limits -> *modeldir.Dir
+var fixtureModels sync.Map // name/limits -> *loader.Dir
 
 // openLimited loads a fixture model whose runners have limits lim, once
 // per test binary.
@@ -26,13 +26,13 @@ func openLimited(t *testing.T, name string, lim model.Limits) *model.Model {
 }
 
 // openDir is openLimited's model directory.
-func openDir(t *testing.T, name string, lim model.Limits) *modeldir.Dir {
+func openDir(t *testing.T, name string, lim model.Limits) *loader.Dir {
 	t.Helper()
 	key := fmt.Sprintf("%s/%+v", name, lim)
 	if d, ok := fixtureModels.Load(key); ok {
-		return d.(*modeldir.Dir)
+		return d.(*loader.Dir)
 	}
-	d, err := modeldir.Open(context.Background(), fixtures.Path(t, name), modeldir.Options{Model: model.Options{Limits: lim}})
+	d, err := loader.Open(context.Background(), fixtures.Path(t, name), loader.Options{Model: model.Options{Limits: lim}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,15 +7,15 @@ import (
 	"testing"
 
 	"github.com/spoolhq/spool/engine/generate"
+	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
-	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/engine/promptcache"
 	"github.com/spoolhq/spool/internal/fixtures"
 )
 
 // openCache opens a prompt cache for d with a memory tier of memory bytes
 // and a disk tier in dir.
-func openCache(t *testing.T, d *modeldir.Dir, dir string, memory int64) *promptcache.Cache {
+func openCache(t *testing.T, d *loader.Dir, dir string, memory int64) *promptcache.Cache {
 	t.Helper()
 	id, err := promptcache.IdentityOf(d, "test")
 	if err != nil {

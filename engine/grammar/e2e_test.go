@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/spoolhq/spool/engine/generate"
+	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
-	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/internal/fixtures"
 )
 
@@ -19,7 +19,7 @@ import (
 func TestGenerateWithSchema(t *testing.T) {
 	dir := fixtures.Path(t, "glm52-mini")
 	ctx := context.Background()
-	d, err := modeldir.Open(ctx, dir, modeldir.Options{})
+	d, err := loader.Open(ctx, dir, loader.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

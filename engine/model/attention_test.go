@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/spoolhq/spool/engine/kvcache"
+	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
-	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/internal/fixtures"
 )
@@ -317,7 +317,7 @@ func TestAttentionWorkspaceMatchesPlan(t *testing.T) {
 			{512, 4096, 2}, {64, 8, 1}, {2048, 32768, 16}, {7, 100, 3},
 		} {
 			t.Run(fmt.Sprintf("%s/%+v", name, tc), func(t *testing.T) {
-				d, err := modeldir.Open(context.Background(), fixtures.Path(t, name), modeldir.Options{
+				d, err := loader.Open(context.Background(), fixtures.Path(t, name), loader.Options{
 					Model: model.Options{Limits: model.Limits{Rows: tc.rows, Context: tc.context, Workers: tc.threads}},
 				})
 				if err != nil {

@@ -9,8 +9,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
-	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/internal/fixtures"
 	"github.com/spoolhq/spool/kernels/gpu"
 )
@@ -33,7 +33,7 @@ func openOnGPUCounted(t *testing.T, name string, minRows int, calls *backendCall
 		}
 		t.Skipf("no Vulkan device: %v", err)
 	}
-	d, err := modeldir.Open(context.Background(), fixtures.Path(t, name), modeldir.Options{})
+	d, err := loader.Open(context.Background(), fixtures.Path(t, name), loader.Options{})
 	if err != nil {
 		dev.Close()
 		t.Fatal(err)

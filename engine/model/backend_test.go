@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
-	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/internal/fixtures"
 	"github.com/spoolhq/spool/kernels"
 	"github.com/spoolhq/spool/kernels/gpu"
@@ -35,7 +35,7 @@ func (b *lostDevice) Attention([]float32, *gpu.Attention) error { b.calls++; ret
 // same result as a CPU-only model, reports the failure once and leaves the
 // backend unused afterwards.
 func TestBackendFailureFallsBackToCPU(t *testing.T) {
-	d, err := modeldir.Open(context.Background(), fixtures.Path(t, "glm52-tiny"), modeldir.Options{})
+	d, err := loader.Open(context.Background(), fixtures.Path(t, "glm52-tiny"), loader.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestBackendFailureFallsBackToCPU(t *testing.T) {
 // A backend failure in the MTP layer redoes the layer on the CPU, with the
 // CPU's result.
 func TestBackendFailureInMTPFallsBackToCPU(t *testing.T) {
-	d, err := modeldir.Open(context.Background(), fixtures.Path(t, "glm52-tiny"), modeldir.Options{})
+	d, err := loader.Open(context.Background(), fixtures.Path(t, "glm52-tiny"), loader.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

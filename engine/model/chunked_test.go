@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
-	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/internal/fixtures"
 )
@@ -105,7 +105,7 @@ func checkChunkDSA(t *testing.T, m *model.Model, cs fixtures.Case, tr *model.Tra
 // plannedModel loads a fixture model whose runners have limits lim.
 func plannedModel(t *testing.T, name string, lim model.Limits) *model.Model {
 	t.Helper()
-	d, err := modeldir.Open(context.Background(), fixtures.Path(t, name), modeldir.Options{Model: model.Options{Limits: lim}})
+	d, err := loader.Open(context.Background(), fixtures.Path(t, name), loader.Options{Model: model.Options{Limits: lim}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/spoolhq/spool/engine/generate"
+	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
-	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/internal/fixtures"
 )
 
@@ -27,19 +27,19 @@ var (
 
 type loaded struct {
 	once sync.Once
-	dir  *modeldir.Dir
+	dir  *loader.Dir
 	err  error
 }
 
 // open loads a fixture model once per test binary.
-func open(t *testing.T, name string) *modeldir.Dir { return openB(t, name) }
+func open(t *testing.T, name string) *loader.Dir { return openB(t, name) }
 
-func openB(t testing.TB, name string) *modeldir.Dir {
+func openB(t testing.TB, name string) *loader.Dir {
 	t.Helper()
 	path := fixtures.Path(t, name)
 	v, _ := loadOnce.LoadOrStore(name, &loaded{})
 	l := v.(*loaded)
-	l.once.Do(func() { l.dir, l.err = modeldir.Open(context.Background(), path, modeldir.Options{}) })
+	l.once.Do(func() { l.dir, l.err = loader.Open(context.Background(), path, loader.Options{}) })
 	if l.err != nil {
 		t.Fatalf("open %s: %v", name, l.err)
 	}

@@ -57,7 +57,7 @@ type Options struct {
 	// 0 asks MachineMemory.
 	Memory int64
 	// MachineMemory reports the machine's memory (for example
-	// native.MachineMemory's total); it is used only when Memory is 0.
+	// sysinfo.MachineMemory's total); it is used only when Memory is 0.
 	MachineMemory func() (int64, error)
 	// Context is the context length of each sequence (DefaultContext).
 	Context int

@@ -12,7 +12,9 @@ import (
 
 	"github.com/spoolhq/spool/engine/kvcache"
 	"github.com/spoolhq/spool/engine/plan"
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/diskio"
+	"github.com/spoolhq/spool/native/offheap"
+	"github.com/spoolhq/spool/native/sysinfo"
 )
 
 // DefaultBlockTokens is the block size: 16 tokens, as vLLM's automatic
@@ -71,7 +73,7 @@ type Options struct {
 	SpillIdle time.Duration
 	// Pool is the direct-read pool restores read through (the expert
 	// tier's, so both share the disk's queue); nil starts a small one.
-	Pool *native.ReadPool
+	Pool *diskio.ReadPool
 	// FS is the file system writes go through (OS).
 	FS FS
 	// Logger receives a line for every block file ignored and deleted and
@@ -94,7 +96,7 @@ func DefaultDir() (string, error) {
 // volume, between 1 GiB and 64 GiB.
 func DefaultDiskBytes(dir string) int64 {
 	const lo, hi = 1 << 30, 64 << 30
-	sp, err := native.DiskFree(dir)
+	sp, err := sysinfo.DiskFree(dir)
 	if err != nil {
 		return lo
 	}
@@ -120,7 +122,7 @@ type Cache struct {
 	disk    *diskTier // nil without a disk tier
 	st      Stats
 
-	pool     *native.ReadPool
+	pool     *diskio.ReadPool
 	ownPool  bool
 	slabs    chan []byte // aligned read slabs, allocated on first use
 	slabSize int64
@@ -166,9 +168,9 @@ func New(opts Options) (*Cache, error) {
 	}
 	c.pool = o.Pool
 	if c.pool == nil {
-		c.pool, c.ownPool = native.NewReadPool(ownReadWorkers), true
+		c.pool, c.ownPool = diskio.NewReadPool(ownReadWorkers), true
 	}
-	c.slabSize = native.SlabLen(c.maxFileSize())
+	c.slabSize = diskio.SlabLen(c.maxFileSize())
 	c.slabs = make(chan []byte, readAhead)
 	for range readAhead {
 		c.slabs <- nil // allocated on first use
@@ -237,7 +239,7 @@ func Footprint(o Options) (plan.PromptCacheMemory, error) {
 		m.BacklogBytes = max(o.BacklogBytes, blk) + blk
 		m.ReadBuffers = readAhead
 		// A read slab, and the block decoded from it.
-		m.ReadBufferBytes = native.SlabLen(c.maxFileSize()) + c.maxFileSize()
+		m.ReadBufferBytes = diskio.SlabLen(c.maxFileSize()) + c.maxFileSize()
 		m.WriteBufferBytes = c.maxFileSize()
 	}
 	return m, nil
@@ -289,7 +291,7 @@ func (c *Cache) Close() error {
 		}
 		for range readAhead {
 			if s := <-c.slabs; s != nil {
-				err = errors.Join(err, native.Free(s))
+				err = errors.Join(err, offheap.Free(s))
 			}
 		}
 	}

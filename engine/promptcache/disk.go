@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/diskio"
 )
 
 // The disk tier's directory holds a lock file and one directory per cache
@@ -74,9 +74,9 @@ func openDisk(o Options, root Hash, sizes [3]int64, log *slog.Logger) (*diskTier
 	if err := d.fs.MkdirAll(d.dir); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", d.dir, err)
 	}
-	unlock, err := native.LockFile(filepath.Join(o.Dir, lockName))
+	unlock, err := diskio.LockFile(filepath.Join(o.Dir, lockName))
 	if err != nil {
-		if errors.Is(err, native.ErrLocked) {
+		if errors.Is(err, diskio.ErrLocked) {
 			return nil, fmt.Errorf("%s is in use by another Spool process", o.Dir)
 		}
 		return nil, err

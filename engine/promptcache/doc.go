@@ -27,7 +27,7 @@
 // (Identity: container header digest, config, tokenizer, engine build,
 // geometry; with block size and FormatVersion) and a CRC-32C; one that
 // does not verify is logged, deleted and never loaded. Reads of restored
-// blocks go through native's direct-read pool (O_DIRECT / F_NOCACHE), the
+// blocks go through diskio's direct-read pool (O_DIRECT / F_NOCACHE), the
 // experts' path, and are counted in Stats. A full or failing disk costs
 // only cache: writes pause, blocks are dropped, callers never fail.
 //

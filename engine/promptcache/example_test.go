@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
-	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/engine/promptcache"
 )
 
@@ -18,7 +18,7 @@ import (
 // blocks come from disk.
 func Example() {
 	ctx := context.Background()
-	d, err := modeldir.Open(ctx, "../../../shared/fixtures/glm52-tiny", modeldir.Options{})
+	d, err := loader.Open(ctx, "../../../shared/fixtures/glm52-tiny", loader.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -7,12 +7,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/diskio"
+	"github.com/spoolhq/spool/native/sysinfo"
 )
 
 // FS is what the disk tier changes on the file system: it creates, renames
 // and removes block files and directories. Reads of block files do not go
-// through it; they take native's direct-read path. Tests put faults (a
+// through it; they take diskio's direct-read path. Tests put faults (a
 // full disk) in front of OS.
 type FS interface {
 	MkdirAll(dir string) error
@@ -46,14 +47,14 @@ type OS struct{}
 func (OS) MkdirAll(dir string) error { return os.MkdirAll(dir, 0o700) }
 
 // CreateTemp implements FS. On macOS the file's data is kept out of the
-// buffer cache (native.WriteThrough): a block is read back, if ever, with a
+// buffer cache (diskio.WriteThrough): a block is read back, if ever, with a
 // direct read.
 func (OS) CreateTemp(dir, pattern string) (File, error) {
 	f, err := os.CreateTemp(dir, pattern)
 	if err != nil {
 		return nil, err
 	}
-	native.WriteThrough(f)
+	diskio.WriteThrough(f)
 	return f, nil
 }
 
@@ -71,7 +72,7 @@ func (OS) Chtimes(path string, mtime time.Time) error { return os.Chtimes(path, 
 
 // Available implements FS.
 func (OS) Available(dir string) (int64, error) {
-	sp, err := native.DiskFree(dir)
+	sp, err := sysinfo.DiskFree(dir)
 	if err != nil {
 		return 0, err
 	}

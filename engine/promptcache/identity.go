@@ -11,7 +11,7 @@ import (
 	"slices"
 
 	"github.com/spoolhq/spool/engine/kvcache"
-	"github.com/spoolhq/spool/engine/modeldir"
+	"github.com/spoolhq/spool/engine/loader"
 )
 
 // FormatVersion is the version of the block file format. Files of another
@@ -51,7 +51,7 @@ type Identity struct {
 
 // IdentityOf computes the identity of a loaded model directory; engine
 // names the build (see Identity.Engine).
-func IdentityOf(d *modeldir.Dir, engine string) (Identity, error) {
+func IdentityOf(d *loader.Dir, engine string) (Identity, error) {
 	if d.Model == nil {
 		return Identity{}, fmt.Errorf("promptcache: identity of %s: the model is not loaded", d.Path)
 	}
@@ -84,7 +84,7 @@ func fileDigest(path string, optional bool) (Hash, error) {
 }
 
 // containerDigest hashes every shard's header as the container indexed it.
-func containerDigest(d *modeldir.Dir) Hash {
+func containerDigest(d *loader.Dir) Hash {
 	h := sha256.New()
 	for _, s := range d.Container.Shards() {
 		writeString(h, s.Name)

@@ -11,8 +11,8 @@ import (
 
 	"github.com/spoolhq/spool/engine/generate"
 	"github.com/spoolhq/spool/engine/kvcache"
+	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
-	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/engine/promptcache"
 	"github.com/spoolhq/spool/internal/fixtures"
 )
@@ -23,16 +23,16 @@ var loaded sync.Map // name -> *loadOnce
 
 type loadOnce struct {
 	once sync.Once
-	dir  *modeldir.Dir
+	dir  *loader.Dir
 	err  error
 }
 
-func openModel(t testing.TB, name string) *modeldir.Dir {
+func openModel(t testing.TB, name string) *loader.Dir {
 	t.Helper()
 	path := fixtures.Path(t, name)
 	v, _ := loaded.LoadOrStore(name, &loadOnce{})
 	l := v.(*loadOnce)
-	l.once.Do(func() { l.dir, l.err = modeldir.Open(context.Background(), path, modeldir.Options{}) })
+	l.once.Do(func() { l.dir, l.err = loader.Open(context.Background(), path, loader.Options{}) })
 	if l.err != nil {
 		t.Fatalf("open %s: %v", name, l.err)
 	}
@@ -41,7 +41,7 @@ func openModel(t testing.TB, name string) *modeldir.Dir {
 
 // longPrompt is the fixture's longest reference prompt, which must be past
 // index_topk (so DSA selects keys) and span blocks.
-func longPrompt(t testing.TB, name string, d *modeldir.Dir) []int {
+func longPrompt(t testing.TB, name string, d *loader.Dir) []int {
 	t.Helper()
 	refs, _ := fixtures.LoadRefs(t, name)
 	var long []int
@@ -56,7 +56,7 @@ func longPrompt(t testing.TB, name string, d *modeldir.Dir) []int {
 	return long
 }
 
-func newCache(t testing.TB, d *modeldir.Dir, dir string, memory int64) *promptcache.Cache {
+func newCache(t testing.TB, d *loader.Dir, dir string, memory int64) *promptcache.Cache {
 	t.Helper()
 	id, err := promptcache.IdentityOf(d, "test")
 	if err != nil {

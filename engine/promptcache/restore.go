@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/engine/kvcache"
-	"github.com/spoolhq/spool/native"
+	"github.com/spoolhq/spool/native/diskio"
+	"github.com/spoolhq/spool/native/offheap"
 )
 
 // Match is what Lookup found: the longest run of cached blocks that begins
@@ -241,8 +242,8 @@ type fileRead struct {
 	i    int
 	held bool // it holds one of the cache's slab tokens
 	slab []byte
-	file *native.DirectFile
-	res  <-chan native.ReadResult
+	file *diskio.DirectFile
+	res  <-chan diskio.ReadResult
 	err  error
 }
 
@@ -259,7 +260,7 @@ func (rd *restoreReads) get(i int) (*block, int64, error) {
 	if fr.err != nil {
 		return nil, 0, rd.failed(s, fr.err)
 	}
-	var res native.ReadResult
+	var res diskio.ReadResult
 	select {
 	case res = <-fr.res:
 	case <-rd.ctx.Done():
@@ -305,18 +306,18 @@ func (rd *restoreReads) startReads(i int) {
 func (c *Cache) startRead(ctx context.Context, i int, s source, slab []byte) *fileRead {
 	fr := &fileRead{i: i, held: true, slab: slab}
 	if fr.slab == nil {
-		if fr.slab, fr.err = native.AllocAligned(int(c.slabSize), native.DirectAlign); fr.err != nil {
+		if fr.slab, fr.err = offheap.AllocAligned(int(c.slabSize), diskio.DirectAlign); fr.err != nil {
 			return fr
 		}
 	}
-	if fr.file, fr.err = native.OpenDirect(s.path); fr.err != nil {
+	if fr.file, fr.err = diskio.OpenDirect(s.path); fr.err != nil {
 		return fr
 	}
 	if fr.file.Size() != s.size {
 		fr.err = errReplaced // rewritten since the lookup, with MTP state
 		return fr
 	}
-	fr.res, fr.err = c.pool.Submit(ctx, native.ReadRequest{File: fr.file, Off: 0, Len: s.size, Slab: fr.slab})
+	fr.res, fr.err = c.pool.Submit(ctx, diskio.ReadRequest{File: fr.file, Off: 0, Len: s.size, Slab: fr.slab})
 	return fr
 }
 

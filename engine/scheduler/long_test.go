@@ -9,8 +9,8 @@ import (
 	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/experts"
 	"github.com/spoolhq/spool/engine/generate"
+	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
-	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/engine/scheduler"
 	"github.com/spoolhq/spool/internal/fixtures"
@@ -20,7 +20,7 @@ import (
 // through a cache of two slots per layer, with runners planned for rows.
 func openStreamed(t *testing.T, name string, rows int) *model.Model {
 	t.Helper()
-	d, err := modeldir.Open(context.Background(), fixtures.Path(t, name), modeldir.Options{
+	d, err := loader.Open(context.Background(), fixtures.Path(t, name), loader.Options{
 		Model: model.Options{Limits: model.Limits{Rows: rows, LogitRows: 4}},
 		Experts: func(ctx context.Context, c *container.Container, cfg *config.Config, layers []int) (experts.Source, error) {
 			var row int64
@@ -131,7 +131,7 @@ func generateConfig(chunk int) scheduler.Config {
 // rows.
 func openLimitedModel(t *testing.T, name string, rows int) *model.Model {
 	t.Helper()
-	d, err := modeldir.Open(context.Background(), fixtures.Path(t, name), modeldir.Options{Model: model.Options{Limits: model.Limits{Rows: rows, LogitRows: 4}}})
+	d, err := loader.Open(context.Background(), fixtures.Path(t, name), loader.Options{Model: model.Options{Limits: model.Limits{Rows: rows, LogitRows: 4}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func TestPrefillReadsEachExpertOnce(t *testing.T) {
 	refs, _ := fixtures.LoadRefs(t, "glm52-mini")
 	long := refs.Cases[len(refs.Cases)-1].PromptIDs
 	m := openStreamed(t, "glm52-mini", len(long)+8)
-	d, err := modeldir.OpenHeaders(fixtures.Path(t, "glm52-mini"))
+	d, err := loader.OpenHeaders(fixtures.Path(t, "glm52-mini"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/spoolhq/spool/engine/generate"
+	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
-	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/engine/promptcache"
 	"github.com/spoolhq/spool/engine/scheduler"
 	"github.com/spoolhq/spool/internal/fixtures"
@@ -30,7 +30,7 @@ func TestPromptCacheExact(t *testing.T) {
 	ctx := context.Background()
 	for _, name := range []string{"glm52-tiny", "glm52-mini"} {
 		t.Run(name, func(t *testing.T) {
-			d, err := modeldir.Open(ctx, fixtures.Path(t, name), modeldir.Options{})
+			d, err := loader.Open(ctx, fixtures.Path(t, name), loader.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

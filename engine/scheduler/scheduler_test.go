@@ -10,22 +10,22 @@ import (
 
 	"github.com/spoolhq/spool/engine/generate"
 	"github.com/spoolhq/spool/engine/kvcache"
+	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
-	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/engine/scheduler"
 	"github.com/spoolhq/spool/internal/fixtures"
 )
 
 var (
 	miniOnce sync.Once
-	mini     *modeldir.Dir
+	mini     *loader.Dir
 	miniErr  error
 )
 
 func openMini(t testing.TB) *model.Model {
 	t.Helper()
 	path := fixtures.Path(t, "glm52-mini")
-	miniOnce.Do(func() { mini, miniErr = modeldir.Open(context.Background(), path, modeldir.Options{}) })
+	miniOnce.Do(func() { mini, miniErr = loader.Open(context.Background(), path, loader.Options{}) })
 	if miniErr != nil {
 		t.Fatal(miniErr)
 	}

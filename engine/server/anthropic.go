@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/spoolhq/spool/engine/chat"
-	"github.com/spoolhq/spool/engine/scheduler"
 )
 
 // messagesRequest is an Anthropic /v1/messages request.
@@ -218,6 +217,41 @@ func (req *messagesRequest) toChat() ([]chat.Message, []chat.Tool, error) {
 	return msgs, tools, nil
 }
 
+// anthropicToolChoice reads an Anthropic tool_choice (auto, any, tool with
+// its name, none) as the chat tool choice, for the local and the remote
+// /v1/messages.
+func anthropicToolChoice(typ, name string, tools []chat.Tool) (toolChoice, error) {
+	switch typ {
+	case "auto", "":
+		return toolChoice{mode: "auto"}, nil
+	case "none":
+		return toolChoice{mode: "none"}, nil
+	case "any":
+		if len(tools) == 0 {
+			return toolChoice{}, invalid("tool_choice", `tool_choice "any" needs tools`)
+		}
+		return toolChoice{mode: "required"}, nil
+	case "tool":
+		if toolNamed(tools, name) == nil {
+			return toolChoice{}, invalid("tool_choice.name", "tool_choice names the tool %q, which is not among the tools", name)
+		}
+		return toolChoice{mode: "function", name: name}, nil
+	}
+	return toolChoice{}, invalid("tool_choice.type", "tool_choice type %q must be auto, any, tool or none", typ)
+}
+
+// anthropicThinking reads an Anthropic thinking type as the template's
+// thinking switch (adaptive thinking is on: the switch is all there is).
+func anthropicThinking(typ string) (bool, error) {
+	switch typ {
+	case "enabled", "adaptive":
+		return true, nil
+	case "disabled":
+		return false, nil
+	}
+	return false, invalid("thinking.type", "thinking type %q must be enabled, adaptive or disabled", typ)
+}
+
 func (s *Server) messagesTurn(ctx context.Context, req *messagesRequest) (*turn, error) {
 	if err := s.checkModel(req.Model, true); err != nil {
 		return nil, err
@@ -234,36 +268,17 @@ func (s *Server) messagesTurn(ctx context.Context, req *messagesRequest) (*turn,
 	}
 	choice := toolChoice{mode: "auto"}
 	if tc := req.ToolChoice; tc != nil {
-		switch tc.Type {
-		case "auto", "":
-		case "none":
-			choice.mode = "none"
-		case "any":
-			if len(tools) == 0 {
-				return nil, invalid("tool_choice", `tool_choice "any" needs tools`)
-			}
-			choice.mode = "required"
-		case "tool":
-			if toolNamed(tools, tc.Name) == nil {
-				return nil, invalid("tool_choice.name", "tool_choice names the tool %q, which is not among the tools", tc.Name)
-			}
-			choice = toolChoice{mode: "function", name: tc.Name}
-		default:
-			return nil, invalid("tool_choice.type", "tool_choice type %q must be auto, any, tool or none", tc.Type)
+		if choice, err = anthropicToolChoice(tc.Type, tc.Name, tools); err != nil {
+			return nil, err
 		}
 	}
 	var thinking *bool
 	if th := req.Thinking; th != nil {
-		switch th.Type {
-		case "enabled", "adaptive":
-			// Adaptive thinking lets the model decide; the template's
-			// switch is all this model has, so it is on.
-			thinking = new(true)
-		case "disabled":
-			thinking = new(false)
-		default:
-			return nil, invalid("thinking.type", "thinking type %q must be enabled, adaptive or disabled", th.Type)
+		on, err := anthropicThinking(th.Type)
+		if err != nil {
+			return nil, err
 		}
+		thinking = &on
 	}
 	t := &turn{id: newID("msg_")}
 	if t.stops, err = checkStops("stop_sequences", req.StopSequences); err != nil {
@@ -410,38 +425,19 @@ func toolInput(c chat.ToolCall) json.RawMessage {
 
 func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 	var req messagesRequest
-	if err := decodeBody(r, &req); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	t, err := s.messagesTurn(r.Context(), &req)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	st, err := s.submit(r.Context(), t)
-	if err != nil {
-		writeError(w, r, err)
+	t, st, ok := startTurn(s, w, r, &req, func(req *messagesRequest) (*turn, error) { return s.messagesTurn(r.Context(), req) })
+	if !ok {
 		return
 	}
 	if req.Stream {
 		s.streamMessages(w, r, t, st)
 		return
 	}
-	var reasoning, text string
-	var calls []chat.ToolCall
-	o, err := s.generate(r.Context(), t, st, func(p piece) error {
-		reasoning += p.reasoning
-		text += p.content
-		calls = append(calls, p.calls...)
-		return nil
-	}, nil)
-	if err != nil {
-		if r.Context().Err() == nil {
-			writeError(w, r, err)
-		}
+	rep, o, ok := s.generateReply(w, r, t, st)
+	if !ok {
 		return
 	}
+	reasoning, text, calls := rep.reasoning, rep.content, rep.calls
 	content := []map[string]any{}
 	if reasoning != "" {
 		content = append(content, map[string]any{"type": "thinking", "thinking": reasoning, "signature": ""})
@@ -467,96 +463,4 @@ func anthropicUsageOf(t *turn, o *outcome) anthropicUsage {
 		u.InputTokens = max(len(t.prompt)-u.CacheReadInputTokens-u.CacheCreationInputTokens, 0)
 	}
 	return u
-}
-
-// streamMessages answers with the Anthropic event stream.
-func (s *Server) streamMessages(w http.ResponseWriter, r *http.Request, t *turn, st *scheduler.Stream) {
-	sse, err := startSSE(w)
-	if err != nil {
-		st.Cancel()
-		return
-	}
-	start := map[string]any{"type": "message_start", "message": map[string]any{
-		"id": t.id, "type": "message", "role": "assistant", "model": s.cfg.ModelID, "content": []any{},
-		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]int{"input_tokens": len(t.prompt), "output_tokens": 0},
-	}}
-	if sse.event("message_start", start) != nil {
-		st.Cancel()
-		return
-	}
-	index, open := -1, "" // the open content block
-	closeBlock := func() error {
-		if open == "" {
-			return nil
-		}
-		open = ""
-		return sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
-	}
-	openBlock := func(kind string, block map[string]any) error {
-		if err := closeBlock(); err != nil {
-			return err
-		}
-		index++
-		open = kind
-		return sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": index, "content_block": block})
-	}
-	delta := func(d map[string]any) error {
-		return sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": index, "delta": d})
-	}
-	o, err := s.generate(r.Context(), t, st, func(p piece) error {
-		if p.reasoning != "" {
-			if open != "thinking" {
-				if err := openBlock("thinking", map[string]any{"type": "thinking", "thinking": "", "signature": ""}); err != nil {
-					return err
-				}
-			}
-			if err := delta(map[string]any{"type": "thinking_delta", "thinking": p.reasoning}); err != nil {
-				return err
-			}
-		}
-		if p.content != "" {
-			if open != "text" {
-				if err := openBlock("text", map[string]any{"type": "text", "text": ""}); err != nil {
-					return err
-				}
-			}
-			if err := delta(map[string]any{"type": "text_delta", "text": p.content}); err != nil {
-				return err
-			}
-		}
-		for _, c := range p.calls {
-			if err := openBlock("tool_use", map[string]any{"type": "tool_use", "id": toolUseID(c.ID), "name": c.Function.Name, "input": map[string]any{}}); err != nil {
-				return err
-			}
-			if err := delta(map[string]any{"type": "input_json_delta", "partial_json": string(toolInput(c))}); err != nil {
-				return err
-			}
-			if err := closeBlock(); err != nil {
-				return err
-			}
-		}
-		return nil
-	}, func() error { return sse.event("ping", map[string]string{"type": "ping"}) })
-	if err != nil {
-		if r.Context().Err() == nil {
-			sse.event("error", asAPIError(err).anthropic())
-		}
-		return
-	}
-	if index < 0 {
-		// An empty reply still has one (empty) text block.
-		if openBlock("text", map[string]any{"type": "text", "text": ""}) != nil {
-			return
-		}
-	}
-	if closeBlock() != nil {
-		return
-	}
-	reason, seq := stopReason(o)
-	u := anthropicUsageOf(t, o)
-	if sse.event("message_delta", map[string]any{"type": "message_delta",
-		"delta": map[string]any{"stop_reason": reason, "stop_sequence": seq}, "usage": u}) != nil {
-		return
-	}
-	sse.event("message_stop", map[string]string{"type": "message_stop"})
 }

@@ -158,18 +158,12 @@ func (s *Server) completionLogprobs(toks []scheduler.Token, offset int) *complet
 
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	var req completionRequest
-	if err := decodeBody(r, &req); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	t, echo, err := s.completionTurn(&req)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	st, err := s.submit(r.Context(), t)
-	if err != nil {
-		writeError(w, r, err)
+	var echo string
+	t, st, ok := startTurn(s, w, r, &req, func(req *completionRequest) (t *turn, err error) {
+		t, echo, err = s.completionTurn(req)
+		return t, err
+	})
+	if !ok {
 		return
 	}
 	created := time.Now().Unix()
@@ -178,24 +172,15 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 			Choices: []completionChoice{{Text: text, Logprobs: lp, FinishReason: finish}}}
 	}
 	if !req.Stream {
-		text := echo
-		var toks []scheduler.Token
-		o, err := s.generate(r.Context(), t, st, func(p piece) error {
-			text += p.content
-			toks = append(toks, p.tokens...)
-			return nil
-		}, nil)
-		if err != nil {
-			if r.Context().Err() == nil {
-				writeError(w, r, err)
-			}
+		rep, o, ok := s.generateReply(w, r, t, st)
+		if !ok {
 			return
 		}
 		var lp *completionLogprobs
 		if t.req.Logprobs {
-			lp = s.completionLogprobs(toks, len(echo))
+			lp = s.completionLogprobs(rep.tokens, len(echo))
 		}
-		c := object(text, &o.finish, lp)
+		c := object(echo+rep.content, &o.finish, lp)
 		c.Usage = chatUsageOf(t, o)
 		writeJSON(w, http.StatusOK, c)
 		return

@@ -58,28 +58,31 @@ func queueFull() *apiError {
 		Message: "the server is busy: every generation slot is taken and the queue is full; retry later", RetryAfter: 1}
 }
 
-func contextExceeded(prompt, limit int) *apiError {
+// contextLength refuses a request the context of limit tokens cannot hold;
+// the message goes on from "this model's context length is N tokens, but".
+func contextLength(limit int, format string, args ...any) *apiError {
 	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "context_length_exceeded", Param: "messages",
-		Message: fmt.Sprintf("this model's context length is %d tokens, but the prompt has %d tokens", limit, prompt)}
+		Message: fmt.Sprintf("this model's context length is %d tokens, but ", limit) + fmt.Sprintf(format, args...)}
+}
+
+func contextExceeded(prompt, limit int) *apiError {
+	return contextLength(limit, "the prompt has %d tokens", prompt)
 }
 
 // contextExceededAtLeast reports a prompt whose tokenization stopped at
 // more than limit tokens.
 func contextExceededAtLeast(prompt, limit int) *apiError {
-	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "context_length_exceeded", Param: "messages",
-		Message: fmt.Sprintf("this model's context length is %d tokens, but the prompt has more than %d tokens", limit, prompt-1)}
+	return contextLength(limit, "the prompt has more than %d tokens", prompt-1)
 }
 
 // renderedTooLong refuses a rendered prompt longer than limit tokens can be.
 func renderedTooLong(bytes int64, limit int) *apiError {
-	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "context_length_exceeded", Param: "messages",
-		Message: fmt.Sprintf("this model's context length is %d tokens, but the rendered prompt is longer than %d bytes, more than %d tokens can hold", limit, bytes, limit)}
+	return contextLength(limit, "the rendered prompt is longer than %d bytes, more than %d tokens can hold", bytes, limit)
 }
 
 // tooManyMessages refuses more messages than the context has tokens.
 func tooManyMessages(n, limit int) *apiError {
-	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "context_length_exceeded", Param: "messages",
-		Message: fmt.Sprintf("this model's context length is %d tokens, but the request has %d messages (each takes at least one token)", limit, n)}
+	return contextLength(limit, "the request has %d messages (each takes at least one token)", n)
 }
 
 // templateLimit reports a chat template that exceeded a render limit: the

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"net/http"
+	"strings"
 	"time"
 
 	"github.com/spoolhq/spool/engine/chat"
@@ -59,6 +61,55 @@ func (s *Server) submit(ctx context.Context, t *turn) (*scheduler.Stream, error)
 		return nil, asAPIError(err)
 	}
 	return st, nil
+}
+
+// startTurn decodes a request body into req, builds its turn and submits
+// it: the start every generating endpoint shares. On an error it has
+// answered the client and returns ok false.
+func startTurn[R any](s *Server, w http.ResponseWriter, r *http.Request, req *R, build func(*R) (*turn, error)) (t *turn, st *scheduler.Stream, ok bool) {
+	if err := decodeBody(r, req); err != nil {
+		writeError(w, r, err)
+		return nil, nil, false
+	}
+	t, err := build(req)
+	if err != nil {
+		writeError(w, r, err)
+		return nil, nil, false
+	}
+	if st, err = s.submit(r.Context(), t); err != nil {
+		writeError(w, r, err)
+		return nil, nil, false
+	}
+	return t, st, true
+}
+
+// reply is a whole generation, gathered for a non-streaming answer.
+type reply struct {
+	reasoning, content string
+	calls              []chat.ToolCall
+	tokens             []scheduler.Token
+}
+
+// generateReply runs a turn to its end and gathers its pieces. On an error
+// it has answered the client (unless the client left) and returns ok false.
+func (s *Server) generateReply(w http.ResponseWriter, r *http.Request, t *turn, st *scheduler.Stream) (*reply, *outcome, bool) {
+	var reasoning, content strings.Builder
+	rep := &reply{}
+	o, err := s.generate(r.Context(), t, st, func(p piece) error {
+		reasoning.WriteString(p.reasoning)
+		content.WriteString(p.content)
+		rep.calls = append(rep.calls, p.calls...)
+		rep.tokens = append(rep.tokens, p.tokens...)
+		return nil
+	}, nil)
+	if err != nil {
+		if r.Context().Err() == nil {
+			writeError(w, r, err)
+		}
+		return nil, nil, false
+	}
+	rep.reasoning, rep.content = reasoning.String(), content.String()
+	return rep, o, true
 }
 
 // generate reads a turn's stream to the end, turning tokens into pieces

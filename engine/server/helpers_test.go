@@ -14,15 +14,16 @@ import (
 	"testing"
 
 	"github.com/spoolhq/spool/engine/chat"
-	"github.com/spoolhq/spool/engine/modeldir"
+	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/scheduler"
 	"github.com/spoolhq/spool/engine/tokenizer"
 	"github.com/spoolhq/spool/internal/fixtures"
+	"github.com/spoolhq/spool/internal/jsonvalue"
 )
 
 // demo is the glm52-mini model with its tokenizer and template, loaded once.
 type demo struct {
-	dir  *modeldir.Dir
+	dir  *loader.Dir
 	tok  *tokenizer.Tokenizer
 	tmpl *chat.Template
 }
@@ -38,7 +39,7 @@ func loadDemo(t *testing.T) *demo {
 	path := fixtures.Path(t, "glm52-mini")
 	demoOnce.Do(func() {
 		d := &demo{}
-		if d.dir, demoErr = modeldir.Open(context.Background(), path, modeldir.Options{}); demoErr != nil {
+		if d.dir, demoErr = loader.Open(context.Background(), path, loader.Options{}); demoErr != nil {
 			return
 		}
 		if d.tok, demoErr = tokenizer.Load(filepath.Join(path, "tokenizer.json")); demoErr != nil {
@@ -216,23 +217,8 @@ func decode(t *testing.T, s string) map[string]any {
 	return m
 }
 
-// path reads a nested field: jpath(m, "choices", 0, "message", "content").
-func jpath(v any, keys ...any) any {
-	for _, k := range keys {
-		switch k := k.(type) {
-		case string:
-			m, _ := v.(map[string]any)
-			v = m[k]
-		case int:
-			a, _ := v.([]any)
-			if k >= len(a) {
-				return nil
-			}
-			v = a[k]
-		}
-	}
-	return v
-}
+// jpath reads a nested field: jpath(m, "choices", 0, "message", "content").
+func jpath(v any, keys ...any) any { return jsonvalue.Lookup(v, keys...) }
 
 const question = "What does the function os.path.join do?"
 

@@ -100,18 +100,8 @@ func (s *Server) finishTurn(t *turn) {
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	var req chatRequest
-	if err := decodeBody(r, &req); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	t, err := s.chatTurn(r.Context(), &req)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	st, err := s.submit(r.Context(), t)
-	if err != nil {
-		writeError(w, r, err)
+	t, st, ok := startTurn(s, w, r, &req, func(req *chatRequest) (*turn, error) { return s.chatTurn(r.Context(), req) })
+	if !ok {
 		return
 	}
 	if req.Stream {
@@ -230,33 +220,21 @@ func toolCallDeltas(calls []chat.ToolCall, first int, withIndex bool) []toolCall
 
 // completeChat answers a non-streaming chat completion.
 func (s *Server) completeChat(w http.ResponseWriter, r *http.Request, t *turn, st *scheduler.Stream) {
-	var reasoning, content string
-	var calls []chat.ToolCall
-	var toks []scheduler.Token
-	o, err := s.generate(r.Context(), t, st, func(p piece) error {
-		reasoning += p.reasoning
-		content += p.content
-		calls = append(calls, p.calls...)
-		toks = append(toks, p.tokens...)
-		return nil
-	}, nil)
-	if err != nil {
-		if r.Context().Err() == nil {
-			writeError(w, r, err)
-		}
+	rep, o, ok := s.generateReply(w, r, t, st)
+	if !ok {
 		return
 	}
-	msg := &chatMessage{Role: "assistant", Content: &content}
-	if len(calls) > 0 && content == "" {
+	msg := &chatMessage{Role: "assistant", Content: &rep.content}
+	if len(rep.calls) > 0 && rep.content == "" {
 		msg.Content = nil
 	}
-	if reasoning != "" {
-		msg.ReasoningContent = &reasoning
+	if rep.reasoning != "" {
+		msg.ReasoningContent = &rep.reasoning
 	}
-	msg.ToolCalls = toolCallDeltas(calls, 0, false)
+	msg.ToolCalls = toolCallDeltas(rep.calls, 0, false)
 	choice := chatChoice{Message: msg, FinishReason: &o.finish}
 	if t.req.Logprobs {
-		choice.Logprobs = &chatLogprobs{Content: s.logprobsOf(toks, true)}
+		choice.Logprobs = &chatLogprobs{Content: s.logprobsOf(rep.tokens, true)}
 	}
 	writeJSON(w, http.StatusOK, chatCompletion{
 		ID: t.id, Object: "chat.completion", Created: time.Now().Unix(), Model: s.cfg.ModelID,

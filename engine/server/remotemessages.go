@@ -99,41 +99,6 @@ func (s *Server) remoteChat(r *http.Request, req *messagesRequest) (*remoteChatR
 	return out, nil
 }
 
-// anthropicToolChoice reads an Anthropic tool_choice (auto, any, tool with
-// its name, none) as the chat tool choice. The local /v1/messages reads
-// the same mapping inline; both could share this.
-func anthropicToolChoice(typ, name string, tools []chat.Tool) (toolChoice, error) {
-	switch typ {
-	case "auto", "":
-		return toolChoice{mode: "auto"}, nil
-	case "none":
-		return toolChoice{mode: "none"}, nil
-	case "any":
-		if len(tools) == 0 {
-			return toolChoice{}, invalid("tool_choice", `tool_choice "any" needs tools`)
-		}
-		return toolChoice{mode: "required"}, nil
-	case "tool":
-		if toolNamed(tools, name) == nil {
-			return toolChoice{}, invalid("tool_choice.name", "tool_choice names the tool %q, which is not among the tools", name)
-		}
-		return toolChoice{mode: "function", name: name}, nil
-	}
-	return toolChoice{}, invalid("tool_choice.type", "tool_choice type %q must be auto, any, tool or none", typ)
-}
-
-// anthropicThinking reads an Anthropic thinking type as the template's
-// thinking switch (adaptive thinking is on: the switch is all there is).
-func anthropicThinking(typ string) (bool, error) {
-	switch typ {
-	case "enabled", "adaptive":
-		return true, nil
-	case "disabled":
-		return false, nil
-	}
-	return false, invalid("thinking.type", "thinking type %q must be enabled, adaptive or disabled", typ)
-}
-
 // wireMessages puts tool-call arguments in the OpenAI wire form (a JSON
 // text, not an object).
 func wireMessages(msgs []chat.Message) []chat.Message {

@@ -14,35 +14,6 @@ import (
 // The streamed half of /v1/messages on a remote server: the remote's chat
 // chunks become Anthropic's events.
 
-// anthropicBlocks writes the content blocks of an Anthropic message
-// stream: one block open at a time, numbered from 0.
-type anthropicBlocks struct {
-	sse   *sseWriter
-	index int    // the open (or last) block's index; -1 before the first
-	open  string // the open block's type; "" when none is open
-}
-
-func (b *anthropicBlocks) start(kind string, block map[string]any) error {
-	if err := b.stop(); err != nil {
-		return err
-	}
-	b.index++
-	b.open = kind
-	return b.sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": b.index, "content_block": block})
-}
-
-func (b *anthropicBlocks) stop() error {
-	if b.open == "" {
-		return nil
-	}
-	b.open = ""
-	return b.sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": b.index})
-}
-
-func (b *anthropicBlocks) delta(d map[string]any) error {
-	return b.sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": b.index, "delta": d})
-}
-
 // remoteToolStream is one tool call of a streamed answer: its block
 // starts once its name is known, and its arguments stream into it.
 type remoteToolStream struct {
@@ -81,23 +52,13 @@ func (m *messagesTranslation) chunk(c *remoteCompletion) (bool, error) {
 		}
 		if th := d.reasoning(); th != "" {
 			output = true
-			if m.blocks.open != "thinking" {
-				if err := m.blocks.start("thinking", map[string]any{"type": "thinking", "thinking": "", "signature": ""}); err != nil {
-					return output, err
-				}
-			}
-			if err := m.blocks.delta(map[string]any{"type": "thinking_delta", "thinking": th}); err != nil {
+			if err := m.blocks.thinking(th); err != nil {
 				return output, err
 			}
 		}
 		if text := d.content(); text != "" {
 			output = true
-			if m.blocks.open != "text" {
-				if err := m.blocks.start("text", map[string]any{"type": "text", "text": ""}); err != nil {
-					return output, err
-				}
-			}
-			if err := m.blocks.delta(map[string]any{"type": "text_delta", "text": text}); err != nil {
+			if err := m.blocks.text(text); err != nil {
 				return output, err
 			}
 		}
@@ -131,7 +92,7 @@ func (m *messagesTranslation) toolDelta(tc toolCallDelta) error {
 	}
 	t.pending += tc.Function.Arguments
 	if t.block < 0 && t.name != "" {
-		if err := m.blocks.start("tool_use", map[string]any{"type": "tool_use", "id": callID(t.id), "name": t.name, "input": map[string]any{}}); err != nil {
+		if err := m.blocks.startToolUse(callID(t.id), t.name); err != nil {
 			return err
 		}
 		t.block = m.blocks.index
@@ -243,14 +204,7 @@ func (s *Server) streamRemoteMessages(w http.ResponseWriter, r *http.Request, re
 		fail(err)
 		return
 	}
-	if m.blocks.index < 0 {
-		// An empty reply still has one (empty) text block.
-		if m.blocks.start("text", map[string]any{"type": "text", "text": ""}) != nil {
-			call.End(context.Canceled)
-			return
-		}
-	}
-	if m.blocks.stop() != nil {
+	if m.blocks.finish() != nil {
 		call.End(context.Canceled)
 		return
 	}

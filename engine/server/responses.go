@@ -283,18 +283,12 @@ func (s *Server) handleGetResponse(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	var req responsesRequest
-	if err := decodeBody(r, &req); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	t, history, err := s.responsesTurn(r.Context(), &req)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	st, err := s.submit(r.Context(), t)
-	if err != nil {
-		writeError(w, r, err)
+	var history []chat.Message
+	t, st, ok := startTurn(s, w, r, &req, func(req *responsesRequest) (t *turn, err error) {
+		t, history, err = s.responsesTurn(r.Context(), req)
+		return t, err
+	})
+	if !ok {
 		return
 	}
 	resp := &responseObject{
@@ -314,6 +308,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	b := &responsesBuilder{resp: resp, origins: req.origins}
 	var sse *sseWriter
 	if req.Stream {
+		var err error
 		if sse, err = startSSE(w); err != nil {
 			st.Cancel()
 			return

@@ -1,13 +1,3 @@
-// Package server owns Spool's local HTTP API: the OpenAI chat completions,
-// completions and Responses endpoints, the Anthropic messages endpoint,
-// model listing, health and stats, server-sent event streaming, the
-// websocket that pushes live engine events to the UI, and the security
-// defaults (loopback bind, API key, DNS-rebinding guard, CORS, limits).
-//
-// It turns requests into prompts with the model's chat template and
-// tokenizer, hands them to an engine/scheduler Scheduler, and turns tokens
-// back into protocol responses (stop strings, reasoning split, tool calls).
-// It does not load models, sample or batch; the scheduler does.
 package server
 
 import (

@@ -11,8 +11,8 @@ import (
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/experts"
+	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
-	"github.com/spoolhq/spool/engine/modeldir"
 )
 
 // errRouted stops a forward once its first sparse layer has routed.
@@ -50,7 +50,7 @@ func TestRoutingSpreadsLikeATrainedModel(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d, err := modeldir.Open(ctx, dir, modeldir.Options{
+	d, err := loader.Open(ctx, dir, loader.Options{
 		Experts: func(context.Context, *container.Container, *config.Config, []int) (experts.Source, error) {
 			return routeOnly{}, nil
 		},

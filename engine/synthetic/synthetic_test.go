@@ -13,8 +13,8 @@ import (
 
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/container"
+	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
-	"github.com/spoolhq/spool/engine/modeldir"
 	"github.com/spoolhq/spool/engine/plan"
 	sharedfixtures "github.com/spoolhq/spool/internal/fixtures"
 )
@@ -105,9 +105,9 @@ func TestGenerateSmall(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	d, err := modeldir.Open(ctx, dir, modeldir.Options{})
+	d, err := loader.Open(ctx, dir, loader.Options{})
 	if err != nil {
-		t.Fatalf("modeldir.Open: %v", err)
+		t.Fatalf("loader.Open: %v", err)
 	}
 	defer d.Close()
 	seq := d.Model.NewSequence(64)

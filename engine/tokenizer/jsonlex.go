@@ -303,35 +303,7 @@ func skipValue(d []byte, i, depth int) (int, error) {
 		// Validation only; the decoded value is dropped.
 		return skipString(d, i)
 	case c == '{':
-		i = skipWS(d, i+1)
-		if i < len(d) && d[i] == '}' {
-			return i + 1, nil
-		}
-		for {
-			if i >= len(d) || d[i] != '"' {
-				return 0, errAt(d, i, "a string key")
-			}
-			var err error
-			if i, err = skipString(d, i); err != nil {
-				return 0, err
-			}
-			i = skipWS(d, i)
-			if i >= len(d) || d[i] != ':' {
-				return 0, errAt(d, i, "':' after an object key")
-			}
-			if i, err = skipValue(d, skipWS(d, i+1), depth+1); err != nil {
-				return 0, err
-			}
-			i = skipWS(d, i)
-			if i < len(d) && d[i] == ',' {
-				i = skipWS(d, i+1)
-				continue
-			}
-			if i < len(d) && d[i] == '}' {
-				return i + 1, nil
-			}
-			return 0, errAt(d, i, "',' or '}' after an object value")
-		}
+		return walkObject(d, i, func(_ string, v int) (int, error) { return skipValue(d, v, depth+1) })
 	case c == '[':
 		i = skipWS(d, i+1)
 		if i < len(d) && d[i] == ']' {

@@ -12,7 +12,8 @@ import (
 // regexp cannot express its lookahead, so glmMatchEnd implements it by hand.
 const glmPattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 
-type fileJSON struct {
+// headerJSON is tokenizer.json without its model.
+type headerJSON struct {
 	Truncation    json.RawMessage  `json:"truncation"`
 	Padding       json.RawMessage  `json:"padding"`
 	AddedTokens   []addedTokenJSON `json:"added_tokens"`
@@ -20,7 +21,11 @@ type fileJSON struct {
 	PreTokenizer  json.RawMessage  `json:"pre_tokenizer"`
 	PostProcessor json.RawMessage  `json:"post_processor"`
 	Decoder       json.RawMessage  `json:"decoder"`
-	Model         *modelJSON       `json:"model"`
+}
+
+type fileJSON struct {
+	headerJSON
+	Model *modelJSON `json:"model"`
 }
 
 type addedTokenJSON struct {
@@ -80,32 +85,8 @@ func Parse(data []byte) (*Tokenizer, error) {
 	if err := json.Unmarshal(doc.rest, &f); err != nil {
 		return nil, fmt.Errorf("tokenizer: parse tokenizer.json: %w", err)
 	}
-	if !isNull(f.Truncation) {
-		return nil, errors.New("tokenizer: truncation is set in tokenizer.json; only null is supported")
-	}
-	if !isNull(f.Padding) {
-		return nil, errors.New("tokenizer: padding is set in tokenizer.json; only null is supported")
-	}
-	if err := checkNormalizer(f.Normalizer); err != nil {
+	if err := f.check(); err != nil {
 		return nil, err
-	}
-	if isNull(f.Decoder) {
-		return nil, errors.New("tokenizer: decoder is null; only ByteLevel is supported")
-	}
-	var dec typeJSON
-	if err := json.Unmarshal(f.Decoder, &dec); err != nil {
-		return nil, fmt.Errorf("tokenizer: parse decoder: %w", err)
-	}
-	if dec.Type != "ByteLevel" {
-		return nil, fmt.Errorf("tokenizer: decoder type %q is not supported (only ByteLevel)", dec.Type)
-	}
-	if !isNull(f.PostProcessor) {
-		// With add_special_tokens=False no post-processor adds or changes ids,
-		// so any well-formed one is accepted and ignored.
-		var pp typeJSON
-		if err := json.Unmarshal(f.PostProcessor, &pp); err != nil {
-			return nil, fmt.Errorf("tokenizer: parse post_processor: %w", err)
-		}
 	}
 
 	t := &Tokenizer{unkID: -1}
@@ -121,6 +102,39 @@ func Parse(data []byte) (*Tokenizer, error) {
 	t.buildTables()
 	t.cache = newWordCache()
 	return t, nil
+}
+
+// check refuses the top-level settings Parse does not implement: truncation,
+// padding, a normalizer, a decoder other than ByteLevel.
+func (h *headerJSON) check() error {
+	if !isNull(h.Truncation) {
+		return errors.New("tokenizer: truncation is set in tokenizer.json; only null is supported")
+	}
+	if !isNull(h.Padding) {
+		return errors.New("tokenizer: padding is set in tokenizer.json; only null is supported")
+	}
+	if err := checkNormalizer(h.Normalizer); err != nil {
+		return err
+	}
+	if isNull(h.Decoder) {
+		return errors.New("tokenizer: decoder is null; only ByteLevel is supported")
+	}
+	var dec typeJSON
+	if err := json.Unmarshal(h.Decoder, &dec); err != nil {
+		return fmt.Errorf("tokenizer: parse decoder: %w", err)
+	}
+	if dec.Type != "ByteLevel" {
+		return fmt.Errorf("tokenizer: decoder type %q is not supported (only ByteLevel)", dec.Type)
+	}
+	if !isNull(h.PostProcessor) {
+		// With add_special_tokens=False no post-processor adds or changes ids,
+		// so any well-formed one is accepted and ignored.
+		var pp typeJSON
+		if err := json.Unmarshal(h.PostProcessor, &pp); err != nil {
+			return fmt.Errorf("tokenizer: parse post_processor: %w", err)
+		}
+	}
+	return nil
 }
 
 func checkNormalizer(raw json.RawMessage) error {
@@ -193,10 +207,8 @@ func (t *Tokenizer) parsePreTokenizer(raw json.RawMessage) error {
 // huge: real vocabularies are dense.
 func maxID(entries int) int { return 2*entries + 1024 }
 
-func (t *Tokenizer) parseModel(m *modelJSON, vocab *vocabList, merges *mergeList, nAdded int) error {
-	if m == nil {
-		return errors.New("tokenizer: model is missing")
-	}
+// check refuses the BPE settings the encoder does not implement.
+func (m *modelJSON) check() error {
 	if m.Type != "BPE" {
 		return fmt.Errorf("tokenizer: model type %q is not supported (only BPE)", m.Type)
 	}
@@ -211,6 +223,16 @@ func (t *Tokenizer) parseModel(m *modelJSON, vocab *vocabList, merges *mergeList
 	}
 	if m.ByteFallback {
 		return errors.New("tokenizer: model.byte_fallback=true is not supported")
+	}
+	return nil
+}
+
+func (t *Tokenizer) parseModel(m *modelJSON, vocab *vocabList, merges *mergeList, nAdded int) error {
+	if m == nil {
+		return errors.New("tokenizer: model is missing")
+	}
+	if err := m.check(); err != nil {
+		return err
 	}
 	if err := t.buildVocab(vocab, nAdded); err != nil {
 		return err

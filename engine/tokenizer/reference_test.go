@@ -18,15 +18,10 @@ import (
 // This file keeps the original encoding/json implementation of Parse as a
 // reference: the fast scanner in scan.go must build exactly the same tables.
 
+// refFileJSON is the whole file: vocab and merges through encoding/json.
 type refFileJSON struct {
-	Truncation    json.RawMessage  `json:"truncation"`
-	Padding       json.RawMessage  `json:"padding"`
-	AddedTokens   []addedTokenJSON `json:"added_tokens"`
-	Normalizer    json.RawMessage  `json:"normalizer"`
-	PreTokenizer  json.RawMessage  `json:"pre_tokenizer"`
-	PostProcessor json.RawMessage  `json:"post_processor"`
-	Decoder       json.RawMessage  `json:"decoder"`
-	Model         *refModelJSON    `json:"model"`
+	headerJSON
+	Model *refModelJSON `json:"model"`
 }
 
 type refModelJSON struct {
@@ -50,30 +45,10 @@ func parseReference(data []byte) (*refTokenizer, error) {
 	if err := json.Unmarshal(data, &f); err != nil {
 		return nil, fmt.Errorf("tokenizer: parse tokenizer.json: %w", err)
 	}
-	if !isNull(f.Truncation) {
-		return nil, errors.New("tokenizer: truncation is set in tokenizer.json; only null is supported")
-	}
-	if !isNull(f.Padding) {
-		return nil, errors.New("tokenizer: padding is set in tokenizer.json; only null is supported")
-	}
-	if err := checkNormalizer(f.Normalizer); err != nil {
+	// The top-level checks are Parse's: this reference stands for the
+	// vocabulary and merges scanner only.
+	if err := f.check(); err != nil {
 		return nil, err
-	}
-	if isNull(f.Decoder) {
-		return nil, errors.New("tokenizer: decoder is null; only ByteLevel is supported")
-	}
-	var dec typeJSON
-	if err := json.Unmarshal(f.Decoder, &dec); err != nil {
-		return nil, fmt.Errorf("tokenizer: parse decoder: %w", err)
-	}
-	if dec.Type != "ByteLevel" {
-		return nil, fmt.Errorf("tokenizer: decoder type %q is not supported (only ByteLevel)", dec.Type)
-	}
-	if !isNull(f.PostProcessor) {
-		var pp typeJSON
-		if err := json.Unmarshal(f.PostProcessor, &pp); err != nil {
-			return nil, fmt.Errorf("tokenizer: parse post_processor: %w", err)
-		}
 	}
 	t := &refTokenizer{Tokenizer: &Tokenizer{unkID: -1}}
 	if err := t.parsePreTokenizer(f.PreTokenizer); err != nil {
@@ -108,20 +83,8 @@ func (t *refTokenizer) refParseModel(m *refModelJSON, nAdded int) error {
 	if m == nil {
 		return errors.New("tokenizer: model is missing")
 	}
-	if m.Type != "BPE" {
-		return fmt.Errorf("tokenizer: model type %q is not supported (only BPE)", m.Type)
-	}
-	if m.Dropout != nil && *m.Dropout != 0 {
-		return fmt.Errorf("tokenizer: model.dropout=%v is not supported (only null or 0)", *m.Dropout)
-	}
-	if m.ContinuingSubwordPrefix != nil && *m.ContinuingSubwordPrefix != "" {
-		return fmt.Errorf("tokenizer: model.continuing_subword_prefix=%q is not supported", *m.ContinuingSubwordPrefix)
-	}
-	if m.EndOfWordSuffix != nil && *m.EndOfWordSuffix != "" {
-		return fmt.Errorf("tokenizer: model.end_of_word_suffix=%q is not supported", *m.EndOfWordSuffix)
-	}
-	if m.ByteFallback {
-		return errors.New("tokenizer: model.byte_fallback=true is not supported")
+	if err := m.check(); err != nil {
+		return err
 	}
 	if len(m.Vocab) == 0 {
 		return errors.New("tokenizer: model.vocab is empty")

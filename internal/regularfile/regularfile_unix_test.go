@@ -8,9 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
+
+	"github.com/spoolhq/spool/internal/testfifo"
 )
 
 func TestRead(t *testing.T) {
@@ -31,24 +31,8 @@ func TestRead(t *testing.T) {
 	if _, err := Read(dir, 1<<20); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Fatalf("a directory: %v", err)
 	}
-	fifo := filepath.Join(dir, "fifo")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := Read(fifo, 10)
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
-			t.Fatalf("a FIFO: %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
-			f.Close()
-		}
-		t.Fatal("Read blocked on a FIFO")
-	}
+	testfifo.Refused(t, filepath.Join(dir, "fifo"), func() error {
+		_, err := Read(filepath.Join(dir, "fifo"), 10)
+		return err
+	})
 }

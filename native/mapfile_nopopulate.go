@@ -1,6 +1,0 @@
-//go:build unix && !linux
-
-package native
-
-// mapPopulate is 0 where mmap has no populate flag.
-const mapPopulate = 0
