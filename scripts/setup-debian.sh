@@ -4,7 +4,8 @@
 set -euo pipefail
 
 declare -A groups=(
-  [base]="gcc make git ca-certificates"
+  # curl: the README test (app/readme_test.go) runs its curl examples.
+  [base]="gcc make git ca-certificates curl"
   # The Vulkan backend: loader headers, the shader compiler, the CPU Vulkan
   # device (lavapipe) the GPU tests run on, and the MSL translator check.
   [gpu]="libvulkan-dev glslc mesa-vulkan-drivers spirv-cross"
