@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,14 +94,7 @@ func TestModelIDFor(t *testing.T) {
 func TestDownloadFlow(t *testing.T) {
 	repo := fakehub.SampleRepo(download.DefaultRepo, 3, 200<<10, 3000)
 	repo.Commit = download.DefaultRevision
-	srv := httptest.NewServer(fakehub.New(repo))
-	defer srv.Close()
-	home := t.TempDir()
-	t.Setenv("HF_ENDPOINT", srv.URL)
-	t.Setenv("HF_HOME", home)
-	t.Setenv("HF_HUB_CACHE", filepath.Join(home, "hub"))
-	t.Setenv("HF_TOKEN", "")
-	t.Setenv("HF_HUB_OFFLINE", "")
+	home := hubEnv(t, repo)
 	dm := newDownloadManager(nil)
 	defer dm.Close()
 	settings := filepath.Join(home, "settings.json")
