@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -21,6 +23,7 @@ import (
 	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/plan"
+	"github.com/spoolhq/spool/kernels/gpu"
 	"github.com/spoolhq/spool/native/sysinfo"
 )
 
@@ -86,6 +89,11 @@ type prefillLeg struct {
 	TokensPerSecond float64   `json:"tokens_per_second"`
 	RunSeconds      []float64 `json:"run_seconds"`
 	FirstToken      int       `json:"first_token"`
+	// StepSeconds is where the fastest run's forwards spent their time, by
+	// step of the layer forward; GPUTimes where the GPU's operations did
+	// (the GPU leg).
+	StepSeconds map[string]float64 `json:"step_seconds,omitempty"`
+	GPUTimes    *gpu.Times         `json:"gpu_times,omitempty"`
 
 	// With streamed experts, of the first run: bytes read from storage
 	// (aligned spans under direct I/O), per prompt token and per byte of
@@ -118,6 +126,8 @@ type prefillFlags struct {
 	repeat     int
 	seed       uint64
 	asJSON     bool
+	cpuProfile string
+	gpuOnly    bool
 }
 
 func newBenchPrefillCmd() *cobra.Command {
@@ -177,8 +187,10 @@ real geometry.`,
 			if f.context == 0 {
 				f.context = f.tokens + 1
 			}
-			if _, err := f.gpu.check(); err != nil {
+			if mode, err := f.gpu.check(); err != nil {
 				return err
+			} else if f.gpuOnly && (mode == gpuOff || f.allKeys) {
+				return errors.New("--gpu-only needs --gpu auto or on, and no --compare-all-keys")
 			}
 			if f.context <= f.tokens {
 				return fmt.Errorf("--context %d must exceed --tokens %d (the prompt and the token sampled after it)", f.context, f.tokens)
@@ -208,6 +220,8 @@ real geometry.`,
 	fl.IntVar(&f.repeat, "repeat", 1, "runs of each leg (alternated; the fastest counts)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the prompt ids")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object")
+	fl.BoolVar(&f.gpuOnly, "gpu-only", false, "run the GPU leg alone (to profile it): no CPU leg and no speedup")
+	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the first timed run of the GPU leg (of the CPU leg without one) to this file")
 	return cmd
 }
 
@@ -246,7 +260,10 @@ func runPrefillBench(ctx context.Context, dir string, f *prefillFlags) (*prefill
 		prompt[i] = rng.IntN(cfg.VocabSize)
 	}
 
-	legs := []prefillMode{{plan: p, leg: &res.Prefill}}
+	var legs []prefillMode
+	if !f.gpuOnly {
+		legs = append(legs, prefillMode{plan: p, leg: &res.Prefill})
+	}
 	if f.allKeys {
 		res.AllKeys = &prefillLeg{}
 		legs = append(legs, prefillMode{plan: p, leg: res.AllKeys, allKeys: true})
@@ -271,7 +288,10 @@ func runPrefillBench(ctx context.Context, dir string, f *prefillFlags) (*prefill
 		same := res.AllKeys.FirstToken == res.Prefill.FirstToken
 		res.SameFirstToken = &same
 	}
-	if gp != nil {
+	if f.gpuOnly && gp == nil {
+		return nil, fmt.Errorf("--gpu-only: the GPU is not used: %s", status.Reason)
+	}
+	if gp != nil && !f.gpuOnly {
 		res.GPUSpeedup = res.Prefill.Seconds / res.GPUPrefill.Seconds
 		same := res.GPUPrefill.FirstToken == res.Prefill.FirstToken
 		res.GPUSameFirstToken = &same
@@ -402,7 +422,15 @@ func (b *prefillRun) run(ctx context.Context, mode prefillMode, first bool) erro
 		src.ResetTurn()
 		src.HitBitmap()
 	}
+	steps := &model.StepTimes{}
+	m.SetStepTimes(steps)
+	gpu0 := g.times()
+	stopProfile, err := b.startProfile(mode, first)
+	if err != nil {
+		return err
+	}
 	out, err := generate.Generate(ctx, m, m.NewSequence(f.context), prompt, params, nil)
+	stopProfile()
 	if err != nil {
 		return err
 	}
@@ -414,12 +442,38 @@ func (b *prefillRun) run(ctx context.Context, mode prefillMode, first bool) erro
 	if leg.Seconds == 0 || s < leg.Seconds {
 		leg.Seconds = s
 		leg.TokensPerSecond = float64(len(prompt)) / s
+		leg.StepSeconds = steps.Seconds()
+		if g != nil {
+			t := g.times().Sub(gpu0)
+			leg.GPUTimes = &t
+		}
 	}
 	leg.FirstToken = out.Tokens[0]
 	if src != nil && first {
 		recordExpertIO(src, p, b.weights, len(prompt), leg)
 	}
 	return nil
+}
+
+// startProfile starts --cpuprofile's CPU profile when this is the run it
+// covers (the first timed run of the GPU leg, or of the CPU leg when there
+// is no GPU leg) and returns what stops it.
+func (b *prefillRun) startProfile(mode prefillMode, first bool) (stop func(), err error) {
+	if b.flags.cpuProfile == "" || !first || mode.allKeys || mode.gpu != (b.res.GPUPrefill != nil) {
+		return func() {}, nil
+	}
+	f, err := os.Create(b.flags.cpuProfile)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // recordExpertIO fills leg's expert I/O figures from the streamed tier's
@@ -524,14 +578,18 @@ func printPrefillBench(cmd *cobra.Command, r *prefillBench, asJSON bool) error {
 			fmt.Fprintf(tw, "  experts routed\tat least %.1f%% of each layer's\n", 100*l.MinLayerTouchedShare)
 		}
 	}
-	leg("prefill", &r.Prefill)
+	if r.Prefill.Seconds > 0 {
+		leg("prefill", &r.Prefill)
+	}
 	if r.AllKeys != nil {
 		leg("all keys computed", r.AllKeys)
 		fmt.Fprintf(tw, "DSA speedup\t%.2fx\t(all keys / sparse; same first token %v)\n", r.DSASpeedup, *r.SameFirstToken)
 	}
 	if r.GPUPrefill != nil {
 		leg("GPU prefill", r.GPUPrefill)
-		fmt.Fprintf(tw, "GPU speedup\t%.2fx\t(CPU / GPU on %s, %d CPU threads; same first token %v)\n", r.GPUSpeedup, r.GPU.Device, r.Threads, *r.GPUSameFirstToken)
+		if r.GPUSameFirstToken != nil {
+			fmt.Fprintf(tw, "GPU speedup\t%.2fx\t(CPU / GPU on %s, %d CPU threads; same first token %v)\n", r.GPUSpeedup, r.GPU.Device, r.Threads, *r.GPUSameFirstToken)
+		}
 	} else if r.GPU.Mode != gpuOff {
 		fmt.Fprintf(tw, "GPU\tnot used: %s\n", r.GPU.Reason)
 	}

@@ -26,6 +26,10 @@ func TestBenchPrefill(t *testing.T) {
 	if !(r.Prefill.TokensPerSecond > 0 && r.DSASpeedup > 0 && r.PeakRSSBytes > 0 && r.PeakOverPlan > 0 && r.AttentionWorkspaceBytes > 0) {
 		t.Errorf("figures missing: %s", out)
 	}
+	checkSteps(t, "CPU leg", &r.Prefill)
+	if r.Prefill.GPUTimes != nil {
+		t.Errorf("the CPU leg reports GPU times: %+v", r.Prefill.GPUTimes)
+	}
 	if r.PeakRSSBytes > r.PlannedProcessBytes {
 		t.Errorf("peak RSS %d exceeds the plan's %d", r.PeakRSSBytes, r.PlannedProcessBytes)
 	}
@@ -50,5 +54,26 @@ func TestBenchPrefill(t *testing.T) {
 
 	if out, err := runSpool(t, "bench", "prefill", "--model", model, "--tokens", "8", "--context", "8"); err == nil || !strings.Contains(err.Error(), "--context 8 must exceed --tokens 8") {
 		t.Errorf("a context no longer than the prompt: %v\n%s", err, out)
+	}
+	if out, err := runSpool(t, "bench", "prefill", "--model", model, "--tokens", "8", "--gpu", "off", "--gpu-only"); err == nil || !strings.Contains(err.Error(), "--gpu-only needs --gpu auto or on") {
+		t.Errorf("--gpu-only with --gpu off: %v\n%s", err, out)
+	}
+}
+
+// checkSteps checks that a leg says where its time went: every step of
+// the layer forward is named, the layers' steps took time, and the steps
+// add up to no more than the run.
+func checkSteps(t *testing.T, name string, l *prefillLeg) {
+	t.Helper()
+	var sum float64
+	for _, s := range []string{"embed", "norm", "project", "attn_host", "indexer", "attend", "prefetch", "mlp", "head"} {
+		v, ok := l.StepSeconds[s]
+		if !ok || v < 0 {
+			t.Errorf("%s: step %q missing or negative: %v", name, s, l.StepSeconds)
+		}
+		sum += v
+	}
+	if l.StepSeconds["mlp"] <= 0 || l.StepSeconds["attend"] <= 0 || l.StepSeconds["project"] <= 0 || sum > l.Seconds {
+		t.Errorf("%s: steps %v (%.3f s) for a run of %.3f s", name, l.StepSeconds, sum, l.Seconds)
 	}
 }

@@ -7,11 +7,13 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/spoolhq/spool/engine/bench"
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/experts"
@@ -19,6 +21,7 @@ import (
 	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/plan"
+	"github.com/spoolhq/spool/engine/rans"
 )
 
 // streamBench is the result of spool bench stream.
@@ -49,9 +52,14 @@ type streamBench struct {
 	// decoding them (one core's rate: each record decodes on one read
 	// worker); DecodeShare that time over the decode's wall time.
 	PackedExperts        int64    `json:"packed_experts"`
+	DecodeLoop           string   `json:"decode_loop,omitempty"`
 	DecodeBytesPerSecond float64  `json:"decode_bytes_per_second"`
 	DecodeShare          float64  `json:"decode_share"`
 	PackNotes            []string `json:"pack_notes,omitempty"`
+	// Unpack measures, after the decode and when packs were read, every
+	// decode loop on one core over a sample of the packed experts: rebuilt
+	// bytes/s, over memcpy and over the disk's rebuilt bytes/s.
+	Unpack *bench.UnpackResult `json:"unpack,omitempty"`
 	// Prefetched counts experts read ahead, PrefetchHits those then
 	// asked for; PrefetchRecall is PrefetchHits over the misses.
 	// PinnedExperts is the pinned tier at the end, Repins the live
@@ -91,9 +99,11 @@ func newBenchStreamCmd() *cobra.Command {
 		readChunk  string
 		traceOut   string
 		noPacks    bool
+		readPacks  bool
 		prefetch   bool
 		repin      int
 		pinned     string
+		loopName   string
 	)
 	cmd := &cobra.Command{
 		Use:   "stream --model DIR",
@@ -110,6 +120,11 @@ over that ceiling.
 Reads bypass the page cache (O_DIRECT on Linux, F_NOCACHE on macOS), so a
 model file written or read recently does not inflate the figures; direct_io
 false in the output says the file system refused it.
+
+When experts are read from packs (spool pack), every decode loop this
+machine runs (the Go reference, portable C, AVX2, AVX-512 or NEON) then
+rebuilds a sample of packed experts on one core, against a memcpy of the
+same bytes and against the rebuilt bytes per second the disk delivers.
 
 The prompt is a few seeded random token ids; MTP speculation is off unless
 --speculative.`,
@@ -134,7 +149,17 @@ The prompt is a few seeded random token ids; MTP speculation is off unless
 					return fmt.Errorf("--pinned: %w", err)
 				}
 			}
-			so := experts.StreamOptions{WorkingSlots: working, Workers: workers, ReadChunk: chunk, IgnorePacks: noPacks, Prefetch: prefetch, RepinEvery: repin, PinnedBytes: pin}
+			loop, err := decodeLoop(loopName)
+			if err != nil {
+				return err
+			}
+			so := experts.StreamOptions{DecodeLoop: loop, WorkingSlots: working, Workers: workers, ReadChunk: chunk, Prefetch: prefetch, RepinEvery: repin, PinnedBytes: pin}
+			switch {
+			case noPacks:
+				so.Packs = experts.PacksIgnore
+			case readPacks || loopName != "":
+				so.Packs = experts.PacksRead
+			}
 			if traceOut != "" {
 				so.Trace = &experts.RouteTrace{}
 			}
@@ -165,6 +190,8 @@ The prompt is a few seeded random token ids; MTP speculation is off unless
 	fl.StringVar(&pinned, "pinned", "", "slab memory of the pinned tier, out of the expert cache (default: half of it, as the app)")
 	fl.BoolVar(&prefetch, "prefetch", false, "read the next layer's predicted experts ahead, at background priority")
 	fl.BoolVar(&noPacks, "ignore-packs", false, "read every expert from its shard, not from packs (spool pack)")
+	fl.BoolVar(&readPacks, "read-packs", false, "read packs even where the decode loop is too slow to hide under the reads (implied by --decode-loop)")
+	fl.StringVar(&loopName, "decode-loop", "", "decode packed experts with this loop (go, scalar, avx2, avx512, neon; default the fastest); reads packs")
 	fl.StringVar(&traceOut, "trace-out", "", "write the routing trace (every expert acquisition) to this file")
 	cmd.MarkFlagRequired("model")
 	return cmd
@@ -272,6 +299,9 @@ func runStreamBench(ctx context.Context, dir string, mem *memoryFlags, tokens in
 		r.DecodeShare = st.Turn.DecodeTime.Seconds() / wall
 	}
 	r.PackedExperts, r.PackNotes = st.Turn.Unpacked, src.PackNotes()
+	if r.PackedExperts > 0 {
+		r.DecodeLoop = so.DecodeLoop.String()
+	}
 	r.Prefetched, r.PrefetchHits = st.Turn.Prefetched, st.Turn.PrefetchHits
 	r.PinnedExperts, r.Repins = st.Pinned, st.Repins
 	if st.Turn.Misses > 0 {
@@ -283,6 +313,17 @@ func runStreamBench(ctx context.Context, dir string, mem *memoryFlags, tokens in
 	if r.MissBytesPerToken > 0 {
 		r.CeilingTokensPerSecond = r.DiskBytesPerSecond / r.MissBytesPerToken
 		r.Ratio = r.TokensPerSecond / r.CeilingTokensPerSecond
+	}
+	if r.PackedExperts > 0 {
+		recs, err := bench.PackedRecords(dir, 4)
+		if err != nil {
+			return nil, err
+		}
+		u, err := bench.Unpack(ctx, recs, bench.UnpackOptions{DiskBytesPerSecond: bw})
+		if err != nil {
+			return nil, err
+		}
+		r.Unpack = &u
 	}
 	return r, nil
 }
@@ -301,11 +342,19 @@ func printStreamBench(cmd *cobra.Command, r *streamBench, asJSON bool) error {
 	fmt.Fprintf(tw, "bytes read per token\t%s (%.2f GB/s streamed)\n", plan.SizeText(int64(r.MissBytesPerToken)), r.StreamBytesPerSecond/1e9)
 	fmt.Fprintf(tw, "disk wait\t%.0f%% of decode time\n", 100*r.WaitShare)
 	if r.PackedExperts > 0 {
-		fmt.Fprintf(tw, "packed experts\t%d read from packs, decoded at %.2f GB/s a core (%.0f%% of decode time, overlapping reads)\n",
-			r.PackedExperts, r.DecodeBytesPerSecond/1e9, 100*r.DecodeShare)
+		fmt.Fprintf(tw, "packed experts\t%d read from packs, decoded (%s) at %.2f GB/s a core (%.0f%% of decode time, overlapping reads)\n",
+			r.PackedExperts, r.DecodeLoop, r.DecodeBytesPerSecond/1e9, 100*r.DecodeShare)
 	}
 	if r.Prefetched > 0 {
 		fmt.Fprintf(tw, "read ahead\t%d experts, %d then asked for (%.0f%% of the misses)\n", r.Prefetched, r.PrefetchHits, 100*r.PrefetchRecall)
+	}
+	if u := r.Unpack; u != nil {
+		fmt.Fprintf(tw, "memcpy\t%.2f GB/s a core (%d packed experts, %s -> %s)\n",
+			u.MemcpyBytesPerSecond/1e9, u.Records, plan.SizeText(u.PackedBytes), plan.SizeText(u.RawBytes))
+		for _, l := range u.Loops {
+			fmt.Fprintf(tw, "decode loop %s\t%.2f GB/s a core: %.2f x memcpy, %.2f x the disk's rebuilt bytes/s\n",
+				l.Loop, l.BytesPerSecond/1e9, l.MemcpyRatio, l.DiskRatio)
+		}
 	}
 	for _, n := range r.PackNotes {
 		fmt.Fprintf(tw, "note\t%s\n", n)
@@ -315,4 +364,20 @@ func printStreamBench(cmd *cobra.Command, r *streamBench, asJSON bool) error {
 	fmt.Fprintf(tw, "ceiling\t%.3f tok/s (disk rate / bytes read per token)\n", r.CeilingTokensPerSecond)
 	fmt.Fprintf(tw, "ratio\t%.2f\t(tok/s / ceiling)\n", r.Ratio)
 	return tw.Flush()
+}
+
+// decodeLoop finds the rANS decode loop whose name starts with name (the
+// zero Loop, the fastest, for "").
+func decodeLoop(name string) (rans.Loop, error) {
+	if name == "" {
+		return rans.Loop{}, nil
+	}
+	var names []string
+	for _, l := range rans.Loops() {
+		if strings.HasPrefix(l.String(), strings.ToLower(name)) {
+			return l, nil
+		}
+		names = append(names, l.String())
+	}
+	return rans.Loop{}, fmt.Errorf("--decode-loop %q: this machine runs %s", name, strings.Join(names, ", "))
 }

@@ -200,6 +200,21 @@ func (g *gpuBackend) Status() gpuStatus {
 	return g.status
 }
 
+// times returns where the device's operations spent their time so far
+// (zero when the GPU is not used or g is nil).
+func (g *gpuBackend) times() gpu.Times {
+	if g == nil {
+		return gpu.Times{}
+	}
+	g.mu.Lock()
+	dev := g.dev
+	g.mu.Unlock()
+	if dev == nil {
+		return gpu.Times{}
+	}
+	return dev.Times()
+}
+
 // Close closes the device; call it after the model's last forward.
 func (g *gpuBackend) Close() {
 	g.mu.Lock()

@@ -5,6 +5,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -67,6 +69,21 @@ func TestBenchPrefillGPU(t *testing.T) {
 	}
 	if r.Prefill.TokensPerSecond <= 0 || r.GPUPrefill.TokensPerSecond <= 0 || r.Threads <= 0 {
 		t.Errorf("figures missing: %+v", r)
+	}
+	checkSteps(t, "GPU leg", r.GPUPrefill)
+	if g := r.GPUPrefill.GPUTimes; g == nil || g.Ops <= 0 || g.Run <= 0 || g.Ops > r.GPUPrefill.Seconds || g.RunBy["moe"] <= 0 || g.RunBy["attention"] <= 0 {
+		t.Errorf("GPU times missing or past the run's %.3f s: %+v", r.GPUPrefill.Seconds, g)
+	}
+
+	// --gpu-only: the GPU leg alone, profiled.
+	prof := filepath.Join(t.TempDir(), "gpu.prof")
+	var only prefillBench
+	runJSON(t, &only, "bench", "prefill", "--model", "../assets/models/glm52-mini", "--tokens", "24", "--memory", "4GiB", "--gpu", "on", "--gpu-only", "--cpuprofile", prof, "--json")
+	if only.GPUPrefill == nil || only.GPUPrefill.Seconds <= 0 || only.Prefill.Seconds != 0 || only.GPUSpeedup != 0 {
+		t.Errorf("--gpu-only: CPU %+v, GPU %+v, speedup %v", only.Prefill, only.GPUPrefill, only.GPUSpeedup)
+	}
+	if fi, err := os.Stat(prof); err != nil || fi.Size() == 0 {
+		t.Errorf("--cpuprofile wrote no profile: %v", err)
 	}
 	var off prefillBench
 	runJSON(t, &off, "bench", "prefill", "--model", "../assets/models/glm52-mini", "--tokens", "16", "--memory", "4GiB", "--gpu", "off", "--warm", "--stream", "--json")

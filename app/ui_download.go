@@ -46,6 +46,11 @@ type downloadManager struct {
 	running     bool
 	runErr      string
 	last        *download.Event
+	// seq counts the events published: a status carries the count it
+	// saw, so the UI can tell a status read before an event it already
+	// applied (a poll or an action's answer overtaken by the websocket)
+	// from a newer one.
+	seq uint64
 }
 
 func newDownloadManager(publish func(server.Event)) *downloadManager {
@@ -77,6 +82,8 @@ type downloadStatus struct {
 	Running     bool            `json:"running"`
 	Error       string          `json:"error,omitempty"`
 	Last        *download.Event `json:"last,omitempty"`
+	// Seq is the number of events published before this status was read.
+	Seq uint64 `json:"seq"`
 	// ModelDir is where the finished download is loaded from.
 	ModelDir string `json:"model_dir,omitempty"`
 }
@@ -89,6 +96,7 @@ func (d *downloadManager) Status() downloadStatus {
 	st := downloadStatus{
 		Repo: d.repo, Revision: d.revision, CacheDir: d.cacheDir, CacheSource: d.cacheSource, Planning: d.planning,
 		Plan: d.plan, PlanErr: d.planErr, State: download.StateIdle, Running: d.running, Error: d.runErr, Last: d.last,
+		Seq: d.seq,
 	}
 	if d.cacheDir != "" {
 		st.Disk = diskFree(d.cacheDir)
@@ -165,12 +173,21 @@ func (d *downloadManager) newJob() (*download.Job, error) {
 	})
 }
 
+// downloadEvent is a download event as the websocket publishes it: with
+// its place in the sequence (downloadStatus.Seq).
+type downloadEvent struct {
+	download.Event
+	Seq uint64 `json:"seq"`
+}
+
 func (d *downloadManager) onEvent(ev download.Event) {
 	d.mu.Lock()
 	d.last = &ev
+	d.seq++
+	seq := d.seq
 	d.mu.Unlock()
 	if d.publish != nil {
-		d.publish(server.Event{Type: "download", Data: ev})
+		d.publish(server.Event{Type: "download", Data: downloadEvent{Event: ev, Seq: seq}})
 	}
 }
 

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -95,7 +97,15 @@ func TestDownloadFlow(t *testing.T) {
 	repo := fakehub.SampleRepo(download.DefaultRepo, 3, 200<<10, 3000)
 	repo.Commit = download.DefaultRevision
 	home := hubEnv(t, repo)
-	dm := newDownloadManager(nil)
+	var (
+		mu        sync.Mutex
+		published []server.Event
+	)
+	dm := newDownloadManager(func(ev server.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		published = append(published, ev)
+	})
 	defer dm.Close()
 	settings := filepath.Join(home, "settings.json")
 	u := newUIAPI(demoModel(t), settings, dm)
@@ -144,6 +154,26 @@ func TestDownloadFlow(t *testing.T) {
 	if !strings.HasPrefix(st.ModelDir, folder) || !strings.Contains(st.ModelDir, download.DefaultRevision) {
 		t.Errorf("done: model dir %q", st.ModelDir)
 	}
+	// Every event is numbered, and the status counts them: the UI keeps an
+	// event's state over a status read before it.
+	mu.Lock()
+	for i, ev := range published {
+		raw, err := json.Marshal(ev.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Kind string `json:"kind"`
+			Seq  uint64 `json:"seq"`
+		}
+		if err := json.Unmarshal(raw, &got); err != nil || got.Kind == "" || got.Seq != uint64(i+1) {
+			t.Errorf("event %d published as %s, want kind and seq %d", i, raw, i+1)
+		}
+	}
+	if len(published) == 0 || st.Seq != uint64(len(published)) {
+		t.Errorf("the status counts %d events, %d were published", st.Seq, len(published))
+	}
+	mu.Unlock()
 	if code, _ := uiRequest(t, u, "POST", "/ui/download/load", ""); code != 200 || loaded != st.ModelDir {
 		t.Errorf("load: %d, loaded %q", code, loaded)
 	}

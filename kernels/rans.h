@@ -1,20 +1,31 @@
-// The decode loop of Spool's interleaved rANS coder (see rans.go and
-// engine/rans). Pointers are caller-owned; nothing is kept after return.
+// The decode loops of Spool's interleaved rANS coder over nibbles (see
+// rans.go and engine/rans). Pointers are caller-owned; nothing is kept
+// after return.
 #ifndef SPOOL_KERNELS_RANS_H
 #define SPOOL_KERNELS_RANS_H
 
 #include <stdint.h>
 
 // Decoders of spool_rans_decode: portable C (every target), AVX-512
-// F/BW/VL (amd64). Both give identical results.
+// F/BW/VBMI/VBMI2 with BMI2 (amd64), AVX2 (amd64) and NEON
+// (arm64, whatever isa says). All give identical results on any input.
 #define SPOOL_RANS_SCALAR 0
 #define SPOOL_RANS_AVX512 1
+#define SPOOL_RANS_AVX2 2
+#define SPOOL_RANS_NEON 3
 
-// spool_rans_decode decodes up to steps steps of 32 lanes into out (32
-// bytes a step), stopping before a step while fewer than 32 words remain
-// in src[0, srclen). It returns the steps decoded, sets *used to the bytes
-// of src consumed and leaves the lane states in state.
-long spool_rans_decode(uint8_t *out, long steps, const uint8_t *src, long srclen, uint32_t *state,
-		       const uint32_t *table, long *used, int isa);
+// The decode table: Go's kernels.RANSTable, byte for byte.
+typedef struct {
+	uint8_t sym[128];
+	uint8_t freq[16];
+	uint8_t start[16];
+} spool_rans_table;
+
+// spool_rans_decode decodes the 2*nbytes nibbles of out from the 256 lane
+// states and the renormalization bytes src[0, srclen), stopping early only
+// when src runs out. It returns the nibbles decoded, sets *used to the
+// bytes of src consumed and leaves the lane states in state.
+long spool_rans_decode(uint8_t *out, long nbytes, const uint8_t *src, long srclen, uint16_t *state,
+		       const spool_rans_table *t, long *used, int isa);
 
 #endif

@@ -14,36 +14,49 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// ransISA picks the decode loop of rans.c: AVX-512 F/BW/VL where the CPU
-// has it, else portable C.
-func ransISA() int {
-	x := cpu.X86
-	if runtime.GOARCH == "amd64" && x.HasAVX512F && x.HasAVX512BW && x.HasAVX512VL && x.HasPOPCNT {
-		return C.SPOOL_RANS_AVX512
+// ransLoops is RANSLoops: the Go reference, then the loops of rans.c this
+// CPU runs, the fastest last. It is set once and only read.
+var ransLoops = append([]RANSLoop{goRANSLoop}, cRANSLoops()...)
+
+// cRANSLoops lists the loops of rans.c this CPU runs: portable C, then
+// AVX2 and AVX-512 with VBMI2 and BMI2 where the CPU has them, or NEON on
+// arm64.
+func cRANSLoops() []RANSLoop {
+	isas := []int{C.SPOOL_RANS_SCALAR}
+	if runtime.GOARCH == "arm64" {
+		isas = append(isas, C.SPOOL_RANS_NEON)
+	} else {
+		x := cpu.X86
+		if x.HasAVX2 && x.HasPOPCNT {
+			isas = append(isas, C.SPOOL_RANS_AVX2)
+		}
+		if x.HasAVX512F && x.HasAVX512BW && x.HasAVX512VBMI && x.HasAVX512VBMI2 && x.HasBMI2 && x.HasPOPCNT {
+			isas = append(isas, C.SPOOL_RANS_AVX512)
+		}
 	}
-	return C.SPOOL_RANS_SCALAR
-}
-
-// RANSFeatures names the rANS decode loop this machine runs.
-func RANSFeatures() string {
-	if ransISA() == C.SPOOL_RANS_AVX512 {
-		return "avx512 f/bw/vl (cgo)"
+	names := map[int]string{
+		C.SPOOL_RANS_SCALAR: "scalar C (cgo)",
+		C.SPOOL_RANS_AVX2:   "avx2 (cgo)",
+		C.SPOOL_RANS_AVX512: "avx512 vbmi2 (cgo)",
+		C.SPOOL_RANS_NEON:   "neon (cgo)",
 	}
-	return "scalar C (cgo)"
+	var loops []RANSLoop
+	for _, isa := range isas {
+		fast := isa == C.SPOOL_RANS_AVX512 || isa == C.SPOOL_RANS_NEON
+		loops = append(loops, RANSLoop{name: names[isa], fast: fast, decode: func(out []byte, src []byte, state *[RANSLanes]uint16, table *RANSTable) (int, int) {
+			return ransDecodeISA(out, src, state, table, isa)
+		}})
+	}
+	return loops
 }
 
-func ransDecodeSteps(out []byte, src []byte, state *[RANSLanes]uint32, table *RANSTable) (int, int) {
-	return ransDecodeStepsISA(out, src, state, table, ransISA())
-}
-
-func ransDecodeStepsISA(out []byte, src []byte, state *[RANSLanes]uint32, table *RANSTable, isa int) (int, int) {
-	steps := len(out) / RANSLanes
-	if steps == 0 || len(src) < 2*RANSLanes {
+func ransDecodeISA(out []byte, src []byte, state *[RANSLanes]uint16, table *RANSTable, isa int) (int, int) {
+	if len(out) == 0 {
 		return 0, 0
 	}
 	var used C.long
-	n := C.spool_rans_decode((*C.uint8_t)(unsafe.Pointer(unsafe.SliceData(out))), C.long(steps),
+	n := C.spool_rans_decode((*C.uint8_t)(unsafe.Pointer(unsafe.SliceData(out))), C.long(len(out)),
 		(*C.uint8_t)(unsafe.Pointer(unsafe.SliceData(src))), C.long(len(src)),
-		(*C.uint32_t)(unsafe.Pointer(&state[0])), (*C.uint32_t)(unsafe.Pointer(&table[0])), &used, C.int(isa))
+		(*C.uint16_t)(unsafe.Pointer(&state[0])), (*C.spool_rans_table)(unsafe.Pointer(table)), &used, C.int(isa))
 	return int(n), int(used)
 }

@@ -4,89 +4,118 @@ package kernels
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
 
-// randomRANSTable builds a valid decode table from random frequencies.
-func randomRANSTable(rng *rand.Rand) *RANSTable {
-	var freq [256]int
-	left := 1 << RANSScaleBits
-	for left > 0 {
-		s := rng.IntN(1 + rng.IntN(256))
-		n := min(left, 1+rng.IntN(64))
-		freq[s] += n
-		left -= n
-	}
+// ransTableOf builds the decode table of frequencies summing to RANSTotal.
+func ransTableOf(freq [RANSSymbols]int) *RANSTable {
 	t := new(RANSTable)
 	slot := 0
 	for s, f := range freq {
-		for j := 0; j < f; j++ {
-			t[slot] = uint32(s) | uint32(f-1)<<8 | uint32(j)<<20
+		t.Freq[s], t.Start[s] = uint8(f), uint8(slot)
+		for ; f > 0; f-- {
+			t.Sym[slot] = uint8(s)
 			slot++
 		}
 	}
 	return t
 }
 
-// TestRANSDecodeISAs: every decode loop of rans.c gives the portable Go
-// loop's bytes, states and consumption on arbitrary input.
-func TestRANSDecodeISAs(t *testing.T) {
-	rng := rand.New(rand.NewPCG(11, 12))
-	isas := []int{0}
-	if ransISA() != 0 {
-		isas = append(isas, ransISA())
+// randomRANSTable builds a valid decode table from random frequencies,
+// from one symbol taking every slot to all sixteen.
+func randomRANSTable(rng *rand.Rand) *RANSTable {
+	var freq [RANSSymbols]int
+	left := RANSTotal
+	for left > 0 {
+		s := rng.IntN(1 + rng.IntN(RANSSymbols))
+		n := min(left, 1+rng.IntN(32))
+		freq[s] += n
+		left -= n
 	}
-	for trial := 0; trial < 200; trial++ {
+	return ransTableOf(freq)
+}
+
+// normalRANSTable is the table of int4 codes of normal weights quantized
+// per row at absmax/7 (GLM-5.2's statistics).
+func normalRANSTable() *RANSTable {
+	return ransTableOf([RANSSymbols]int{0, 1, 1, 1, 3, 7, 15, 23, 26, 23, 15, 7, 3, 1, 1, 1})
+}
+
+// TestRANSDecodeISAs: every decode loop of rans.c gives the Go
+// reference's bytes, states, nibble count and consumption on arbitrary
+// input, streams cut short anywhere included.
+func TestRANSDecodeISAs(t *testing.T) {
+	loops := RANSLoops()
+	if len(loops) < 2 || loops[0].String() != "go" {
+		t.Fatalf("loops %v: want the Go reference first, then rans.c's", loops)
+	}
+	if s := loops[len(loops)-1].String(); s != RANSFeatures() {
+		t.Fatalf("RANSFeatures %q is not the last loop, %q", RANSFeatures(), s)
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	for trial := 0; trial < 400; trial++ {
 		tab := randomRANSTable(rng)
-		n := rng.IntN(40) * RANSLanes
-		src := make([]byte, rng.IntN(3000))
+		if trial%4 == 0 {
+			tab = normalRANSTable()
+		}
+		n := rng.IntN(6 * RANSLanes)
+		if trial%3 == 0 {
+			n = rng.IntN(40) * RANSLanes / 2
+		}
+		src := make([]byte, rng.IntN(3*n+2*RANSLanes+1))
 		for i := range src {
 			src[i] = byte(rng.Uint32())
 		}
-		var st0 [RANSLanes]uint32
+		var st0 [RANSLanes]uint16
 		for l := range st0 {
-			st0[l] = max(RANSLow, rng.Uint32())
+			st0[l] = uint16(max(RANSLow, rng.IntN(1<<16)))
 		}
 		want := make([]byte, n)
 		ws := st0
-		wSteps, wUsed := goRANSDecodeSteps(want, src, &ws, tab)
-		for _, isa := range isas {
+		wNib, wUsed := goRANSDecode(want, src, &ws, tab)
+		for _, loop := range loops[1:] {
 			got := make([]byte, n)
 			gs := st0
-			gSteps, gUsed := ransDecodeStepsISA(got, src, &gs, tab, isa)
-			if gSteps != wSteps || gUsed != wUsed || gs != ws || !bytes.Equal(got, want) {
-				t.Fatalf("trial %d isa %d: steps %d/%d used %d/%d states equal %v bytes equal %v",
-					trial, isa, gSteps, wSteps, gUsed, wUsed, gs == ws, bytes.Equal(got, want))
+			gNib, gUsed := loop.Decode(got, src, &gs, tab)
+			if gNib != wNib || gUsed != wUsed || gs != ws || !bytes.Equal(got[:wNib/2], want[:wNib/2]) {
+				t.Fatalf("trial %d (%d bytes, %d of stream) %s: nibbles %d/%d used %d/%d states equal %v bytes equal %v",
+					trial, n, len(src), loop, gNib, wNib, gUsed, wUsed, gs == ws, bytes.Equal(got[:wNib/2], want[:wNib/2]))
 			}
 		}
 	}
 }
 
+// BenchmarkRANSDecode decodes 1 MiB with GLM-5.2's code statistics from a
+// random stream (which a rANS decoder consumes at the table's entropy, as
+// it would a coded one): bytes/s is rebuilt output per core.
 func BenchmarkRANSDecode(b *testing.B) {
 	rng := rand.New(rand.NewPCG(13, 14))
-	tab := randomRANSTable(rng)
+	tab := normalRANSTable()
 	const n = 1 << 20
 	out := make([]byte, n)
 	src := make([]byte, 2*n)
 	for i := range src {
 		src[i] = byte(rng.Uint32())
 	}
-	for _, isa := range []int{-1, 0, ransISA()} {
-		name := map[int]string{-1: "go", 0: "c", 1: "avx512"}[isa]
-		b.Run(name, func(b *testing.B) {
+	for _, loop := range RANSLoops() {
+		b.Run(loop.String(), func(b *testing.B) {
 			b.SetBytes(n)
+			var used int
 			for range b.N {
-				var st [RANSLanes]uint32
+				var st [RANSLanes]uint16
 				for l := range st {
 					st[l] = RANSLow
 				}
-				if isa < 0 {
-					goRANSDecodeSteps(out, src, &st, tab)
-				} else {
-					ransDecodeStepsISA(out, src, &st, tab, isa)
-				}
+				_, used = loop.Decode(out, src, &st, tab)
 			}
+			b.ReportMetric(float64(used)/n, "in/out")
 		})
 	}
+}
+
+func ExampleRANSFeatures() {
+	fmt.Println(RANSFeatures() != "")
+	// Output: true
 }

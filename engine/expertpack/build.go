@@ -55,7 +55,7 @@ func BuildRecord(region []byte, segments []int64, scales []byte, forceCoded bool
 		src := region[off : off+n]
 		lens := blockLens(n, i == len(segments)-1)
 		cs := codedSeg{raw: lens}
-		var h [256]uint64
+		var h [rans.Symbols]uint64
 		rans.Histogram(&h, src)
 		if t, err := rans.NewTable(&h); err == nil {
 			est := t.Bits(&h)/8 + float64(len(lens)*rans.StateBytes)
@@ -108,9 +108,7 @@ func BuildRecord(region []byte, segments []int64, scales []byte, forceCoded bool
 		}
 		binary.LittleEndian.PutUint32(rec[p+8:], codec)
 		binary.LittleEndian.PutUint32(rec[p+12:], uint32(len(s.blocks)))
-		for j, f := range s.table.Freq {
-			binary.LittleEndian.PutUint16(rec[p+16+2*int64(j):], f)
-		}
+		copy(rec[p+16:p+segmentBytes], s.table.Freq[:])
 		p += segmentBytes
 	}
 	d := data

@@ -14,8 +14,13 @@ type Unpacker struct {
 	rec  *Record
 	at   int64
 	decs []*rans.Decoder // per segment; nil for raw ones
+	loop rans.Loop       // the zero Loop: the fastest
 	next int             // next block to decode
 }
+
+// UseLoop makes u decode with the loop l (benchmarks compare them; every
+// loop decodes identically).
+func (u *Unpacker) UseLoop(l rans.Loop) { u.loop = l }
 
 // NewUnpacker prepares the in-place decode of rec read at slab offset at
 // of slab.
@@ -55,7 +60,7 @@ func (u *Unpacker) Advance(slab []byte, landed int64) (bool, error) {
 			copy(dst, src)
 			continue
 		}
-		if err := d.Decode(dst, src); err != nil {
+		if err := d.DecodeWith(u.loop, dst, src); err != nil {
 			return false, fmt.Errorf("%w: block %d (region bytes %d..%d): %v", ErrCorrupt, u.next, b.Out, b.Out+b.RawLen, err)
 		}
 	}

@@ -16,7 +16,7 @@ import (
 // holding each expert's first weight extent), named after it with Suffix.
 // All integers little-endian.
 //
-//	0   "SPOOLPAK", u32 version (1), u32 sources, u32 entries,
+//	0   "SPOOLPAK", u32 version (2), u32 sources, u32 entries,
 //	    u32 index length L, u32 CRC-32C of the index, u32 CRC-32C of [0, 28)
 //	64  the index: per source u16 name length, name, u64 size, i64
 //	    modification time (ns), 32-byte SHA-256 of its safetensors header
@@ -39,7 +39,7 @@ const RecordAlign = 4096
 
 const (
 	packMagic    = "SPOOLPAK"
-	packVersion  = 1
+	packVersion  = 2
 	packHeader   = 64
 	entryBytes   = 40
 	maxSources   = 4096
@@ -130,7 +130,7 @@ func ParseIndex(b []byte, fileSize int64) (*Index, error) {
 		return nil, corrupt("header checksum %08x, stored %08x", got, want)
 	}
 	if v := binary.LittleEndian.Uint32(b[8:]); v != packVersion {
-		return nil, corrupt("version %d, this reader takes %d", v, packVersion)
+		return nil, fmt.Errorf("%w %d; this Spool reads version %d (spool pack rewrites the pack)", ErrVersion, v, packVersion)
 	}
 	for _, c := range b[32:packHeader] {
 		if c != 0 {

@@ -15,9 +15,10 @@ import (
 // raw. All integers little-endian.
 //
 //	0   "SPXR"
-//	4   u16 version (1), u16 segments, u32 blocks, u32 header length H
+//	4   u16 version (2), u16 segments, u32 blocks, u32 header length H
 //	16  u64 region length, u64 scales offset, u64 scales length
-//	40  per segment: u64 length, u32 codec, u32 blocks, 256 x u16 table
+//	40  per segment: u64 length, u32 codec, u32 blocks, 16 x u8 table (the
+//	    frequency of each nibble, engine/rans)
 //	    per block: u32 raw length, u32 coded length
 //	H-4 u32 CRC-32C of bytes [0, H-4)
 //	roundUp(H, 64): the blocks' data, in order; then the scales at their
@@ -28,9 +29,9 @@ import (
 
 const (
 	recordMagic   = "SPXR"
-	recordVersion = 1
+	recordVersion = 2
 	recordFixed   = 40
-	segmentBytes  = 16 + 2*256
+	segmentBytes  = 16 + rans.Symbols
 	blockBytes    = 8
 	// Codecs of a segment.
 	codecRaw  = 0
@@ -48,6 +49,11 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // ErrCorrupt is wrapped by every error for a pack file or record that is
 // not what this package writes.
 var ErrCorrupt = errors.New("expertpack: corrupt pack")
+
+// ErrVersion is wrapped by the error for a pack file of another format
+// version (an older Spool's): spool pack rewrites such a pack, and until
+// then its experts are read from the shards.
+var ErrVersion = errors.New("expertpack: pack format version")
 
 func corrupt(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...)
@@ -90,7 +96,7 @@ func RecordHeaderLen(prefix []byte) (int64, error) {
 		return 0, corrupt("record does not start with %q", recordMagic)
 	}
 	if v := binary.LittleEndian.Uint16(prefix[4:]); v != recordVersion {
-		return 0, corrupt("record version %d, this reader takes %d", v, recordVersion)
+		return 0, corrupt("record version %d, this reader takes %d (run spool pack again)", v, recordVersion)
 	}
 	nseg := int64(binary.LittleEndian.Uint16(prefix[6:]))
 	nblk := int64(binary.LittleEndian.Uint32(prefix[8:]))
@@ -137,9 +143,7 @@ func ParseRecord(b []byte, recordBytes int64) (*Record, error) {
 		s := Segment{Len: int64(binary.LittleEndian.Uint64(b[p:]))}
 		codec := binary.LittleEndian.Uint32(b[p+8:])
 		n := int(binary.LittleEndian.Uint32(b[p+12:]))
-		for j := range s.Table.Freq {
-			s.Table.Freq[j] = binary.LittleEndian.Uint16(b[p+16+2*int64(j):])
-		}
+		copy(s.Table.Freq[:], b[p+16:p+segmentBytes])
 		p += segmentBytes
 		switch codec {
 		case codecRaw:
@@ -180,7 +184,7 @@ func ParseRecord(b []byte, recordBytes int64) (*Record, error) {
 				return nil, corrupt("segment %d block %d: raw length %d", si, j, bl.RawLen)
 			}
 			if s.Coded {
-				if bl.CodedLen < rans.StateBytes || (bl.CodedLen-rans.StateBytes)%2 != 0 || bl.CodedLen > int64(rans.MaxEncodedLen(int(bl.RawLen))) {
+				if bl.CodedLen < rans.StateBytes || bl.CodedLen > int64(rans.MaxEncodedLen(int(bl.RawLen))) {
 					return nil, corrupt("segment %d block %d: coded length %d for %d bytes", si, j, bl.CodedLen, bl.RawLen)
 				}
 			} else if bl.CodedLen != bl.RawLen {

@@ -18,7 +18,7 @@ import (
 type VerifyResult struct {
 	Path    string
 	Experts int
-	Err     error // nil: every record decodes to the shard's bytes
+	Err     error // nil: every record decodes to the shard's bytes; else an error naming the pack
 }
 
 // VerifyModel checks every pack beside the container's shards: its
@@ -46,13 +46,15 @@ func VerifyModel(ctx context.Context, c *container.Container, cfg *config.Config
 	return out, nil
 }
 
+// verifyPack checks the pack at path; its errors name the pack.
 func verifyPack(ctx context.Context, c *container.Container, cfg *config.Config, layers []int, path string) (int, error) {
-	x, err := ReadIndex(path)
+	x, err := ReadIndex(path) // its errors name the pack
 	if err != nil {
 		return 0, err
 	}
+	inPack := func(err error) error { return fmt.Errorf("expertpack: %s: %w", path, err) }
 	if err := x.Check(c.Dir()); err != nil {
-		return 0, err
+		return 0, inPack(err)
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -64,7 +66,7 @@ func verifyPack(ctx context.Context, c *container.Container, cfg *config.Config,
 			return i, err
 		}
 		if !slices.Contains(layers, e.Layer) || e.Expert >= cfg.NumRoutedExperts {
-			return i, fmt.Errorf("%w: entry for layer %d expert %d, which the model does not stream", ErrCorrupt, e.Layer, e.Expert)
+			return i, inPack(fmt.Errorf("%w: entry for layer %d expert %d, which the model does not stream", ErrCorrupt, e.Layer, e.Expert))
 		}
 		loc, err := c.Expert(e.Layer, e.Expert, cfg)
 		if err != nil {
@@ -76,17 +78,17 @@ func verifyPack(ctx context.Context, c *container.Container, cfg *config.Config,
 		}
 		rec := make([]byte, e.Length)
 		if _, err := f.ReadAt(rec, e.Offset); err != nil {
-			return i, fmt.Errorf("expertpack: %s: reading layer %d expert %d: %w", path, e.Layer, e.Expert, err)
+			return i, inPack(fmt.Errorf("reading layer %d expert %d: %w", e.Layer, e.Expert, err))
 		}
 		region, scales := make([]byte, len(raw.Region)), make([]byte, len(raw.Scales))
 		if err := Decode(region, scales, rec); err != nil {
-			return i, fmt.Errorf("layer %d expert %d: %w", e.Layer, e.Expert, err)
+			return i, inPack(fmt.Errorf("layer %d expert %d: %w", e.Layer, e.Expert, err))
 		}
 		if !bytes.Equal(region, raw.Region) || !bytes.Equal(scales, raw.Scales) {
-			return i, fmt.Errorf("%w: layer %d expert %d decodes to bytes that differ from the shard's", ErrCorrupt, e.Layer, e.Expert)
+			return i, inPack(fmt.Errorf("%w: layer %d expert %d decodes to bytes that differ from the shard's", ErrCorrupt, e.Layer, e.Expert))
 		}
 		if crc := crc32.Update(crc32.Checksum(region, castagnoli), castagnoli, scales); crc != e.CRC {
-			return i, fmt.Errorf("%w: layer %d expert %d: checksum %08x, stored %08x", ErrCorrupt, e.Layer, e.Expert, crc, e.CRC)
+			return i, inPack(fmt.Errorf("%w: layer %d expert %d: checksum %08x, stored %08x", ErrCorrupt, e.Layer, e.Expert, crc, e.CRC))
 		}
 	}
 	return len(x.Entries), nil

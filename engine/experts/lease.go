@@ -124,7 +124,7 @@ func (l *streamLease) readsFor(i int) []diskio.ReadRequest {
 	tag := readTag{item: i}
 	if lo.packed != nil {
 		// One more event: the decode's completion.
-		tag.u = newUnpackState(lo, it.slot.slab, l.s.opts.ReadChunk)
+		tag.u = newUnpackState(lo, it.slot.slab, l.s.opts.ReadChunk, l.s.opts.DecodeLoop)
 		it.readsLeft++
 		l.inflight++
 	}

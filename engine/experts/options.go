@@ -3,6 +3,7 @@ package experts
 import (
 	"fmt"
 
+	"github.com/spoolhq/spool/engine/rans"
 	"github.com/spoolhq/spool/native/diskio"
 )
 
@@ -40,9 +41,13 @@ type StreamOptions struct {
 	// direct-I/O alignment): an expert's bytes go out as several requests
 	// so that a layer's few misses keep every worker busy.
 	ReadChunk int64
-	// IgnorePacks reads every expert from its shard even where a pack
-	// (engine/expertpack) beside the shard holds it in fewer bytes.
-	IgnorePacks bool
+	// Packs says whether experts are read from the packs
+	// (engine/expertpack) beside the shards, which hold them in fewer
+	// bytes (default PacksAuto).
+	Packs PackPolicy
+	// DecodeLoop is the rANS loop that decodes packed experts (the zero
+	// Loop: the fastest this machine runs; benchmarks compare them).
+	DecodeLoop rans.Loop
 	// RepinEvery, when positive, re-pins live every that many forwards
 	// (see repin.go): a pinned expert the session stopped using trades
 	// places with a hot one from the LRU, with hysteresis. Needs pins.
@@ -80,3 +85,18 @@ func (o *StreamOptions) normalize(k int) error {
 	o.PinnedBytes = min(o.PinnedBytes, o.CacheBytes)
 	return nil
 }
+
+// PackPolicy says when a Streamed source reads experts from packs.
+type PackPolicy int
+
+const (
+	// PacksAuto reads packs where the decode loop is fast enough to hide
+	// under the reads (rans.Loop.Fast: AVX-512, NEON); elsewhere decoding
+	// costs more time than the fewer bytes save, and the experts are read
+	// from the shards, with a note saying so.
+	PacksAuto PackPolicy = iota
+	// PacksRead reads packs wherever they are current.
+	PacksRead
+	// PacksIgnore reads every expert from its shard.
+	PacksIgnore
+)

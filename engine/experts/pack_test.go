@@ -11,6 +11,7 @@ import (
 
 	"github.com/spoolhq/spool/engine/expertpack"
 	"github.com/spoolhq/spool/engine/experts"
+	"github.com/spoolhq/spool/engine/rans"
 	"github.com/spoolhq/spool/internal/fixtures"
 	"github.com/spoolhq/spool/internal/testmodel"
 )
@@ -65,7 +66,7 @@ func TestCorruptPack(t *testing.T) {
 		f.Close()
 	}
 	d, _ := openStreamed(t, dir, func(row int64) experts.StreamOptions {
-		return experts.StreamOptions{WorkingSlots: 4}
+		return experts.StreamOptions{WorkingSlots: 4, Packs: experts.PacksRead}
 	}, nil)
 	failed := 0
 	for _, p := range ref.prompts {
@@ -87,7 +88,7 @@ func TestCorruptPack(t *testing.T) {
 		t.Fatal(err)
 	}
 	d2, s := openStreamed(t, stale, func(row int64) experts.StreamOptions {
-		return experts.StreamOptions{WorkingSlots: 4}
+		return experts.StreamOptions{WorkingSlots: 4, Packs: experts.PacksRead}
 	}, nil)
 	// Both packs hold bytes of out-00001 (an expert straddles the two
 	// shards): both are stale.
@@ -104,5 +105,51 @@ func TestCorruptPack(t *testing.T) {
 		if got := generateTokens(t, d2, p, false); !slices.Equal(got, ref.plain[i]) {
 			t.Errorf("prompt %d: %v, want %v", i, got, ref.plain[i])
 		}
+	}
+}
+
+// TestPackPolicy: by default packs are read only where the decode loop is
+// fast (a slow one is noted and the shards read instead, with the same
+// tokens); PacksIgnore never reads them.
+func TestPackPolicy(t *testing.T) {
+	const model = "glm52-tiny"
+	ref := residentRef(t, model)
+	dir := packedModel(t, model)
+	loops := rans.Loops()
+	for _, tc := range []struct {
+		name   string
+		policy experts.PackPolicy
+		loop   rans.Loop
+		read   bool // packs read
+		note   string
+	}{
+		{"auto, the Go loop", experts.PacksAuto, loops[0], false, "slower than the disk"},
+		{"auto, the fastest loop", experts.PacksAuto, rans.Loop{}, rans.Loop{}.Fast(), map[bool]string{false: "slower than the disk"}[rans.Loop{}.Fast()]},
+		{"read, the Go loop", experts.PacksRead, loops[0], true, ""},
+		{"ignore", experts.PacksIgnore, rans.Loop{}, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, s := openStreamed(t, dir, func(row int64) experts.StreamOptions {
+				return experts.StreamOptions{WorkingSlots: 4, Packs: tc.policy, DecodeLoop: tc.loop}
+			}, nil)
+			if got := generateTokens(t, d, ref.prompts[0], false); !slices.Equal(got, ref.plain[0]) {
+				t.Errorf("%v, want %v", got, ref.plain[0])
+			}
+			if got := s.Stats().Total.Unpacked > 0; got != tc.read {
+				t.Errorf("packs read: %v, want %v", got, tc.read)
+			}
+			notes := s.PackNotes()
+			if tc.note == "" && len(notes) > 0 {
+				t.Errorf("notes %q, want none", notes)
+			}
+			for _, n := range notes {
+				if !strings.Contains(n, tc.note) || !strings.Contains(n, tc.loop.String()) {
+					t.Errorf("note %q does not say %q of %s", n, tc.note, tc.loop)
+				}
+			}
+			if tc.note != "" && len(notes) == 0 {
+				t.Error("no note says why the packs are not read")
+			}
+		})
 	}
 }

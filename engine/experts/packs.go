@@ -18,17 +18,22 @@ type openPack struct {
 	index *expertpack.Index
 }
 
-// openPacks opens the pack beside every shard that has one, unless the
-// options ignore packs. A pack that is stale or does not parse is not
+// openPacks opens the pack beside every shard that has one, as the
+// options' PackPolicy says. A pack that is stale or does not parse is not
 // used: a note says why, and those experts are read raw.
 func (s *Streamed) openPacks(c *container.Container) (map[string]*openPack, error) {
 	packs := map[string]*openPack{}
-	if s.opts.IgnorePacks {
+	if s.opts.Packs == PacksIgnore {
 		return packs, nil
 	}
 	for _, sh := range c.Shards() {
 		path := expertpack.PackPath(filepath.Join(c.Dir(), sh.Name))
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if l := s.opts.DecodeLoop; s.opts.Packs == PacksAuto && !l.Fast() {
+			s.packNotes = append(s.packNotes, fmt.Sprintf("%s not used (its experts are read from the shard): "+
+				"this machine's decode loop (%s) is slower than the disk, and packed reads cost more than they save", path, l))
 			continue
 		}
 		x, err := expertpack.ReadIndex(path)

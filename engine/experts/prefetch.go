@@ -107,7 +107,7 @@ func (s *Streamed) prefetchReads(ctx context.Context, pf *prefetch) []diskio.Rea
 	lo := pf.lc.layouts[pf.id]
 	tag := prefetchTag{pf: pf, ctx: ctx}
 	if lo.packed != nil {
-		tag.u = newUnpackState(lo, pf.slot.slab, s.opts.ReadChunk)
+		tag.u = newUnpackState(lo, pf.slot.slab, s.opts.ReadChunk, s.opts.DecodeLoop)
 		pf.left++
 	}
 	cs := lo.chunks(s.opts.ReadChunk)

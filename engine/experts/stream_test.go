@@ -17,6 +17,7 @@ import (
 	"github.com/spoolhq/spool/engine/experts"
 	"github.com/spoolhq/spool/engine/generate"
 	"github.com/spoolhq/spool/engine/loader"
+	"github.com/spoolhq/spool/engine/rans"
 	"github.com/spoolhq/spool/internal/fixtures"
 	"github.com/spoolhq/spool/internal/testmodel"
 	"github.com/spoolhq/spool/native/diskio"
@@ -150,7 +151,7 @@ func TestStreamedMatchesResident(t *testing.T) {
 	for _, model := range fixtureModels {
 		ref := residentRef(t, model)
 		for _, v := range []struct{ packed, prefetch, repin bool }{{false, false, false}, {true, false, false}, {false, true, false}, {true, true, false}, {false, false, true}} {
-			for _, b := range budgets {
+			for bi, b := range budgets {
 				name := model + "/" + b.name
 				dir := fixtures.Path(t, model)
 				if v.packed {
@@ -176,6 +177,11 @@ func TestStreamedMatchesResident(t *testing.T) {
 						o := experts.StreamOptions{CacheBytes: b.slots * row, WorkingSlots: b.working, Workers: b.workers, ReadChunk: b.chunk, Prefetch: v.prefetch}
 						if v.repin {
 							o.PinnedBytes, o.RepinEvery = pinned*row, 2
+						}
+						if v.packed {
+							// Every decode loop streams some budget.
+							loops := rans.Loops()
+							o.Packs, o.DecodeLoop = experts.PacksRead, loops[len(loops)-1-bi%len(loops)]
 						}
 						return o
 					}, func(s *experts.Streamed) { experts.SetPoison(s, true) })

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/engine/expertpack"
+	"github.com/spoolhq/spool/engine/rans"
 )
 
 // unpackState decodes one packed expert in its slab while its record's
@@ -20,6 +21,7 @@ type unpackState struct {
 	base   int64 // file offset of the record
 	length int64
 	chunk  int64 // read request size (a multiple of the record alignment)
+	loop   rans.Loop
 
 	mu       sync.Mutex
 	landedAt []bool // per request: its bytes are in
@@ -36,10 +38,10 @@ type unpackState struct {
 	out   int64
 }
 
-func newUnpackState(lo *layout, slab []byte, chunk int64) *unpackState {
+func newUnpackState(lo *layout, slab []byte, chunk int64, loop rans.Loop) *unpackState {
 	r := lo.reads[0]
 	n := int((r.n + chunk - 1) / chunk)
-	return &unpackState{lo: lo, slab: slab, at: r.at, base: r.off, length: r.n, chunk: chunk, landedAt: make([]bool, n)}
+	return &unpackState{lo: lo, slab: slab, at: r.at, base: r.off, length: r.n, chunk: chunk, loop: loop, landedAt: make([]bool, n)}
 }
 
 // landed records that the request at file offset off completed (with err
@@ -117,6 +119,7 @@ func (u *unpackState) advance(landed int64) (bool, error) {
 		if u.up, err = expertpack.NewUnpacker(r, u.slab, u.at); err != nil {
 			return false, err
 		}
+		u.up.UseLoop(u.loop)
 		u.rec = r
 	}
 	done, err := u.up.Advance(u.slab, landed)

@@ -71,6 +71,7 @@ func (r *Runner) attention(y *layer, x []float32, p *pass) ([]float32, error) {
 	if err := p.project(x, R, ws, ys); err != nil {
 		return nil, err
 	}
+	p.clk.lap(stepProject)
 	workers := len(r.attn.workers)
 	parallelFor(workers, R, R*(c.QLoraRank+W+c.IndexHeadDim)*4, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
@@ -86,6 +87,7 @@ func (r *Runner) attention(y *layer, x []float32, p *pass) ([]float32, error) {
 			}
 		}
 	})
+	p.clk.lap(stepAttnHost)
 	// The queries of every head (and the indexer's) from the normed cq.
 	q := m.scratch.get(R * nh * dq)
 	defer m.scratch.put(q)
@@ -96,6 +98,7 @@ func (r *Runner) attention(y *layer, x []float32, p *pass) ([]float32, error) {
 	if err := p.project(cq, R, ws, ys); err != nil {
 		return nil, err
 	}
+	p.clk.lap(stepProject)
 	parallelFor(workers, R, R*nh*dr*8, func(_, lo, hi int) {
 		cs := make([]float32, dr)
 		for i := lo; i < hi; i++ {
@@ -115,11 +118,14 @@ func (r *Runner) attention(y *layer, x []float32, p *pass) ([]float32, error) {
 		}
 		y.cache(r.seq).Append(kv[i*W:(i+1)*W], ik)
 	}
+	p.clk.lap(stepAttnHost)
 	if y.indexer != nil {
 		r.indexerSelect(y, ix, rows, sel, p.tr)
+		p.clk.lap(stepIndexer)
 	}
 
 	out := m.scratch.get(R * H) // the caller puts it back
+	defer p.clk.lap(stepAttend)
 	if p.accel != nil {
 		if err := r.attendOnBackend(p.accel, y, q, rows, sel, out); err != nil {
 			m.scratch.put(out)

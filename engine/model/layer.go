@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/spoolhq/spool/engine/kvcache"
+	"github.com/spoolhq/spool/kernels"
 )
 
 // pass is what a forward threads through its decoder layers.
@@ -17,6 +18,8 @@ type pass struct {
 	tr  *Trace
 	// accel is the backend the forward's heavy steps run on, or nil.
 	accel *accelerator
+	// clk times the forward's steps (Model.SetStepTimes).
+	clk clock
 }
 
 // cache returns where layer y keeps the state of sequence s: its own layer
@@ -37,26 +40,37 @@ func (y *layer) forward(ctx context.Context, r *Runner, p *pass) error {
 	H, R := c.HiddenSize, len(p.rows)
 	h, x := p.h[:R*H], p.x[:R*H]
 	r.normRows(x, h, y.inputNorm, R)
+	p.clk.lap(stepNorm)
 	attn, err := r.attention(y, x, p)
 	if err != nil {
 		return err
 	}
-	for i := range h {
-		h[i] += attn[i]
-	}
+	r.addRows(h, attn, R)
 	m.scratch.put(attn)
+	p.clk.lap(stepNorm)
 	if !y.mtp {
 		r.prefetchNext(ctx, y, h, R)
+		p.clk.lap(stepPrefetch)
 	}
 	r.normRows(x, h, y.postNorm, R)
+	p.clk.lap(stepNorm)
 	ffn, err := r.mlpForward(ctx, y, p)
 	if err != nil {
 		return err
 	}
-	for i := range h {
-		h[i] += ffn[i]
-	}
+	p.clk.lap(stepMLP)
+	r.addRows(h, ffn, R)
+	p.clk.lap(stepNorm)
 	return nil
+}
+
+// addRows adds the R rows of d to h, rows spread over the runner's
+// workers.
+func (r *Runner) addRows(h, d []float32, R int) {
+	H := r.m.cfg.HiddenSize
+	parallelFor(len(r.attn.workers), R, R*H, func(_, lo, hi int) {
+		kernels.Add(h[lo*H:hi*H], d[lo*H:hi*H])
+	})
 }
 
 // normRows writes the RMSNorm (weights w) of each of the R rows of h into

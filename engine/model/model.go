@@ -44,6 +44,8 @@ type Model struct {
 
 	// accel is the backend of large forwards (backend.go), or nil.
 	accel atomic.Pointer[accelerator]
+	// steps, when set, accumulates the forwards' step times.
+	steps atomic.Pointer[StepTimes]
 }
 
 // Options select optional parts of the model at load time.
@@ -319,10 +321,11 @@ func (r *Runner) forwardRows(ctx context.Context, reqs []Request, rows []row, tr
 	H := c.HiddenSize
 	R := len(rows)
 	r.touched.Clear()
-	p := pass{h: ws.h[:R*H], x: ws.x[:R*H], rows: rows, tr: tr, sel: r.dsaSelection(), accel: m.backendFor(R)}
+	p := pass{h: ws.h[:R*H], x: ws.x[:R*H], rows: rows, tr: tr, sel: r.dsaSelection(), accel: m.backendFor(R), clk: m.clock()}
 	for i, r := range rows {
 		kernels.DequantRow(p.h[i*H:(i+1)*H], m.embed, r.token)
 	}
+	p.clk.lap(stepEmbed)
 	if tr != nil {
 		tr.Hidden = [][][]float32{splitRows(slices.Clone(p.h), H)}
 	}
@@ -362,6 +365,7 @@ func (r *Runner) forwardRows(ctx context.Context, reqs []Request, rows []row, tr
 		r0 += n
 		l0 += cnt
 	}
+	p.clk.lap(stepHead)
 	return outs, nil
 }
 

@@ -12,32 +12,36 @@ import (
 
 // Geometry of the coder.
 const (
-	// Lanes is the number of interleaved states: byte i of a block is
-	// coded by lane i mod Lanes.
+	// Lanes is the number of interleaved states: nibble j of a block (the
+	// low nibble of byte j/2 when j is even, else its high nibble) is
+	// coded by lane j mod Lanes.
 	Lanes = kernels.RANSLanes
+	// Symbols is the alphabet: the 16 nibbles.
+	Symbols = kernels.RANSSymbols
 	// ScaleBits is the precision of the frequencies; Total their sum.
 	ScaleBits = kernels.RANSScaleBits
-	Total     = 1 << ScaleBits
+	Total     = kernels.RANSTotal
 	// StateBytes is the size of a block's initial states.
-	StateBytes = 4 * Lanes
-	// low is the renormalization bound: every state lies in [low, 2^32).
+	StateBytes = 2 * Lanes
+	// low is the renormalization bound: every state lies in [low, 2^16).
 	low = kernels.RANSLow
 )
 
-// Table is a static model of one stream of bytes: the frequency of every
-// byte value, summing to Total. A byte of frequency 0 cannot be coded.
+// Table is a static model of one stream of nibbles: the frequency of every
+// nibble value, summing to Total. A nibble of frequency 0 cannot be coded.
 type Table struct {
-	Freq [256]uint16
+	Freq [Symbols]uint8
 }
 
 // ErrCorrupt is wrapped by every error Decode returns for a coded block
 // that is not what Encode produces.
 var ErrCorrupt = errors.New("rans: corrupt coded block")
 
-// NewTable normalizes a histogram into a table: every byte that occurs gets
-// a frequency of at least 1, in proportion to its count, rounded so that
-// the coded size grows the least. It fails when counts are all zero.
-func NewTable(counts *[256]uint64) (Table, error) {
+// NewTable normalizes a histogram of nibbles into a table: every nibble
+// that occurs gets a frequency of at least 1, in proportion to its count,
+// rounded so that the coded size grows the least. It fails when counts are
+// all zero.
+func NewTable(counts *[Symbols]uint64) (Table, error) {
 	var total uint64
 	for _, c := range counts {
 		if total+c < total {
@@ -56,7 +60,7 @@ func NewTable(counts *[256]uint64) (Table, error) {
 		}
 		f := int(math.Round(float64(c) * Total / float64(total)))
 		f = min(max(f, 1), Total)
-		t.Freq[s] = uint16(f)
+		t.Freq[s] = uint8(f)
 		sum += f
 	}
 	// Fix the rounding one unit at a time where the cost in coded bits is
@@ -105,10 +109,10 @@ func (t *Table) Validate() error {
 	return nil
 }
 
-// Bits is the coded size, in bits, of a stream with the histogram counts
-// under t (without the block's states); +Inf when a counted byte has
-// frequency 0.
-func (t *Table) Bits(counts *[256]uint64) float64 {
+// Bits is the coded size, in bits, of a stream with the nibble histogram
+// counts under t (without the block's states); +Inf when a counted nibble
+// has frequency 0.
+func (t *Table) Bits(counts *[Symbols]uint64) float64 {
 	var bits float64
 	for s, c := range counts {
 		if c == 0 {
@@ -122,8 +126,8 @@ func (t *Table) Bits(counts *[256]uint64) float64 {
 	return bits
 }
 
-// Histogram counts the bytes of p into counts.
-func Histogram(counts *[256]uint64, p []byte) {
+// Histogram counts the nibbles of p (two a byte) into counts.
+func Histogram(counts *[Symbols]uint64, p []byte) {
 	var c [4][256]uint64 // four tables break the store-to-load dependency
 	i := 0
 	for ; i+4 <= len(p); i += 4 {
@@ -135,60 +139,69 @@ func Histogram(counts *[256]uint64, p []byte) {
 	for ; i < len(p); i++ {
 		c[0][p[i]]++
 	}
-	for s := range counts {
-		counts[s] += c[0][s] + c[1][s] + c[2][s] + c[3][s]
+	for b := range 256 {
+		n := c[0][b] + c[1][b] + c[2][b] + c[3][b]
+		counts[b&15] += n
+		counts[b>>4] += n
 	}
 }
 
 // MaxEncodedLen bounds the coded size of n bytes: the states plus at most
-// one word per byte.
+// one byte per nibble.
 func MaxEncodedLen(n int) int { return StateBytes + 2*n }
 
 // Encode appends the coded form of src under t to dst: the Lanes final
-// encoder states (little-endian uint32, the decoder's initial states),
-// then the renormalization words (little-endian uint16) in the order the
-// decoder reads them. It fails when src holds a byte of frequency 0.
+// encoder states (little-endian uint16, the decoder's initial states),
+// then the renormalization bytes in the order the decoder reads them. It
+// fails when src holds a nibble of frequency 0.
 func Encode(dst, src []byte, t *Table) ([]byte, error) {
 	if err := t.Validate(); err != nil {
 		return dst, err
 	}
-	var start [256]uint32
+	var start, rcp [Symbols]uint32
 	var acc uint32
 	for s, f := range t.Freq {
 		start[s] = acc
 		acc += uint32(f)
+		if f > 0 {
+			rcp[s] = reciprocal(uint32(f))
+		}
 	}
 	var x [Lanes]uint32
 	for l := range x {
 		x[l] = low
 	}
-	words := make([]uint16, 0, len(src)/2+Lanes)
-	for i := len(src) - 1; i >= 0; i-- {
-		s := src[i]
+	renorm := make([]byte, 0, len(src)+Lanes)
+	for j := 2*len(src) - 1; j >= 0; j-- {
+		s := src[j>>1] >> (4 * (j & 1)) & 15
 		f := uint32(t.Freq[s])
 		if f == 0 {
-			return dst, fmt.Errorf("rans: byte %#02x at %d has frequency 0 in the table", s, i)
+			return dst, fmt.Errorf("rans: nibble %#x at %d has frequency 0 in the table", s, j)
 		}
-		l := i % Lanes
+		l := j % Lanes
 		v := x[l]
-		// Coding s from a state below f * 2^20 stays below 2^32 (64-bit
-		// compare: for f = Total the bound is 2^32 itself).
-		if uint64(v) >= uint64(f)<<(32-ScaleBits) {
-			words = append(words, uint16(v))
-			v >>= 16
+		// Coding s from a state below f * 2^9 stays below 2^16.
+		if v >= f<<(16-ScaleBits) {
+			renorm = append(renorm, byte(v))
+			v >>= 8
 		}
-		x[l] = (v/f)<<ScaleBits + v%f + start[s]
+		q := quotient(v, rcp[s])
+		x[l] = q<<ScaleBits + v - q*f + start[s]
 	}
-	slices.Reverse(words)
-	out := slices.Grow(dst, StateBytes+2*len(words))
+	slices.Reverse(renorm)
+	out := slices.Grow(dst, StateBytes+len(renorm))
 	for _, v := range x {
-		out = binary.LittleEndian.AppendUint32(out, v)
+		out = binary.LittleEndian.AppendUint16(out, uint16(v))
 	}
-	for _, w := range words {
-		out = binary.LittleEndian.AppendUint16(out, w)
-	}
-	return out, nil
+	return append(out, renorm...), nil
 }
+
+// reciprocal and quotient divide by multiplication: for v < 2^16 and
+// f <= Total, quotient(v, reciprocal(f)) is v/f exactly, since
+// v*ceil(2^24/f)/2^24 exceeds v/f by less than 2^-8 < 1/f.
+func reciprocal(f uint32) uint32 { return (1<<24 + f - 1) / f }
+
+func quotient(v, r uint32) uint32 { return uint32(uint64(v) * uint64(r) >> 24) }
 
 // Decoder decodes blocks coded under one Table. It is safe for concurrent
 // use.
@@ -212,47 +225,49 @@ func (d *Decoder) Reset(t *Table) error {
 	}
 	slot := 0
 	for s, f := range t.Freq {
-		for j := 0; j < int(f); j++ {
-			d.tab[slot] = uint32(s) | uint32(f-1)<<8 | uint32(j)<<20
+		d.tab.Freq[s], d.tab.Start[s] = f, uint8(slot)
+		for range f {
+			d.tab.Sym[slot] = uint8(s)
 			slot++
 		}
 	}
 	return nil
 }
 
+// Loop is one implementation of the decode loop (the kernels'): the Go
+// reference or a SIMD loop. The zero Loop is the fastest this machine runs.
+type Loop = kernels.RANSLoop
+
+// Loops lists the decode loops this machine runs, the Go reference first
+// and the zero Loop's last. All decode every block identically; they
+// differ in speed (spool bench stream measures each).
+func Loops() []Loop { return kernels.RANSLoops() }
+
 // Decode decodes the coded block src into exactly len(out) bytes. It
 // returns an error wrapping ErrCorrupt, and never panics, when src is not
-// the coded form of len(out) bytes: states out of range, words missing or
+// the coded form of len(out) bytes: states out of range, bytes missing or
 // left over, or final states other than the encoder's start.
-func (d *Decoder) Decode(out, src []byte) error {
-	if len(src) < StateBytes || (len(src)-StateBytes)%2 != 0 {
-		return fmt.Errorf("%w: %d bytes is not %d bytes of states plus whole words", ErrCorrupt, len(src), StateBytes)
+func (d *Decoder) Decode(out, src []byte) error { return d.DecodeWith(Loop{}, out, src) }
+
+// DecodeWith is Decode with the decode loop l.
+func (d *Decoder) DecodeWith(l Loop, out, src []byte) error {
+	if len(src) < StateBytes {
+		return fmt.Errorf("%w: %d bytes is shorter than the %d bytes of states", ErrCorrupt, len(src), StateBytes)
 	}
-	var x [Lanes]uint32
+	var x [Lanes]uint16
 	for l := range x {
-		x[l] = binary.LittleEndian.Uint32(src[4*l:])
+		x[l] = binary.LittleEndian.Uint16(src[2*l:])
 		if x[l] < low {
 			return fmt.Errorf("%w: lane %d starts at %d, below %d", ErrCorrupt, l, x[l], low)
 		}
 	}
-	words := src[StateBytes:]
-	steps, p := kernels.RANSDecodeSteps(out, words, &x, &d.tab)
-	for i := steps * Lanes; i < len(out); i++ {
-		l := i % Lanes
-		e := d.tab[x[l]&(Total-1)]
-		out[i] = byte(e)
-		v := (e>>8&(Total-1)+1)*(x[l]>>ScaleBits) + e>>20
-		if v < low {
-			if p+2 > len(words) {
-				return fmt.Errorf("%w: words end at byte %d of %d", ErrCorrupt, i, len(out))
-			}
-			v = v<<16 | uint32(binary.LittleEndian.Uint16(words[p:]))
-			p += 2
-		}
-		x[l] = v
+	stream := src[StateBytes:]
+	nibbles, used := l.Decode(out, stream, &x, &d.tab)
+	if nibbles < 2*len(out) {
+		return fmt.Errorf("%w: the stream ends at byte %d of %d", ErrCorrupt, nibbles/2, len(out))
 	}
-	if p != len(words) {
-		return fmt.Errorf("%w: %d bytes of words left over", ErrCorrupt, len(words)-p)
+	if used != len(stream) {
+		return fmt.Errorf("%w: %d bytes of the stream left over", ErrCorrupt, len(stream)-used)
 	}
 	for l, v := range x {
 		if v != low {

@@ -55,6 +55,8 @@ export interface DownloadEvent {
   file?: string;
   message?: string;
   progress: Progress;
+  /** seq is the event's place in the sequence DownloadStatus.seq counts. */
+  seq?: number;
 }
 
 export interface DownloadStatus {
@@ -70,6 +72,8 @@ export interface DownloadStatus {
   running: boolean;
   error?: string;
   last?: DownloadEvent;
+  /** seq is the number of events published before the status was read. */
+  seq?: number;
   model_dir?: string;
 }
 
@@ -78,12 +82,15 @@ class Downloads extends Observable {
   /** verified and integrity are what the events said this session. */
   verified = new Set<string>();
   integrity: string[] = [];
+  /** seq is the newest event applied. */
+  private seq = 0;
 
   constructor() {
     super();
     events.on('download', (ev: DownloadEvent) => {
       if (ev.kind === 'file-done' && ev.file) this.verified.add(ev.file);
       if (ev.kind === 'integrity' && ev.file) this.integrity.push(`${ev.file}: ${ev.message ?? 'failed verification'}`);
+      this.seq = Math.max(this.seq, ev.seq ?? 0);
       if (!this.status) return;
       this.status.last = ev;
       if (ev.state) {
@@ -94,7 +101,17 @@ class Downloads extends Observable {
     });
   }
 
+  /**
+   * set takes a status from /ui/download or an action's answer. One read
+   * before an event already applied (overtaken by the websocket: a poll,
+   * or a pause answered before the job noticed it) keeps the newer state.
+   */
   set(s: DownloadStatus): void {
+    const cur = this.status;
+    if (cur && (s.seq ?? 0) < this.seq) {
+      s = { ...s, state: cur.state, running: cur.running, last: cur.last, error: cur.error, seq: this.seq };
+    }
+    this.seq = Math.max(this.seq, s.seq ?? 0);
     this.status = s;
     this.emit();
   }

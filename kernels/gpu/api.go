@@ -206,10 +206,42 @@ func (l *MLP) check() error {
 	return nil
 }
 
-// MatMulTiming is what BenchMatMul measures, in seconds per product: with
-// the rows' upload and the result's read-back (as MatMul runs), and the
-// matrix product alone (products recorded back to back in one submission).
-type MatMulTiming struct {
-	WithTransfers float64 `json:"with_transfers_seconds"`
-	Kernel        float64 `json:"kernel_seconds"`
+// Times is where a device's operations spent their wall time since Open
+// (Device.Times), for benchmarks that say how much of a prefill waits on
+// the GPU and how much moves data.
+type Times struct {
+	// Ops is the time inside MatMulMany, MLP, MoE and Attention, the parts
+	// below included (expert delivery too).
+	Ops float64 `json:"ops_seconds"`
+	// Stage is copying inputs into staging memory, Run submitting recorded
+	// work and waiting for it, Readback copying results out of staging
+	// memory.
+	Stage    float64 `json:"stage_seconds"`
+	Run      float64 `json:"run_seconds"`
+	Readback float64 `json:"readback_seconds"`
+	// RunBy is Run by operation: matmul (MatMul, MatMulMany), mlp, moe,
+	// attention.
+	RunBy map[string]float64 `json:"run_by_op_seconds,omitempty"`
+	// Experts is copying routed experts into the bank (through the staging
+	// ring, with its waits); Deliver is waiting for the experts' source.
+	Experts float64 `json:"experts_seconds"`
+	Deliver float64 `json:"deliver_seconds"`
+	// RingCopy and RingWait are the staging ring's share of Experts (and
+	// of Keep): copying into its memory, and waiting for its device
+	// copies to free a half.
+	RingCopy float64 `json:"ring_copy_seconds"`
+	RingWait float64 `json:"ring_wait_seconds"`
+	// Submits counts the submissions waited for.
+	Submits int64 `json:"submits"`
+}
+
+// Sub returns the times spent between u and t (t taken later).
+func (t Times) Sub(u Times) Times {
+	d := Times{Ops: t.Ops - u.Ops, Stage: t.Stage - u.Stage, Run: t.Run - u.Run, Readback: t.Readback - u.Readback,
+		Experts: t.Experts - u.Experts, Deliver: t.Deliver - u.Deliver, RingCopy: t.RingCopy - u.RingCopy, RingWait: t.RingWait - u.RingWait,
+		Submits: t.Submits - u.Submits, RunBy: map[string]float64{}}
+	for k, v := range t.RunBy {
+		d.RunBy[k] = v - u.RunBy[k]
+	}
+	return d
 }

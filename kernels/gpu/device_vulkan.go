@@ -14,10 +14,12 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/spoolhq/spool/kernels"
@@ -54,6 +56,10 @@ type Device struct {
 	storageAlign int64
 	tileK        uint32    // gemm reduction depth per tile
 	tileFixed    [2]uint32 // a fixed tile (Options.Tile), or zeros
+
+	times Times // guarded by mu
+	// running names the operation in progress, for Times.RunBy.
+	running string
 }
 
 // buffer is a Vulkan buffer and, for host-visible ones, its mapping.
@@ -186,6 +192,46 @@ func deviceType(t int) string {
 
 // Info describes the device.
 func (d *Device) Info() Info { return d.info }
+
+// Times returns where the device's operations spent their time so far.
+func (d *Device) Times() Times {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t := d.times
+	t.RunBy = maps.Clone(d.times.RunBy)
+	if d.v != nil {
+		var cp, wait C.uint64_t
+		C.spool_vk_stage_times(d.v, &cp, &wait)
+		t.RingCopy, t.RingWait = float64(cp)/1e9, float64(wait)/1e9
+	}
+	return t
+}
+
+// addTime adds the time since t0 to *f (one of d.times, mu held).
+func addTime(f *float64, t0 time.Time) { *f += time.Since(t0).Seconds() }
+
+// timeRun adds the time since t0 to Times.Run and to the running
+// operation's share, and counts a submission (mu held).
+func (d *Device) timeRun(t0 time.Time) {
+	s := time.Since(t0).Seconds()
+	d.times.Run += s
+	d.times.Submits++
+	if d.times.RunBy == nil {
+		d.times.RunBy = map[string]float64{}
+	}
+	d.times.RunBy[d.running] += s
+}
+
+// timeOp starts timing operation name (mu held): it returns what adds
+// its time to Times.Ops when the operation ends.
+func (d *Device) timeOp(name string) func() {
+	t0 := time.Now()
+	d.running = name
+	return func() {
+		addTime(&d.times.Ops, t0)
+		d.running = ""
+	}
+}
 
 // Close releases everything the device holds. Weights registered with
 // Keep must outlive the device or be forgotten by closing it first.

@@ -20,6 +20,7 @@ func (d *Device) Attention(out []float32, a *Attention) error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	defer d.timeOp("attention")()
 	S, T, nh := len(a.Last), a.T, a.Heads
 	dn, dr, dv, rkv := a.Nope, a.Rope, a.Value, a.Latent
 	dq, wd := dn+dr, rkv+dr

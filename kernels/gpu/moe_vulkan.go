@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"time"
 	"unsafe"
 
 	"github.com/spoolhq/spool/kernels"
@@ -55,6 +56,7 @@ func (d *Device) MoE(y, x []float32, n int, l *MoE, fetch Fetch) (Routes, error)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	defer d.timeOp("moe")()
 	return d.moe(y, x, n, l, fetch)
 }
 
@@ -266,7 +268,9 @@ func (o *op) applyExperts(delivery Experts, union []int, users map[int][]int32, 
 	var hR, uR region
 	capacity := int64(0)
 	for {
+		t0 := time.Now()
 		idx, e, err := delivery.Next()
+		addTime(&d.times.Deliver, t0)
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -316,6 +320,7 @@ func (o *op) applyExperts(delivery Experts, union []int, users map[int][]int32, 
 			}
 			b = bank{first: b.first}
 		}
+		t0 = time.Now()
 		var p expertPlace
 		for j, m := range []*kernels.Matrix{e.Gate, e.Up, e.Down} {
 			data, scales := matrixBytes(m)
@@ -330,13 +335,16 @@ func (o *op) applyExperts(delivery Experts, union []int, users map[int][]int32, 
 			}
 			b.used += roundUp(int64(len(scales))+4, align)
 		}
+		addTime(&d.times.Experts, t0)
 		delivery.Done(idx)
 		b.ids = append(b.ids, union[idx])
 		b.places = append(b.places, p)
 	}
+	t0 := time.Now()
 	if err := d.flush(); err != nil {
 		return err
 	}
+	addTime(&d.times.Experts, t0)
 	if len(b.ids) > 0 {
 		return o.expertBatch(&b, users, k, H, xr, hR, uR, eoR, tables, lists, tablesT, listsT)
 	}

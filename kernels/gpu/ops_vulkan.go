@@ -33,6 +33,7 @@ func (d *Device) MatMulMany(x []float32, n int, ws []*kernels.Matrix, ys [][]flo
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	defer d.timeOp("matmul")()
 	K := ws[0].Cols
 	o := d.newOp()
 	xr := o.input(bytesOf(x[:n*K]))
@@ -71,6 +72,7 @@ func (d *Device) MLP(y []float32, l *MLP, x []float32, n int) error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	defer d.timeOp("mlp")()
 	o := d.newOp()
 	xr := o.input(bytesOf(x[:n*l.Gate.Cols]))
 	yr := o.floats(n * l.Down.Rows)

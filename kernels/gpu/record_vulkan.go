@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/spoolhq/spool/kernels"
@@ -99,6 +100,7 @@ func (o *op) begin() error {
 // stage copies host bytes into staging and records their uploads.
 func (o *op) stage(in ...transfer) error {
 	d := o.d
+	defer addTime(&d.times.Stage, time.Now())
 	for _, t := range in {
 		parallelCopy(d.up.bytes(t.stage, int64(len(t.host))), t.host)
 		if rc := C.spool_vk_copy(d.v, d.up.b, C.uint64_t(t.stage), d.work.b, C.uint64_t(t.dev), C.uint64_t(len(t.host))); rc != 0 {
@@ -120,6 +122,7 @@ func (o *op) bind(r region) binding { return binding{o.d.work, r.off, r.size} }
 
 // submit runs what was recorded and waits for it.
 func (o *op) submit() error {
+	defer o.d.timeRun(time.Now())
 	if rc := C.spool_vk_submit(o.d.v); rc != 0 {
 		return o.d.lastError("submit", rc)
 	}
@@ -138,6 +141,7 @@ func (o *op) finish(outs ...transfer) error {
 	if err := o.submit(); err != nil {
 		return err
 	}
+	defer addTime(&d.times.Readback, time.Now())
 	for _, t := range outs {
 		parallelCopy(t.host, d.down.bytes(t.stage, int64(len(t.host))))
 	}

@@ -14,6 +14,7 @@ func Open(Options) (*Device, error) { return nil, ErrUnavailable }
 // *Device is never returned by Open here, so they are never reached.
 
 func (d *Device) Info() Info                    { return Info{} }
+func (d *Device) Times() Times                  { return Times{} }
 func (d *Device) Close()                        {}
 func (d *Device) Keep(...*kernels.Matrix) error { return ErrUnavailable }
 func (d *Device) SetLimits(int64, int64)        {}
@@ -28,8 +29,3 @@ func (d *Device) MoE(_, _ []float32, _ int, _ *MoE, _ Fetch) (Routes, error) {
 	return Routes{}, ErrUnavailable
 }
 func (d *Device) Attention(_ []float32, _ *Attention) error { return ErrUnavailable }
-
-func (d *Device) BenchMatMul(*kernels.Matrix, []float32, int, int) (MatMulTiming, error) {
-	return MatMulTiming{}, ErrUnavailable
-}
-func (d *Device) BenchUpload([]byte, int) (float64, error) { return 0, ErrUnavailable }

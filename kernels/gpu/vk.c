@@ -61,6 +61,7 @@ static void destroy_buffer(spool_vk *v, spool_vk_buffer *b) {
 
 void spool_vk_close(spool_vk *v) {
 	if (!v) return;
+	vk_copy_pool_stop(v->copiers);
 	if (v->device) {
 		v->vkDeviceWaitIdle(v->device);
 		destroy_buffer(v, v->stage_buf);

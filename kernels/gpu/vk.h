@@ -80,5 +80,8 @@ int spool_vk_submit(spool_vk *v);
 // runs before anything reads dst or the source memory changes.
 int spool_vk_stage(spool_vk *v, spool_vk_buffer *dst, uint64_t dst_off, const void *src, uint64_t n);
 int spool_vk_stage_flush(spool_vk *v);
+// Stage times: nanoseconds the staging ring has spent copying host bytes
+// into staging memory and waiting for its device copies, since open.
+void spool_vk_stage_times(spool_vk *v, uint64_t *copy_ns, uint64_t *wait_ns);
 
 #endif

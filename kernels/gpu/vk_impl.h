@@ -100,6 +100,10 @@ struct spool_vk_buffer {
 	uint64_t size;
 };
 
+// copy_pool is the staging ring's copy threads (vk_stream.c).
+typedef struct copy_pool copy_pool;
+void vk_copy_pool_stop(copy_pool *p);
+
 struct spool_vk {
 	void *lib;
 	PFN_vkGetInstanceProcAddr vkGetInstanceProcAddr;
@@ -129,6 +133,10 @@ struct spool_vk {
 	void *stage_map;
 	int stage_half;
 	uint64_t stage_fill;
+	// Nanoseconds the staging ring spent copying into staging memory and
+	// waiting for its device copies (spool_vk_stage_times).
+	uint64_t stage_copy_ns, stage_wait_ns;
+	copy_pool *copiers; // started on the first large staging copy
 
 	char err[512];
 };

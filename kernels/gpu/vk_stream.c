@@ -1,6 +1,8 @@
 //go:build vulkan && cgo
 
 // Pipelines, the command stream and the staging ring.
+#include <time.h>
+
 #include "vk_impl.h"
 
 static int layouts(spool_vk *v, int nbind) {
@@ -173,7 +175,11 @@ int spool_vk_dispatch(spool_vk *v, int pipeline, const spool_vk_bind *binds, int
 
 // Large copies into staging memory (uncached, write-combined on discrete
 // GPUs) run on several threads: one core writes such memory at a fraction
-// of what the bus takes.
+// of what the bus takes. The threads are started once, on the first large
+// copy, and live until the device closes: starting threads per copy maps
+// and unmaps their stacks, which waits for every holder of the process's
+// memory-map lock (a reader of /proc/self/smaps, say), and such waits made
+// expert uploads ten times slower on the H200.
 #define COPY_THREADS 8
 #define COPY_SPLIT (1u << 20)
 
@@ -183,39 +189,121 @@ typedef struct {
 	size_t n;
 } copy_job;
 
-static void *copy_part(void *arg) {
-	copy_job *j = arg;
-	memcpy(j->dst, j->src, j->n);
+struct copy_pool {
+	pthread_mutex_t mu;
+	pthread_cond_t start, done;
+	pthread_t th[COPY_THREADS - 1];
+	int nthreads;
+	copy_job jobs[COPY_THREADS - 1]; // jobs[i] is thread i's part
+	int njobs;                       // parts of the current copy the threads take
+	unsigned gen;                    // bumped when a copy is handed out
+	int pending;                     // parts not yet done
+	int quit;
+};
+
+typedef struct {
+	copy_pool *p;
+	int index;
+} copy_worker;
+
+static void *copy_thread(void *arg) {
+	copy_worker w = *(copy_worker *)arg;
+	free(arg);
+	copy_pool *p = w.p;
+	unsigned seen = 0;
+	pthread_mutex_lock(&p->mu);
+	for (;;) {
+		while (!p->quit && p->gen == seen) pthread_cond_wait(&p->start, &p->mu);
+		if (p->quit) break;
+		seen = p->gen;
+		if (w.index >= p->njobs) continue;
+		copy_job j = p->jobs[w.index];
+		pthread_mutex_unlock(&p->mu);
+		memcpy(j.dst, j.src, j.n);
+		pthread_mutex_lock(&p->mu);
+		if (--p->pending == 0) pthread_cond_signal(&p->done);
+	}
+	pthread_mutex_unlock(&p->mu);
 	return NULL;
 }
 
-static void parallel_memcpy(void *dst, const void *src, size_t n) {
+// copy_pool_start starts the pool's threads (as many as start); NULL when
+// none could be started or allocated.
+static copy_pool *copy_pool_start(void) {
+	copy_pool *p = calloc(1, sizeof *p);
+	if (!p) return NULL;
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->start, NULL);
+	pthread_cond_init(&p->done, NULL);
+	for (int i = 0; i < COPY_THREADS - 1; i++) {
+		copy_worker *w = malloc(sizeof *w);
+		if (!w) break;
+		*w = (copy_worker){p, i};
+		if (pthread_create(&p->th[i], NULL, copy_thread, w) != 0) {
+			free(w);
+			break;
+		}
+		p->nthreads++;
+	}
+	if (p->nthreads == 0) {
+		vk_copy_pool_stop(p);
+		return NULL;
+	}
+	return p;
+}
+
+void vk_copy_pool_stop(copy_pool *p) {
+	if (!p) return;
+	pthread_mutex_lock(&p->mu);
+	p->quit = 1;
+	pthread_cond_broadcast(&p->start);
+	pthread_mutex_unlock(&p->mu);
+	for (int i = 0; i < p->nthreads; i++) pthread_join(p->th[i], NULL);
+	pthread_cond_destroy(&p->done);
+	pthread_cond_destroy(&p->start);
+	pthread_mutex_destroy(&p->mu);
+	free(p);
+}
+
+// parallel_memcpy copies n bytes in parts of at least COPY_SPLIT: the
+// pool's threads take all but the last, which this thread copies.
+static void parallel_memcpy(spool_vk *v, void *dst, const void *src, size_t n) {
 	size_t parts = n / COPY_SPLIT;
 	if (parts > COPY_THREADS) parts = COPY_THREADS;
-	if (parts < 2) {
+	if (parts >= 2 && !v->copiers) v->copiers = copy_pool_start();
+	copy_pool *p = v->copiers;
+	if (p && parts > (size_t)p->nthreads + 1) parts = (size_t)p->nthreads + 1;
+	if (parts < 2 || !p) {
 		memcpy(dst, src, n);
 		return;
 	}
-	copy_job jobs[COPY_THREADS];
-	pthread_t th[COPY_THREADS];
 	size_t chunk = (n / parts + 63) & ~(size_t)63, off = 0;
-	size_t started = 0;
-	for (size_t i = 0; i < parts && off < n; i++) {
-		size_t c = n - off < chunk ? n - off : chunk;
-		jobs[i] = (copy_job){(char *)dst + off, (const char *)src + off, c};
-		off += c;
-		if (i + 1 == parts || off == n) {
-			copy_part(&jobs[i]); // the last part on this thread
-			break;
-		}
-		if (pthread_create(&th[started], NULL, copy_part, &jobs[i]) != 0) {
-			copy_part(&jobs[i]);
-			continue;
-		}
-		started++;
+	int handed = 0;
+	pthread_mutex_lock(&p->mu);
+	while (handed < (int)parts - 1 && n - off > chunk) {
+		p->jobs[handed++] = (copy_job){(char *)dst + off, (const char *)src + off, chunk};
+		off += chunk;
 	}
-	if (off < n) memcpy((char *)dst + off, (const char *)src + off, n - off);
-	for (size_t i = 0; i < started; i++) pthread_join(th[i], NULL);
+	p->njobs = handed;
+	p->pending = handed;
+	p->gen++;
+	pthread_cond_broadcast(&p->start);
+	pthread_mutex_unlock(&p->mu);
+	memcpy((char *)dst + off, (const char *)src + off, n - off);
+	pthread_mutex_lock(&p->mu);
+	while (p->pending > 0) pthread_cond_wait(&p->done, &p->mu);
+	pthread_mutex_unlock(&p->mu);
+}
+
+static uint64_t now_ns(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void spool_vk_stage_times(spool_vk *v, uint64_t *copy_ns, uint64_t *wait_ns) {
+	*copy_ns = v->stage_copy_ns;
+	*wait_ns = v->stage_wait_ns;
 }
 
 // The staging ring: two halves, each filled by memcpy while the other's
@@ -227,7 +315,9 @@ static int stage_switch(spool_vk *v) {
 	v->stage_half ^= 1;
 	v->stage_fill = 0;
 	// The other half's previous copies must be done before memcpy reuses it.
+	uint64_t t0 = now_ns();
 	int e2 = finish(v, &v->stage[v->stage_half]);
+	v->stage_wait_ns += now_ns() - t0;
 	return e ? e : e2;
 }
 
@@ -241,7 +331,9 @@ int spool_vk_stage(spool_vk *v, spool_vk_buffer *dst, uint64_t dst_off, const vo
 		stream_t *s = &v->stage[v->stage_half];
 		if ((e = begin(v, s))) return e;
 		uint64_t at = (uint64_t)v->stage_half * STAGE_HALF + v->stage_fill;
-		parallel_memcpy((char *)v->stage_map + at, p, c);
+		uint64_t t0 = now_ns();
+		parallel_memcpy(v, (char *)v->stage_map + at, p, c);
+		v->stage_copy_ns += now_ns() - t0;
 		VkBufferCopy bc = {at, dst_off, c};
 		v->vkCmdCopyBuffer(s->cb, v->stage_buf->buffer, dst->buffer, 1, &bc);
 		// Keep the next piece 16-byte aligned in staging.
@@ -256,7 +348,9 @@ int spool_vk_stage_flush(spool_vk *v) {
 	stream_t *s = &v->stage[v->stage_half];
 	int e = 0;
 	if (s->recording) e = run(v, s);
+	uint64_t t0 = now_ns();
 	int e0 = finish(v, &v->stage[0]), e1 = finish(v, &v->stage[1]);
+	v->stage_wait_ns += now_ns() - t0;
 	v->stage_fill = 0;
 	return e ? e : e0 ? e0 : e1;
 }

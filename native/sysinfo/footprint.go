@@ -18,15 +18,12 @@ type FootprintSample struct {
 	// RSS is the resident set size, including clean file-backed pages of
 	// mapped files.
 	RSS uint64
-	// PSS is the proportional set size (Linux smaps_rollup); 0 where the
-	// system does not report it.
-	PSS uint64
 	// Anon is resident anonymous memory (Linux Anonymous/RssAnon; macOS
 	// internal pages).
 	Anon uint64
 	// Swap is anonymous memory swapped out (Linux) or compressed (macOS).
 	Swap uint64
-	// Source names where the figures came from, e.g. "/proc/self/smaps_rollup".
+	// Source names where the figures came from, e.g. "/proc/self/status".
 	Source string
 }
 
