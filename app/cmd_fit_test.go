@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"path/filepath"
@@ -16,18 +15,6 @@ import (
 func fitFixturesDir(t *testing.T) string {
 	t.Helper()
 	return sharedfixtures.Root(t)
-}
-
-// runSpool runs the root command with args and returns its output.
-func runSpool(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	root := newRootCmd()
-	var out bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&out)
-	root.SetArgs(args)
-	err := root.Execute()
-	return out.String(), err
 }
 
 type fitJSON struct {

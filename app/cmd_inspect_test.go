@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -19,15 +18,7 @@ func inspectFixture(t *testing.T, model string) string {
 	return fixtures.Path(t, model)
 }
 
-func runInspect(args ...string) (string, error) {
-	cmd := newInspectCmd()
-	var out bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	cmd.SetArgs(args)
-	err := cmd.Execute()
-	return out.String(), err
-}
+func runInspect(args ...string) (string, error) { return execute(newInspectCmd(), args...) }
 
 func TestInspectTable(t *testing.T) {
 	out, err := runInspect("--model", inspectFixture(t, "glm52-tiny"))

@@ -21,15 +21,23 @@ import (
 func pullEnv(t *testing.T) (fakehub.Repo, string) {
 	t.Helper()
 	repo := fakehub.SampleRepo("acme/tiny", 7, 300<<10, 5000)
+	home := hubEnv(t, repo)
+	return repo, filepath.Join(home, "hub")
+}
+
+// hubEnv serves repo from a fake hub and points the HF environment at it
+// and at an empty cache under the home it returns.
+func hubEnv(t *testing.T, repo fakehub.Repo) (home string) {
+	t.Helper()
 	srv := httptest.NewServer(fakehub.New(repo))
 	t.Cleanup(srv.Close)
-	home := t.TempDir()
+	home = t.TempDir()
 	t.Setenv("HF_ENDPOINT", srv.URL)
 	t.Setenv("HF_HOME", home)
 	t.Setenv("HF_HUB_CACHE", filepath.Join(home, "hub"))
 	t.Setenv("HF_TOKEN", "")
 	t.Setenv("HF_HUB_OFFLINE", "")
-	return repo, filepath.Join(home, "hub")
+	return home
 }
 
 func runPullCmd(t *testing.T, args ...string) (string, error) {
@@ -129,13 +137,10 @@ func TestPullMissingRepo(t *testing.T) {
 }
 
 func TestPullDefaultTarget(t *testing.T) {
-	pullEnv(t)
 	repo := fakehub.SampleRepo(download.DefaultRepo, 8, 4096)
 	repo.Commit = download.DefaultRevision
 	repo.Branches = nil
-	srv := httptest.NewServer(fakehub.New(repo))
-	t.Cleanup(srv.Close)
-	t.Setenv("HF_ENDPOINT", srv.URL)
+	hubEnv(t, repo)
 	out, err := runPullCmd(t, "pull", "--dry-run")
 	var ee exitError
 	if err != nil && !errors.As(err, &ee) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -14,13 +13,7 @@ import (
 func runRunCmd(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // usage history of --stream runs
-	cmd := newRunCmd()
-	var out bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	cmd.SetArgs(args)
-	err := cmd.Execute()
-	return out.String(), err
+	return execute(newRunCmd(), args...)
 }
 
 func idsFlag(ids []int) string {

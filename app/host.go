@@ -252,6 +252,16 @@ func (h *engineHost) run(ctx context.Context, cfg hostConfig) error {
 	if err != nil {
 		return err
 	}
+	return h.serve(ctx, srv, sched, func(ctx context.Context) { sched.Run(ctx) }, func(_ context.Context, url string) hostStatus {
+		return hostStatus{State: hostReady, Progress: 1, URL: url}
+	})
+}
+
+// serve runs srv, with the UI, until ctx ends or serving fails. Beside it
+// runs background (the scheduler, or the remote's probes), which is waited
+// for; ready says the status to show once the server listens at url.
+// sched is nil when the host forwards to a remote engine.
+func (h *engineHost) serve(ctx context.Context, srv *server.Server, sched *scheduler.Scheduler, background func(context.Context), ready func(ctx context.Context, url string) hostStatus) error {
 	srv.WithUI(server.UI{Assets: h.assets, API: h.ui})
 	ln, err := srv.Listen()
 	if err != nil {
@@ -263,15 +273,16 @@ func (h *engineHost) run(ctx context.Context, cfg hostConfig) error {
 
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	schedDone := make(chan struct{})
+	st := ready(runCtx, "http://"+ln.Addr().String())
+	done := make(chan struct{})
 	go func() {
-		defer close(schedDone)
-		sched.Run(runCtx)
+		defer close(done)
+		background(runCtx)
 	}()
-	h.set(hostStatus{State: hostReady, Progress: 1, URL: "http://" + ln.Addr().String()})
+	h.set(st)
 	err = srv.Serve(runCtx, ln)
 	stop()
-	<-schedDone
+	<-done
 	if errors.Is(err, context.Canceled) {
 		err = nil
 	}

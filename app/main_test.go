@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // runMainEnv, set in a test binary's environment, makes it run spool's main
@@ -16,4 +19,21 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
+}
+
+// execute runs cmd with args and returns what it wrote to standard output
+// and standard error, interleaved.
+func execute(cmd *cobra.Command, args ...string) (string, error) {
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+// runSpool runs the root command with args and returns its output.
+func runSpool(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	return execute(newRootCmd(), args...)
 }

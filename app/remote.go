@@ -134,35 +134,13 @@ func (h *engineHost) runRemote(ctx context.Context, cfg hostConfig) error {
 	if err != nil {
 		return err
 	}
-	srv.WithUI(server.UI{Assets: h.assets, API: h.ui})
-	ln, err := srv.Listen()
-	if err != nil {
-		return err
-	}
-	h.mu.Lock()
-	h.srv = srv
-	h.mu.Unlock()
-
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	first := rc.Probe(runCtx)
-	probes := make(chan struct{})
-	go func() {
-		defer close(probes)
-		rc.Run(runCtx)
-	}()
-	ready := hostStatus{State: hostReady, Progress: 1, URL: "http://" + ln.Addr().String(), Remote: rc.Endpoint()}
-	if !first.Reachable {
-		ready.Detail = "the remote engine does not answer yet: " + first.Error
-	}
-	h.set(ready)
-	err = srv.Serve(runCtx, ln)
-	stop()
-	<-probes
-	if errors.Is(err, context.Canceled) {
-		err = nil
-	}
-	return err
+	return h.serve(ctx, srv, nil, rc.Run, func(ctx context.Context, url string) hostStatus {
+		st := hostStatus{State: hostReady, Progress: 1, URL: url, Remote: rc.Endpoint()}
+		if first := rc.Probe(ctx); !first.Reachable {
+			st.Detail = "the remote engine does not answer yet: " + first.Error
+		}
+		return st
+	})
 }
 
 // remoteStatus is the remote engine's state while the host forwards to

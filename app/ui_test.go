@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,14 +96,7 @@ func TestModelIDFor(t *testing.T) {
 func TestDownloadFlow(t *testing.T) {
 	repo := fakehub.SampleRepo(download.DefaultRepo, 3, 200<<10, 3000)
 	repo.Commit = download.DefaultRevision
-	srv := httptest.NewServer(fakehub.New(repo))
-	defer srv.Close()
-	home := t.TempDir()
-	t.Setenv("HF_ENDPOINT", srv.URL)
-	t.Setenv("HF_HOME", home)
-	t.Setenv("HF_HUB_CACHE", filepath.Join(home, "hub"))
-	t.Setenv("HF_TOKEN", "")
-	t.Setenv("HF_HUB_OFFLINE", "")
+	home := hubEnv(t, repo)
 	var (
 		mu        sync.Mutex
 		published []server.Event

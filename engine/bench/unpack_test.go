@@ -4,11 +4,10 @@ import (
 	"context"
 	"testing"
 
-	"github.com/spoolhq/spool/engine/config"
-	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/expertpack"
 	"github.com/spoolhq/spool/engine/rans"
 	"github.com/spoolhq/spool/internal/fixtures"
+	"github.com/spoolhq/spool/internal/testmodel"
 )
 
 // TestUnpackReports packs a fixture model, samples its records and checks
@@ -18,15 +17,7 @@ func TestUnpackReports(t *testing.T) {
 	if recs, err := PackedRecords(dir, 4); err != nil || len(recs) != 0 {
 		t.Fatalf("unpacked model: %d records, %v; want none", len(recs), err)
 	}
-	cfg, err := config.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := container.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, cfg := testmodel.Open(t, dir)
 	// Force: the fixture's experts are too small to gain.
 	if _, err := expertpack.PackModel(context.Background(), c, cfg, expertpack.Options{Force: true}, nil); err != nil {
 		t.Fatal(err)

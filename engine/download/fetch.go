@@ -268,6 +268,12 @@ func (j *Job) checkpointPiece(ctx context.Context, rs *runState, t *blobTask, p 
 	p.off += w
 	p.written.Store(0)
 	rs.mu.Unlock()
+	return j.recordAndHash(ctx, rs, t)
+}
+
+// recordAndHash writes the blob's resume record, then feeds its hasher
+// what is now contiguous.
+func (j *Job) recordAndHash(ctx context.Context, rs *runState, t *blobTask) error {
 	t.ioMu.Lock()
 	err := j.writeRecordLocked(rs, t)
 	t.ioMu.Unlock()

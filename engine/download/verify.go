@@ -53,12 +53,7 @@ func (j *Job) pieceDone(ctx context.Context, rs *runState, t *blobTask, p *piece
 	t.done = t.done.Add(Range{p.off, p.end})
 	rs.mu.Unlock()
 	if p.end > p.off {
-		t.ioMu.Lock()
-		err := j.writeRecordLocked(rs, t)
-		t.ioMu.Unlock()
-		if err != nil {
-			return err
-		}
+		return j.recordAndHash(ctx, rs, t)
 	}
 	return j.advanceHash(ctx, rs, t)
 }

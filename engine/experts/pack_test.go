@@ -9,12 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spoolhq/spool/engine/config"
-	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/expertpack"
 	"github.com/spoolhq/spool/engine/experts"
 	"github.com/spoolhq/spool/engine/rans"
 	"github.com/spoolhq/spool/internal/fixtures"
+	"github.com/spoolhq/spool/internal/testmodel"
 )
 
 // packedModel copies a fixture model and packs every one of its experts
@@ -23,14 +22,7 @@ import (
 func packedModel(t *testing.T, model string) string {
 	t.Helper()
 	dir := copyModel(t, fixtures.Path(t, model))
-	cfg, err := config.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := container.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, cfg := testmodel.Open(t, dir)
 	defer c.Close()
 	res, err := expertpack.PackModel(context.Background(), c, cfg, expertpack.Options{Force: true}, nil)
 	if err != nil {

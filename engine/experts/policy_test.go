@@ -13,6 +13,7 @@ import (
 	"github.com/spoolhq/spool/engine/experts"
 	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/internal/fixtures"
+	"github.com/spoolhq/spool/internal/testmodel"
 )
 
 // refLRU is the policy written the simple way: one access at a time, the
@@ -60,17 +61,7 @@ func (r *refLRU) lease(ids []int) []bool {
 
 func openContainer(t *testing.T, model string) (*container.Container, *config.Config) {
 	t.Helper()
-	dir := fixtures.Path(t, model)
-	cfg, err := config.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := container.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c, cfg
+	return testmodel.Open(t, fixtures.Path(t, model))
 }
 
 func slotRow(t *testing.T, c *container.Container, cfg *config.Config, layers []int) int64 {

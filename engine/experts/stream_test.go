@@ -19,6 +19,7 @@ import (
 	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/rans"
 	"github.com/spoolhq/spool/internal/fixtures"
+	"github.com/spoolhq/spool/internal/testmodel"
 	"github.com/spoolhq/spool/native/diskio"
 	"github.com/spoolhq/spool/native/sysinfo"
 )
@@ -363,15 +364,7 @@ func TestMemoryUnderBudget(t *testing.T) {
 // partially filled slot would not compare equal.
 func TestChurn(t *testing.T) {
 	dir := fixtures.Path(t, "glm52-mini")
-	cfg, err := config.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := container.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, cfg := testmodel.Open(t, dir)
 	layers := cfg.SparseLayers()
 	want := map[[2]int]string{}
 	reader := loader.ExpertLoader{C: c, Config: cfg}

@@ -19,7 +19,7 @@ import (
 func longRefCase(t *testing.T, name string, m *model.Model) (fixtures.Case, string) {
 	t.Helper()
 	refs, refDir := fixtures.LoadRefs(t, name)
-	cs := refs.Cases[len(refs.Cases)-1]
+	cs := longCase(t, refs)
 	if cs.N <= m.Config().IndexTopK {
 		t.Fatalf("%s: the long case has %d tokens, not past index_topk %d", name, cs.N, m.Config().IndexTopK)
 	}

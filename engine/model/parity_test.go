@@ -7,12 +7,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"sync"
 	"testing"
 
 	"github.com/spoolhq/spool/engine/generate"
 	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
+	"github.com/spoolhq/spool/internal/fixturemodel"
 	"github.com/spoolhq/spool/internal/fixtures"
 )
 
@@ -21,29 +21,12 @@ var logitTolerance = map[string]float64{"glm52-tiny": 1e-4, "glm52-mini": 1e-3}
 
 const marginFloor = 1e-3
 
-var (
-	loadOnce sync.Map // model name -> *loaded
-)
-
-type loaded struct {
-	once sync.Once
-	dir  *loader.Dir
-	err  error
-}
-
 // open loads a fixture model once per test binary.
 func open(t *testing.T, name string) *loader.Dir { return openB(t, name) }
 
 func openB(t testing.TB, name string) *loader.Dir {
 	t.Helper()
-	path := fixtures.Path(t, name)
-	v, _ := loadOnce.LoadOrStore(name, &loaded{})
-	l := v.(*loaded)
-	l.once.Do(func() { l.dir, l.err = loader.Open(context.Background(), path, loader.Options{}) })
-	if l.err != nil {
-		t.Fatalf("open %s: %v", name, l.err)
-	}
-	return l.dir
+	return fixturemodel.Shared(t, name)
 }
 
 var models = []string{"glm52-tiny", "glm52-mini"}

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/spoolhq/spool/engine/config"
-	"github.com/spoolhq/spool/engine/container"
 	sharedfixtures "github.com/spoolhq/spool/internal/fixtures"
+	"github.com/spoolhq/spool/internal/testmodel"
 )
 
 const gib = 1 << 30
@@ -294,20 +294,7 @@ func TestFixtureContainers(t *testing.T) {
 		{"glm52-mini", Artifact{Int4: Group64Int4, WithIndexer: true}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := filepath.Join(fx, tt.name)
-			cfg, err := config.Load(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c, err := container.Open(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			sum, err := container.Validate(c, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, cfg, sum := testmodel.OpenValidated(t, filepath.Join(fx, tt.name))
 			w, err := FromContainer(c, cfg, sum)
 			if err != nil {
 				t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/promptcache"
+	"github.com/spoolhq/spool/internal/fixtures"
 )
 
 // The call sequence of one request: look the prompt up, restore the longest
@@ -18,7 +19,7 @@ import (
 // blocks come from disk.
 func Example() {
 	ctx := context.Background()
-	d, err := loader.Open(ctx, "../../../shared/fixtures/glm52-tiny", loader.Options{})
+	d, err := loader.Open(ctx, fixtures.DemoModel(), loader.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}

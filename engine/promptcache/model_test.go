@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"math"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/spoolhq/spool/engine/generate"
@@ -14,29 +13,15 @@ import (
 	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/promptcache"
+	"github.com/spoolhq/spool/internal/fixturemodel"
 	"github.com/spoolhq/spool/internal/fixtures"
 )
 
 var fixtureModels = []string{"glm52-tiny", "glm52-mini"}
 
-var loaded sync.Map // name -> *loadOnce
-
-type loadOnce struct {
-	once sync.Once
-	dir  *loader.Dir
-	err  error
-}
-
 func openModel(t testing.TB, name string) *loader.Dir {
 	t.Helper()
-	path := fixtures.Path(t, name)
-	v, _ := loaded.LoadOrStore(name, &loadOnce{})
-	l := v.(*loadOnce)
-	l.once.Do(func() { l.dir, l.err = loader.Open(context.Background(), path, loader.Options{}) })
-	if l.err != nil {
-		t.Fatalf("open %s: %v", name, l.err)
-	}
-	return l.dir
+	return fixturemodel.Shared(t, name)
 }
 
 // longPrompt is the fixture's longest reference prompt, which must be past

@@ -15,6 +15,7 @@ import (
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/promptcache"
 	"github.com/spoolhq/spool/engine/scheduler"
+	"github.com/spoolhq/spool/internal/fixturemodel"
 	"github.com/spoolhq/spool/internal/fixtures"
 )
 
@@ -174,7 +175,7 @@ func TestPromptCacheFullDisk(t *testing.T) {
 	ctx := context.Background()
 	m := openMini(t)
 	prompt := prompts(t)[2]
-	id, err := promptcache.IdentityOf(mini, "test")
+	id, err := promptcache.IdentityOf(fixturemodel.Shared(t, "glm52-mini"), "test")
 	if err != nil {
 		t.Fatal(err)
 	}

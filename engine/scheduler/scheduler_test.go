@@ -5,31 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/spoolhq/spool/engine/generate"
 	"github.com/spoolhq/spool/engine/kvcache"
-	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/scheduler"
+	"github.com/spoolhq/spool/internal/fixturemodel"
 	"github.com/spoolhq/spool/internal/fixtures"
-)
-
-var (
-	miniOnce sync.Once
-	mini     *loader.Dir
-	miniErr  error
 )
 
 func openMini(t testing.TB) *model.Model {
 	t.Helper()
-	path := fixtures.Path(t, "glm52-mini")
-	miniOnce.Do(func() { mini, miniErr = loader.Open(context.Background(), path, loader.Options{}) })
-	if miniErr != nil {
-		t.Fatal(miniErr)
-	}
-	return mini.Model
+	return fixturemodel.Shared(t, "glm52-mini").Model
 }
 
 func prompts(t testing.TB) [][]int {

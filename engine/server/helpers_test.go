@@ -17,6 +17,7 @@ import (
 	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/scheduler"
 	"github.com/spoolhq/spool/engine/tokenizer"
+	"github.com/spoolhq/spool/internal/fixturemodel"
 	"github.com/spoolhq/spool/internal/fixtures"
 	"github.com/spoolhq/spool/internal/jsonvalue"
 )
@@ -37,11 +38,9 @@ var (
 func loadDemo(t *testing.T) *demo {
 	t.Helper()
 	path := fixtures.Path(t, "glm52-mini")
+	dir := fixturemodel.Shared(t, "glm52-mini")
 	demoOnce.Do(func() {
-		d := &demo{}
-		if d.dir, demoErr = loader.Open(context.Background(), path, loader.Options{}); demoErr != nil {
-			return
-		}
+		d := &demo{dir: dir}
 		if d.tok, demoErr = tokenizer.Load(filepath.Join(path, "tokenizer.json")); demoErr != nil {
 			return
 		}

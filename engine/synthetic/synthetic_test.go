@@ -17,6 +17,7 @@ import (
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/plan"
 	sharedfixtures "github.com/spoolhq/spool/internal/fixtures"
+	"github.com/spoolhq/spool/internal/testmodel"
 )
 
 // fixtures returns ../shared/fixtures relative to the module root, skipping
@@ -44,24 +45,6 @@ func TestConfigIsGLM52(t *testing.T) {
 	}
 }
 
-func openValidated(t *testing.T, dir string) (*container.Container, *config.Config, *container.Summary) {
-	t.Helper()
-	cfg, err := config.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := container.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	sum, err := container.Validate(c, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, cfg, sum
-}
-
 func TestGenerateSmall(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "bench")
 	res, err := Generate(context.Background(), dir, Options{SparseLayers: 2, Experts: 8, Seed: 7})
@@ -74,7 +57,7 @@ func TestGenerateSmall(t *testing.T) {
 	if want := []string{"out-00000.safetensors", "out-00001.safetensors", "out-00002.safetensors", "config.json"}; !reflect.DeepEqual(res.Files, want) {
 		t.Errorf("files %v, want %v", res.Files, want)
 	}
-	c, cfg, sum := openValidated(t, dir)
+	c, cfg, sum := testmodel.OpenValidated(t, dir)
 	if cfg.HiddenSize != 6144 || cfg.MoEIntermediateSize != 2048 || cfg.NumLayers != 3 || cfg.NumRoutedExperts != 8 {
 		t.Errorf("config %+v", cfg)
 	}
@@ -177,7 +160,7 @@ func TestSparseFilesSkeleton(t *testing.T) {
 			if res.PayloadBytes != 0 || len(res.Files) != 78 { // out-00000, 75 expert shards, out-mtp-00000, config.json
 				t.Errorf("payload %d bytes, %d files", res.PayloadBytes, len(res.Files))
 			}
-			c, cfg, sum := openValidated(t, dir)
+			c, cfg, sum := testmodel.OpenValidated(t, dir)
 			if cfg.NumLayers != 78 || len(cfg.SparseLayers()) != 75 || !sum.MTP || sum.DSA {
 				t.Errorf("layers %d, sparse %d, MTP %v, DSA %v", cfg.NumLayers, len(cfg.SparseLayers()), sum.MTP, sum.DSA)
 			}

@@ -7,29 +7,11 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { join } from 'node:path';
+import { artifacts, bin, freePort, launchBrowser, modelDir, repo } from './helpers.mjs';
 
-const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const bin = process.env.SPOOL_BIN ?? join(repo, 'bin', 'spool');
-const modelDir = process.env.SPOOL_MODEL_DIR ?? join(repo, 'assets', 'models', 'glm52-mini');
-const artifacts = process.env.SPOOL_ARTIFACTS ?? join(repo, 'test-artifacts', 'e2e');
-const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const KEY = 'server-secret-key-0123456789';
-
-function freePort() {
-  return new Promise((ok, fail) => {
-    const s = createServer();
-    s.once('error', fail);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => ok(port));
-    });
-  });
-}
 
 function started(proc, pattern, log) {
   return new Promise((ok, fail) => {
@@ -76,10 +58,7 @@ before(async () => {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   await started(app, /serving the remote engine at \S+ on (http:\/\/\S+)/, appLog);
-  browser = await chromium.launch({
-    executablePath: chromiumPath,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-  });
+  browser = await launchBrowser();
 });
 
 after(async () => {

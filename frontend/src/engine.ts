@@ -9,7 +9,7 @@
 import './engine.css';
 import { conn, getJSON, sendJSON } from './api';
 import { events } from './events';
-import { h, replace } from './util';
+import { field, h, replace } from './util';
 
 export interface RemoteSummary {
   endpoint: string;
@@ -202,9 +202,4 @@ async function load(box: HTMLElement): Promise<void> {
   );
   replace(box, form);
   sync();
-}
-
-function field(id: string, label: string, control: HTMLElement, hint: string): HTMLElement {
-  control.setAttribute('aria-describedby', id + '-hint');
-  return h('div', { class: 'field' }, h('label', { for: id }, label), control, h('p', { class: 'hint', id: id + '-hint' }, hint));
 }

@@ -4,7 +4,7 @@
 import { conn, getJSON, sendJSON, setKey } from './api';
 import { enginePanel } from './engine';
 import { events } from './events';
-import { h, replace, type Page } from './util';
+import { field, h, replace, type Page } from './util';
 
 interface Settings {
   host: string;
@@ -126,9 +126,4 @@ export class SettingsPage implements Page {
     );
     replace(box, form);
   }
-}
-
-function field(id: string, label: string, control: HTMLElement, hint?: string): HTMLElement {
-  if (hint) control.setAttribute('aria-describedby', id + '-hint');
-  return h('div', { class: 'field' }, h('label', { for: id }, label), control, hint ? h('p', { class: 'hint', id: id + '-hint' }, hint) : null);
 }

@@ -35,6 +35,12 @@ export function replace(el: Element, ...children: Child[]): void {
   append(el, ...children);
 }
 
+/** field is a labelled form control with an optional hint under it. */
+export function field(id: string, label: string, control: HTMLElement, hint?: string): HTMLElement {
+  if (hint) control.setAttribute('aria-describedby', id + '-hint');
+  return h('div', { class: 'field' }, h('label', { for: id }, label), control, hint ? h('p', { class: 'hint', id: id + '-hint' }, hint) : null);
+}
+
 const binaryUnits = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
 const decimalUnits = ['B', 'kB', 'MB', 'GB', 'TB'];
 
