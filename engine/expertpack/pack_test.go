@@ -10,30 +10,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spoolhq/spool/engine/config"
-	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/expertpack"
 	"github.com/spoolhq/spool/internal/fixtures"
+	"github.com/spoolhq/spool/internal/testmodel"
 )
 
 // copyModel copies a fixture model into a temporary directory (packs are
 // written beside the shards).
 func copyModel(t *testing.T, model string) string {
 	return fixtures.CopyModel(t, fixtures.Path(t, model))
-}
-
-func open(t *testing.T, dir string) (*container.Container, *config.Config) {
-	t.Helper()
-	cfg, err := config.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := container.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c, cfg
 }
 
 // readRecord reads an entry's record from its pack.
@@ -58,7 +43,7 @@ func TestPackEveryExpert(t *testing.T) {
 	for _, model := range []string{"glm52-tiny", "glm52-mini"} {
 		t.Run(model, func(t *testing.T) {
 			dir := copyModel(t, model)
-			c, cfg := open(t, dir)
+			c, cfg := testmodel.Open(t, dir)
 			// Force: the fixtures' experts are too small to gain; every one
 			// is packed anyway so that every one goes through the codec.
 			res, err := expertpack.PackModel(context.Background(), c, cfg, expertpack.Options{Force: true}, nil)
@@ -162,7 +147,7 @@ func checkInPlace(t *testing.T, rng *rand.Rand, rec []byte, ent expertpack.Entry
 // makes its pack stale, and the next run rewrites it.
 func TestPackResume(t *testing.T) {
 	dir := copyModel(t, "glm52-tiny")
-	c, cfg := open(t, dir)
+	c, cfg := testmodel.Open(t, dir)
 	ctx := context.Background()
 	first, err := expertpack.PackModel(ctx, c, cfg, expertpack.Options{Force: true}, nil)
 	if err != nil {
@@ -217,7 +202,7 @@ func TestPackResume(t *testing.T) {
 // leaves neither a pack nor a partial file.
 func TestPackCancelled(t *testing.T) {
 	dir := copyModel(t, "glm52-mini")
-	c, cfg := open(t, dir)
+	c, cfg := testmodel.Open(t, dir)
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
 	_, err := expertpack.PackModel(ctx, c, cfg, expertpack.Options{Force: true, Workers: 2, OnExpert: func(int, int, int64, int64) {

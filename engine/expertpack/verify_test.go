@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/spoolhq/spool/engine/expertpack"
+	"github.com/spoolhq/spool/internal/testmodel"
 )
 
 // TestVerifyModel: a fresh pack verifies whole; a flipped byte in a record
@@ -16,7 +17,7 @@ import (
 func TestVerifyModel(t *testing.T) {
 	ctx := context.Background()
 	dir := copyModel(t, "glm52-tiny")
-	c, cfg := open(t, dir)
+	c, cfg := testmodel.Open(t, dir)
 	if _, err := expertpack.PackModel(ctx, c, cfg, expertpack.Options{Force: true}, nil); err != nil {
 		t.Fatal(err)
 	}

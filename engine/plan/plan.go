@@ -341,13 +341,22 @@ func (p *Plan) CheckPrompt(n int) error {
 	return nil
 }
 
+// limitText says what the process may use: the limit, or, when the OS
+// reserve takes the whole budget, that nothing is left.
+func (p *Plan) limitText() string {
+	if p.MemoryLimitBytes <= 0 {
+		return fmt.Sprintf("nothing is left: the OS reserve of %s takes the whole %s budget", sizeText(p.OSReserveBytes), sizeText(p.MemoryBytes))
+	}
+	return "the limit is " + sizeText(p.MemoryLimitBytes)
+}
+
 // size decides the cache slots per expert layer from what fixed leaves.
 func (p *Plan) size(fixed, requested int64) {
 	avail := p.MemoryLimitBytes - fixed
 	if p.ExpertLayers == 0 {
 		p.Fits = avail >= 0
 		if !p.Fits {
-			p.Problem = fmt.Sprintf("the fixed items need %s but the limit is %s", sizeText(fixed), sizeText(p.MemoryLimitBytes))
+			p.Problem = fmt.Sprintf("the fixed items need %s but %s", sizeText(fixed), p.limitText())
 		}
 		return
 	}
@@ -373,7 +382,7 @@ func (p *Plan) size(fixed, requested int64) {
 	p.CacheSlotsPerLayer = int(slots)
 	p.ExpertCacheBytes = slots * p.SlotRowBytes
 	if slots < 1 {
-		p.Problem = fmt.Sprintf("not even one expert cache slot per expert layer fits: the fixed items need %s, the limit is %s, one slot in each of the %d expert layers needs %s more", sizeText(fixed), sizeText(p.MemoryLimitBytes), p.ExpertLayers, sizeText(p.SlotRowBytes))
+		p.Problem = fmt.Sprintf("not even one expert cache slot per expert layer fits: the fixed items need %s, %s, one slot in each of the %d expert layers needs %s more", sizeText(fixed), p.limitText(), p.ExpertLayers, sizeText(p.SlotRowBytes))
 		return
 	}
 	p.Fits = true

@@ -190,6 +190,20 @@ func TestRealRefused14GiB(t *testing.T) {
 	}
 }
 
+// TestReserveTakesTheBudget: a budget no larger than the OS reserve is
+// refused saying that nothing is left, never with a limit of 0 or less.
+func TestReserveTakesTheBudget(t *testing.T) {
+	for _, mem := range []int64{1 * gib, DefaultOSReserve(2 * gib)} {
+		p := realPlan(t, Options{Memory: mem})
+		if p.Fits || p.MemoryLimitBytes > 0 {
+			t.Fatalf("%d bytes: fits %v, limit %d", mem, p.Fits, p.MemoryLimitBytes)
+		}
+		if !strings.Contains(p.Problem, "nothing is left: the OS reserve of") || strings.Contains(p.Problem, "the limit is") {
+			t.Errorf("%d bytes: %s", mem, p.Problem)
+		}
+	}
+}
+
 func TestContextSuggestion(t *testing.T) {
 	// 8 sequences of 64k tokens need ~95 GB of KV; a shorter context fits.
 	p := realPlan(t, Options{Memory: 64 * gib, Context: 65536, Sequences: 8})
