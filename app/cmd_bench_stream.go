@@ -22,6 +22,7 @@ import (
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/engine/rans"
+	"github.com/spoolhq/spool/native/diskio"
 )
 
 // streamBench is the result of spool bench stream.
@@ -47,6 +48,11 @@ type streamBench struct {
 	StreamBytesPerSecond float64 `json:"stream_bytes_per_second"`
 	// WaitShare is the share of decode wall time spent waiting for reads.
 	WaitShare float64 `json:"wait_share"`
+	// DiskBusyShare is the share of decode wall time with at least one
+	// read being served; MeanReadDepth the mean number being served over
+	// the decode (the probe keeps every worker busy).
+	DiskBusyShare float64 `json:"disk_busy_share"`
+	MeanReadDepth float64 `json:"mean_read_depth"`
 	// PackedExperts is the experts read from packs (spool pack);
 	// DecodeBytesPerSecond their rebuilt bytes over the time spent
 	// decoding them (one core's rate: each record decodes on one read
@@ -256,12 +262,14 @@ func runStreamBench(ctx context.Context, dir string, mem *memoryFlags, tokens in
 	}
 	m := d.Model
 	var start time.Time
+	var activity diskio.Activity
 	first := true
 	res, err := generate.Generate(ctx, m, m.NewSequence(0), prompt, generate.Params{MaxTokens: tokens, Speculative: speculate}, func(int) error {
 		if first {
 			first = false
 			src.ResetTurn()
 			start = time.Now()
+			activity = src.ReadPool().Activity()
 		}
 		return nil
 	})
@@ -269,6 +277,7 @@ func runStreamBench(ctx context.Context, dir string, mem *memoryFlags, tokens in
 		return nil, err
 	}
 	wall := time.Since(start).Seconds()
+	activity = src.ReadPool().Activity().Sub(activity)
 	st := src.Stats()
 	after, err := src.ProbeReads(ctx, probeBytes, seed+1)
 	if err != nil {
@@ -296,6 +305,8 @@ func runStreamBench(ctx context.Context, dir string, mem *memoryFlags, tokens in
 		r.MissBytesPerToken = float64(st.Turn.BytesRead) / float64(decoded)
 		r.StreamBytesPerSecond = float64(st.Turn.BytesRead) / wall
 		r.WaitShare = st.Turn.Wait.Seconds() / wall
+		r.DiskBusyShare = activity.Busy.Seconds() / wall
+		r.MeanReadDepth = activity.Depth.Seconds() / wall
 		r.DecodeShare = st.Turn.DecodeTime.Seconds() / wall
 	}
 	r.PackedExperts, r.PackNotes = st.Turn.Unpacked, src.PackNotes()
@@ -341,6 +352,7 @@ func printStreamBench(cmd *cobra.Command, r *streamBench, asJSON bool) error {
 	fmt.Fprintf(tw, "hit rate\t%.1f%% (%d experts pinned, %d live re-pins)\n", 100*r.HitRate, r.PinnedExperts, r.Repins)
 	fmt.Fprintf(tw, "bytes read per token\t%s (%.2f GB/s streamed)\n", plan.SizeText(int64(r.MissBytesPerToken)), r.StreamBytesPerSecond/1e9)
 	fmt.Fprintf(tw, "disk wait\t%.0f%% of decode time\n", 100*r.WaitShare)
+	fmt.Fprintf(tw, "disk busy\t%.0f%% of decode time, %.1f reads at once on average\n", 100*r.DiskBusyShare, r.MeanReadDepth)
 	if r.PackedExperts > 0 {
 		fmt.Fprintf(tw, "packed experts\t%d read from packs, decoded (%s) at %.2f GB/s a core (%.0f%% of decode time, overlapping reads)\n",
 			r.PackedExperts, r.DecodeLoop, r.DecodeBytesPerSecond/1e9, 100*r.DecodeShare)

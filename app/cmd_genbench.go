@@ -26,7 +26,9 @@ small everything-else: one dense layer, --sparse-layers sparse layers of
 Its quantized codes are symmetric about zero, as a trained model's are, so
 its routers spread a prompt over the experts as a trained model's do (a
 512-token prompt routes to nearly every expert of each layer): expert I/O
-measured on it means something.
+measured on it means something. A synthetic byte-level tokenizer (byte
+tokens, merges of lowercase letters, GLM-5.2's end tokens) comes with it,
+so run, serve and the app take the directory like any model's.
 
 --sparse-files writes instead the full 78-layer skeleton of the real artifact
 (MTP layer included) with true headers and payloads left as holes: the files

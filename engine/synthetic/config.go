@@ -1,6 +1,11 @@
 package synthetic
 
-import "github.com/spoolhq/spool/engine/config"
+import (
+	"fmt"
+
+	"github.com/spoolhq/spool/engine/config"
+	"github.com/spoolhq/spool/engine/tokenizer"
+)
 
 // glm52 returns GLM-5.2's published configuration (the values of
 // ../shared/fixtures/glm52-real/config.json).
@@ -82,4 +87,38 @@ func modelConfig(o *Options) *config.Config {
 // included.
 func expertLayers(c *config.Config) int {
 	return len(c.SparseLayers()) + c.NumNextNPredictLayers
+}
+
+// glmSpecials are the first of GLM-5.2's added tokens, in id order from
+// its first added id (154,820): its three end-of-generation ids are
+// <|endoftext|>, <|user|> and <|observation|>.
+var glmSpecials = []string{"<|endoftext|>", "[MASK]", "[gMASK]", "[sMASK]", "<sop>", "<eop>", "<|system|>", "<|user|>", "<|assistant|>", "<|observation|>"}
+
+// tokenizerJSON is the synthetic tokenizer of a generated model: byte
+// tokens and merges, then special tokens from the lowest end-of-generation
+// id to the end of the vocabulary (GLM-5.2's names first, then reserved
+// ones), so that the config's end ids are <|endoftext|>, <|user|> and
+// <|observation|> as in GLM-5.2.
+func tokenizerJSON(c *config.Config) ([]byte, error) {
+	first := min(c.EOSTokenIDs[0], c.PadTokenID)
+	for _, id := range c.EOSTokenIDs {
+		first = min(first, id)
+	}
+	var specials []string
+	for id := first; id < c.VocabSize; id++ {
+		i := id - first
+		switch {
+		case c.VocabSize-first == 3:
+			specials = append(specials, []string{"<|endoftext|>", "<|user|>", "<|observation|>"}[i])
+		case i < len(glmSpecials):
+			specials = append(specials, glmSpecials[i])
+		default:
+			specials = append(specials, fmt.Sprintf("<|reserved_%d|>", i))
+		}
+	}
+	data, err := tokenizer.SyntheticJSON(first, specials)
+	if err != nil {
+		return nil, fmt.Errorf("synthetic: %w", err)
+	}
+	return data, nil
 }

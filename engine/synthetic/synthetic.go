@@ -44,7 +44,8 @@ type Options struct {
 // Result describes what Generate wrote.
 type Result struct {
 	Dir string
-	// Files lists the files written, config.json last.
+	// Files lists the files written: the shards, tokenizer.json, and
+	// config.json last.
 	Files []string
 	// Bytes is the shards' total size (apparent size for SparseFiles).
 	Bytes int64
@@ -136,6 +137,14 @@ func Generate(ctx context.Context, dir string, opts Options) (*Result, error) {
 			}
 		}
 	}
+	tok, err := tokenizerJSON(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeFileAtomic(filepath.Join(dir, "tokenizer.json"), tok); err != nil {
+		return nil, err
+	}
+	res.Files = append(res.Files, "tokenizer.json")
 	if err := writeFileAtomic(filepath.Join(dir, "config.json"), cfgJSON); err != nil {
 		return nil, err
 	}

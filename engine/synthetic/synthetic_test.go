@@ -16,6 +16,7 @@ import (
 	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/plan"
+	"github.com/spoolhq/spool/engine/tokenizer"
 	sharedfixtures "github.com/spoolhq/spool/internal/fixtures"
 	"github.com/spoolhq/spool/internal/testmodel"
 )
@@ -54,13 +55,14 @@ func TestGenerateSmall(t *testing.T) {
 	if res.ExpertLayers != 2 || res.ExpertsPerLayer != 8 || res.ExpertBytes != ExpertBytesInt4Row {
 		t.Errorf("result %+v", res)
 	}
-	if want := []string{"out-00000.safetensors", "out-00001.safetensors", "out-00002.safetensors", "config.json"}; !reflect.DeepEqual(res.Files, want) {
+	if want := []string{"out-00000.safetensors", "out-00001.safetensors", "out-00002.safetensors", "tokenizer.json", "config.json"}; !reflect.DeepEqual(res.Files, want) {
 		t.Errorf("files %v, want %v", res.Files, want)
 	}
 	c, cfg, sum := testmodel.OpenValidated(t, dir)
 	if cfg.HiddenSize != 6144 || cfg.MoEIntermediateSize != 2048 || cfg.NumLayers != 3 || cfg.NumRoutedExperts != 8 {
 		t.Errorf("config %+v", cfg)
 	}
+	checkTokenizer(t, dir, cfg)
 	if sum.Experts.Count != 16 || sum.Experts.Coalesced != 16 || sum.MTP || sum.DSA || len(sum.Unexpected) != 0 {
 		t.Errorf("summary %+v", sum)
 	}
@@ -157,13 +159,14 @@ func TestSparseFilesSkeleton(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.PayloadBytes != 0 || len(res.Files) != 78 { // out-00000, 75 expert shards, out-mtp-00000, config.json
+			if res.PayloadBytes != 0 || len(res.Files) != 79 { // out-00000, 75 expert shards, out-mtp-00000, tokenizer.json, config.json
 				t.Errorf("payload %d bytes, %d files", res.PayloadBytes, len(res.Files))
 			}
 			c, cfg, sum := testmodel.OpenValidated(t, dir)
 			if cfg.NumLayers != 78 || len(cfg.SparseLayers()) != 75 || !sum.MTP || sum.DSA {
 				t.Errorf("layers %d, sparse %d, MTP %v, DSA %v", cfg.NumLayers, len(cfg.SparseLayers()), sum.MTP, sum.DSA)
 			}
+			checkTokenizer(t, dir, cfg)
 			want := []container.ExpertSize{
 				{Bytes: tt.expert, Count: 19200, Formats: tt.format},
 				{Bytes: ExpertBytesMTPInt8, Count: 256, Formats: "int8-row"},
@@ -282,5 +285,27 @@ func TestCodesAreSymmetric(t *testing.T) {
 	}
 	if got := symmetricInt8(0x8080_7f01_8000_0080); got != 0x0000_7f01_0000_0000 {
 		t.Errorf("int8 word %#x", got)
+	}
+}
+
+// checkTokenizer checks that a generated model's tokenizer covers its
+// vocabulary exactly and that its end ids are GLM-5.2's end tokens.
+func checkTokenizer(t *testing.T, dir string, cfg *config.Config) {
+	t.Helper()
+	tok, err := tokenizer.Load(filepath.Join(dir, "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.VocabSize() != cfg.VocabSize {
+		t.Errorf("tokenizer has %d ids, the config %d", tok.VocabSize(), cfg.VocabSize)
+	}
+	want := []string{"<|endoftext|>", "<|user|>", "<|observation|>"}
+	for i, id := range cfg.EOSTokenIDs {
+		if got := tok.Decode([]int{id}, false); got != want[i] {
+			t.Errorf("end id %d is %q, want %q", id, got, want[i])
+		}
+	}
+	if got := tok.Decode(tok.Encode("a generated model runs"), false); got != "a generated model runs" {
+		t.Errorf("round trip %q", got)
 	}
 }

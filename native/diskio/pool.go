@@ -66,7 +66,57 @@ type ReadPool struct {
 
 	closeOnce sync.Once
 	workers   int
+
+	meter activityMeter
 }
+
+// Activity is what a ReadPool's workers did since it started: the time at
+// least one request was being read, and the integral over time of the
+// number being read (divided by a span, the mean depth the disk saw).
+type Activity struct {
+	Busy  time.Duration
+	Depth time.Duration // sum over requests of their service time
+}
+
+// Sub returns a-b: the activity between two snapshots.
+func (a Activity) Sub(b Activity) Activity {
+	return Activity{Busy: a.Busy - b.Busy, Depth: a.Depth - b.Depth}
+}
+
+// activityMeter accumulates Activity as requests start and end service.
+type activityMeter struct {
+	mu     sync.Mutex
+	active int
+	since  time.Time // the last change of active
+	acc    Activity
+}
+
+func (m *activityMeter) change(now time.Time, delta int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.advanceLocked(now)
+	m.active += delta
+}
+
+func (m *activityMeter) advanceLocked(now time.Time) {
+	if m.active > 0 {
+		dt := now.Sub(m.since)
+		m.acc.Busy += dt
+		m.acc.Depth += time.Duration(m.active) * dt
+	}
+	m.since = now
+}
+
+func (m *activityMeter) snapshot(now time.Time) Activity {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.advanceLocked(now)
+	return m.acc
+}
+
+// Activity returns the pool's activity so far; subtract two snapshots
+// (Activity.Sub) for a span's.
+func (p *ReadPool) Activity() Activity { return p.meter.snapshot(time.Now()) }
 
 type readJob struct {
 	ctx    context.Context
@@ -201,8 +251,11 @@ func (p *ReadPool) serve(j *readJob) {
 		return
 	}
 	req := j.req
+	p.meter.change(start, 1)
 	data, err := req.File.readAligned(req.Slab, req.Off, req.Len, func() error { return p.stopErr(j.ctx) })
-	res.Service = time.Since(start)
+	end := time.Now()
+	p.meter.change(end, -1)
+	res.Service = end.Sub(start)
 	res.Bytes = req.Len
 	if req.File.direct && req.Len > 0 {
 		_, res.Bytes = AlignedSpan(req.Off, req.Len)

@@ -358,3 +358,56 @@ func TestReadPoolBackgroundWaits(t *testing.T) {
 		t.Fatalf("served %v, want %v", order, want)
 	}
 }
+
+// TestActivityMeter: busy time is the union of service intervals, depth
+// their sum.
+func TestActivityMeter(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	var m activityMeter
+	for _, ev := range []struct{ ms, delta int }{
+		{0, 1}, {10, 1}, {30, -1}, {40, -1}, // 0-40 busy, 10-30 two deep
+		{100, 1}, {150, -1}, // 100-150 busy
+	} {
+		m.change(at(ev.ms), ev.delta)
+	}
+	got := m.snapshot(at(200))
+	want := Activity{Busy: 90 * time.Millisecond, Depth: 110 * time.Millisecond}
+	if got != want {
+		t.Errorf("activity %+v, want %+v", got, want)
+	}
+	if d := got.Sub(Activity{Busy: 40 * time.Millisecond, Depth: 60 * time.Millisecond}); d != (Activity{Busy: 50 * time.Millisecond, Depth: 50 * time.Millisecond}) {
+		t.Errorf("Sub: %+v", d)
+	}
+}
+
+// TestReadPoolActivity: a pool's depth integral is exactly the sum of its
+// reads' service times, and it was busy no longer than that.
+func TestReadPoolActivity(t *testing.T) {
+	const size = 1 << 20
+	f, _ := openTestFile(t, size)
+	p := NewReadPool(3)
+	defer p.Close()
+	before := p.Activity()
+	var chans []<-chan ReadResult
+	for i := range 12 {
+		off := int64(i) * (size / 12)
+		ch, err := p.Submit(context.Background(), ReadRequest{File: f, Off: off, Len: size / 12, Slab: newSlab(t, size/12)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		chans = append(chans, ch)
+	}
+	var service time.Duration
+	for _, ch := range chans {
+		res := <-ch
+		if res.Err != nil {
+			t.Fatal(res.Err)
+		}
+		service += res.Service
+	}
+	a := p.Activity().Sub(before)
+	if a.Depth != service || a.Busy <= 0 || a.Busy > a.Depth {
+		t.Errorf("activity %+v; the reads' service times sum to %v", a, service)
+	}
+}
