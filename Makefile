@@ -54,10 +54,13 @@ conformance: build
 	cd engine/server/conformance && npm ci --no-audit --no-fund --loglevel=error && \
 		SPOOL_BIN=$(CURDIR)/$(BIN) SPOOL_MODEL=$(CURDIR)/$(MODEL) node_modules/.bin/node run.mjs
 
-# Codex CLI and Claude Code (native binaries in their npm packages, ~800 MB)
-# each complete a turn against `spool serve` in their default configuration
-# (11-15k-token prompts), in a loopback-only network namespace where root
-# can make one.
+# Codex CLI, Claude Code and opencode (native binaries in their npm
+# packages, ~1.2 GB) each complete a turn against `spool serve` in their
+# default configuration (9-15k-token prompts), in a loopback-only network
+# namespace where root can make one. The lock lists every per-platform
+# binary package of opencode-ai (its optionalDependencies), which `npm ci`
+# requires; those the registry here lacks (all but linux-x64 and
+# linux-x64-baseline) are listed without an integrity.
 agents: build
 	cd engine/server/agents && npm ci --no-audit --no-fund --loglevel=error && \
 		SPOOL_BIN=$(CURDIR)/$(BIN) node run.mjs

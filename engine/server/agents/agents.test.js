@@ -1,9 +1,9 @@
-// Codex CLI and Claude Code in their default configurations, pointed at
-// `spool serve` (run by run.mjs), each complete one turn without an error
-// from Spool. The demo model's text is not meaningful: what is checked is
-// that the agent exits cleanly, reports no API error, and that Spool
-// served its request (the default system prompts and tools are 10-20k
-// tokens, which is what makes these slow).
+// Codex CLI, Claude Code and opencode in their default configurations,
+// pointed at `spool serve` (run by run.mjs), each complete one turn
+// without an error from Spool. The demo model's text is not meaningful:
+// what is checked is that the agent exits cleanly, reports no API error,
+// and that Spool served its request (the default system prompts and tools
+// are 9-20k tokens, which is what makes these slow).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -33,13 +33,17 @@ function run(cmd, args, opts) {
   return new Promise((resolve, reject) => {
     const p = spawn(cmd, args, { ...opts, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
-    p.stdout.on('data', (d) => (out += d));
+    let stdout = '';
+    p.stdout.on('data', (d) => {
+      out += d;
+      stdout += d;
+    });
     p.stderr.on('data', (d) => (out += d));
     const timer = setTimeout(() => p.kill('SIGKILL'), TIMEOUT);
     p.on('error', reject);
     p.on('exit', (code, signal) => {
       clearTimeout(timer);
-      resolve({ code, signal, out });
+      resolve({ code, signal, out, stdout });
     });
   });
 }
@@ -96,5 +100,63 @@ test('claude -p completes a turn', { timeout: TIMEOUT }, async () => {
   fs.rmSync(box.dir, { recursive: true, force: true });
   assert.equal(r.code, 0, r.out);
   assert.doesNotMatch(r.out, /API Error|prompt is too long/, r.out);
+  assert.ok((await stats()).requests > before, 'spool served no request');
+});
+
+test('opencode run completes a turn', { timeout: TIMEOUT }, async () => {
+  const box = sandbox('opencode');
+  const configDir = path.join(box.home, '.config/opencode');
+  fs.mkdirSync(configDir, { recursive: true });
+  // Spool as a custom provider through the AI SDK's OpenAI-compatible
+  // provider, which opencode bundles (nothing is installed at run time).
+  // The limit is the demo model's context and an output cap (opencode asks
+  // for 32k tokens otherwise), so a rambling reply cannot take minutes.
+  fs.writeFileSync(path.join(configDir, 'opencode.json'), JSON.stringify({
+    autoupdate: false,
+    share: 'disabled',
+    model: 'spool/glm52-mini',
+    provider: {
+      spool: {
+        npm: '@ai-sdk/openai-compatible',
+        name: 'Spool',
+        options: { baseURL: `${baseURL}/v1`, apiKey: '{env:SPOOL_API_KEY}' },
+        models: { 'glm52-mini': { name: 'glm52-mini', limit: { context: 32768, output: 4096 } } },
+      },
+    },
+  }));
+  const before = (await stats()).requests;
+  const r = await run(bin('opencode'), ['run', '--format', 'json', 'Say hello.'], {
+    cwd: box.work,
+    env: {
+      PATH: process.env.PATH, HOME: box.home, SPOOL_API_KEY: KEY,
+      // opencode's switches for what is not the model: the models.dev
+      // catalogue, update checks, session sharing and language-server
+      // downloads. npm stays offline, so the plugin SDK that opencode
+      // installs into its config directory in the background is skipped
+      // (a warning in its log).
+      OPENCODE_DISABLE_MODELS_FETCH: '1',
+      OPENCODE_DISABLE_AUTOUPDATE: '1',
+      OPENCODE_DISABLE_SHARE: '1',
+      OPENCODE_DISABLE_LSP_DOWNLOAD: '1',
+      npm_config_offline: 'true',
+    },
+  });
+  fs.rmSync(box.dir, { recursive: true, force: true });
+  assert.equal(r.code, 0, r.out);
+  // --format json prints one event per line: the model's text parts and a
+  // step_finish when its answer ends.
+  const events = r.stdout.split('\n').filter((l) => l.trim()).map((l) => {
+    try {
+      return JSON.parse(l);
+    } catch {
+      assert.fail(`not a JSON event: ${l}\n${r.out}`);
+    }
+  });
+  assert.deepEqual(events.filter((e) => e.type === 'error'), [], r.out);
+  assert.ok(events.some((e) => e.type === 'text' && e.part.text.length > 0), `no text event:\n${r.out}`);
+  const finish = events.at(-1);
+  assert.equal(finish?.type, 'step_finish', r.out);
+  assert.match(finish.part.reason, /^(stop|length)$/, r.out);
+  assert.ok(finish.part.tokens.output > 0, r.out);
   assert.ok((await stats()).requests > before, 'spool served no request');
 });

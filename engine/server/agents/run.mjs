@@ -1,9 +1,9 @@
-// Runs Codex CLI and Claude Code, unmodified, against one `spool serve` on
-// the demo model at its default context:
+// Runs Codex CLI, Claude Code and opencode, unmodified, against one
+// `spool serve` on the demo model at its default context:
 //
 //   node run.mjs
 //
-// As root with unshare(1) available, the server and both agents run in a
+// As root with unshare(1) available, the server and the agents run in a
 // network namespace of their own that has only loopback, so nothing can
 // leave the machine; otherwise the agents' own switches turn their
 // outbound traffic off (see agents.test.js).
