@@ -16,9 +16,11 @@
 //
 // Output rules: objects keep the schema's "properties" order (as OpenAI's
 // strict mode does); where whitespace may go, it is a single space or a
-// newline and at most maxIndent spaces or tabs; numbers have bounded digit counts; \u escapes of
-// surrogates are refused (write the character itself). These only narrow the
-// set of valid outputs, never widen it.
+// newline and at most maxIndent spaces or tabs; numbers have bounded digit
+// counts, and integers stay within +-(2^53-1), the range a double holds
+// exactly (I-JSON); \u escapes of surrogates are refused (write the
+// character itself). These only narrow the set of valid outputs, never
+// widen it.
 //
 // Special tokens never appear in the output (TokenizerVocab excludes them;
 // NewVocab takes the exclusions); non-special added tokens such as "<think>"

@@ -110,6 +110,12 @@ var schemaCases = []struct {
 		invalid: []string{`["a"]`, `["abcd"]`, `["日本語x"]`},
 	},
 	{
+		name:    "integers stay within +-(2^53-1)",
+		schema:  `{"type":"object","properties":{"n":{"type":"integer"},"big":{"type":"integer","maximum":1e20}},"required":["n","big"]}`,
+		valid:   []string{`{"n":9007199254740991,"big":9007199254740991}`, `{"n":-9007199254740991,"big":0}`, `{"n":0,"big":-12}`},
+		invalid: []string{`{"n":9007199254740992,"big":0}`, `{"n":-9007199254740992,"big":0}`, `{"n":0,"big":9007199254740992}`, `{"n":9999999999999999,"big":0}`},
+	},
+	{
 		name:    "non-negative integer",
 		schema:  `{"type":"integer","minimum":0}`,
 		valid:   []string{`0`, `42`, ` 7 `},

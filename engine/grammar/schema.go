@@ -327,10 +327,14 @@ func (c *compiler) typed(v *jvalue, path, typ string, key memoKey) (int32, error
 		return c.b.literal([]byte("null")), nil
 	case "number", "integer":
 		n := node{kind: kindNumber}
-		if typ == "integer" {
-			n.kind = kindInteger
-		}
 		n.lowest, n.highest = -maxIntValue, maxIntValue
+		if typ == "integer" {
+			// Every integer stays within I-JSON's interoperable range
+			// (RFC 7493): a client parsing JSON numbers as doubles, as
+			// JavaScript does, reads a larger one as another integer.
+			n.kind, n.bounded = kindInteger, true
+			n.lowest, n.highest = -maxSafeInteger, maxSafeInteger
+		}
 		for _, kw := range []string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} {
 			b := v.get(kw)
 			if b == nil {
@@ -390,6 +394,10 @@ func (c *compiler) typed(v *jvalue, path, typ string, key memoKey) (int32, error
 
 // maxIntValue is the largest magnitude of an integer of maxIntDigits digits.
 const maxIntValue = 1e16 - 1
+
+// maxSafeInteger is the largest integer magnitude a double holds exactly,
+// 2^53 - 1: the bound of every integer value (I-JSON, RFC 7493 §2.2).
+const maxSafeInteger = 1<<53 - 1
 
 // clampInt converts a bound to an int64 within +-maxIntValue.
 func clampInt(x float64) int64 {
