@@ -36,18 +36,23 @@ type unpackState struct {
 	// spent is the time spent decoding, out is the bytes rebuilt.
 	spent time.Duration
 	out   int64
+	// step decodes given the bytes landed so far: advance, or a test's
+	// stand-in.
+	step func(landed int64) (bool, error)
 }
 
 func newUnpackState(lo *layout, slab []byte, chunk int64, loop rans.Loop) *unpackState {
 	r := lo.reads[0]
 	n := int((r.n + chunk - 1) / chunk)
-	return &unpackState{lo: lo, slab: slab, at: r.at, base: r.off, length: r.n, chunk: chunk, loop: loop, landedAt: make([]bool, n)}
+	u := &unpackState{lo: lo, slab: slab, at: r.at, base: r.off, length: r.n, chunk: chunk, loop: loop, landedAt: make([]bool, n)}
+	u.step = u.advance
+	return u
 }
 
 // landed records that the request at file offset off completed (with err
 // when it failed) and decodes what it can. It returns true, with the
-// decode's error, exactly once: when every request has reported and the
-// record is decoded or has failed.
+// decode's error, exactly once: when every request has reported, no
+// decode is running, and the record is decoded or has failed.
 func (u *unpackState) landed(off int64, err error) (bool, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -68,7 +73,7 @@ func (u *unpackState) landed(off int64, err error) (bool, error) {
 			p := u.prefix
 			u.mu.Unlock()
 			start := time.Now()
-			done, derr := u.advance(p)
+			done, derr := u.step(p)
 			spent := time.Since(start)
 			u.mu.Lock()
 			u.spent += spent
@@ -82,7 +87,11 @@ func (u *unpackState) landed(off int64, err error) (bool, error) {
 		}
 		u.decoding = false
 	}
-	if u.final || u.reported < len(u.landedAt) || (u.err == nil && !u.decoded) {
+	// Not final while another request's goroutine decodes: after a failure
+	// the slot goes back once final is reported, and a decode still
+	// writing into it would corrupt the next expert read there. That
+	// goroutine reports final when its decode stops.
+	if u.final || u.decoding || u.reported < len(u.landedAt) || (u.err == nil && !u.decoded) {
 		return false, nil
 	}
 	u.final = true
