@@ -84,6 +84,9 @@ func (a Activity) Sub(b Activity) Activity {
 }
 
 // activityMeter accumulates Activity as requests start and end service.
+// Workers report out of order by a little (each reads the clock before it
+// takes the lock), so a busy span never runs backwards, and depth is the
+// sum of the service times themselves.
 type activityMeter struct {
 	mu     sync.Mutex
 	active int
@@ -91,18 +94,27 @@ type activityMeter struct {
 	acc    Activity
 }
 
-func (m *activityMeter) change(now time.Time, delta int) {
+func (m *activityMeter) start(at time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.advanceLocked(now)
-	m.active += delta
+	m.advanceLocked(at)
+	m.active++
+}
+
+func (m *activityMeter) end(start, at time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.advanceLocked(at)
+	m.active--
+	m.acc.Depth += at.Sub(start)
 }
 
 func (m *activityMeter) advanceLocked(now time.Time) {
+	if now.Before(m.since) {
+		return
+	}
 	if m.active > 0 {
-		dt := now.Sub(m.since)
-		m.acc.Busy += dt
-		m.acc.Depth += time.Duration(m.active) * dt
+		m.acc.Busy += now.Sub(m.since)
 	}
 	m.since = now
 }
@@ -251,10 +263,10 @@ func (p *ReadPool) serve(j *readJob) {
 		return
 	}
 	req := j.req
-	p.meter.change(start, 1)
+	p.meter.start(start)
 	data, err := req.File.readAligned(req.Slab, req.Off, req.Len, func() error { return p.stopErr(j.ctx) })
 	end := time.Now()
-	p.meter.change(end, -1)
+	p.meter.end(start, end)
 	res.Service = end.Sub(start)
 	res.Bytes = req.Len
 	if req.File.direct && req.Len > 0 {
