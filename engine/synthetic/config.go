@@ -2,6 +2,7 @@ package synthetic
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/tokenizer"
@@ -94,26 +95,27 @@ func expertLayers(c *config.Config) int {
 // <|endoftext|>, <|user|> and <|observation|>.
 var glmSpecials = []string{"<|endoftext|>", "[MASK]", "[gMASK]", "[sMASK]", "<sop>", "<eop>", "<|system|>", "<|user|>", "<|assistant|>", "<|observation|>"}
 
+// endTokens are GLM-5.2's end-of-generation tokens, in id order.
+var endTokens = []string{"<|endoftext|>", "<|user|>", "<|observation|>"}
+
 // tokenizerJSON is the synthetic tokenizer of a generated model: byte
-// tokens and merges, then special tokens from the lowest end-of-generation
-// id to the end of the vocabulary (GLM-5.2's names first, then reserved
-// ones), so that the config's end ids are <|endoftext|>, <|user|> and
-// <|observation|> as in GLM-5.2.
+// tokens and merges, then special tokens from the first end id (the
+// lowest) to the end of the vocabulary, so that the config's end ids are
+// GLM-5.2's end tokens. The small models end with exactly those three;
+// the skeleton has GLM-5.2's added tokens (its first ten names, then
+// reserved ones).
 func tokenizerJSON(c *config.Config) ([]byte, error) {
-	first := min(c.EOSTokenIDs[0], c.PadTokenID)
-	for _, id := range c.EOSTokenIDs {
-		first = min(first, id)
+	first := slices.Min(c.EOSTokenIDs)
+	names := glmSpecials
+	if c.VocabSize-first == len(endTokens) {
+		names = endTokens
 	}
-	var specials []string
-	for id := first; id < c.VocabSize; id++ {
-		i := id - first
-		switch {
-		case c.VocabSize-first == 3:
-			specials = append(specials, []string{"<|endoftext|>", "<|user|>", "<|observation|>"}[i])
-		case i < len(glmSpecials):
-			specials = append(specials, glmSpecials[i])
-		default:
-			specials = append(specials, fmt.Sprintf("<|reserved_%d|>", i))
+	specials := make([]string, c.VocabSize-first)
+	for i := range specials {
+		if i < len(names) {
+			specials[i] = names[i]
+		} else {
+			specials[i] = fmt.Sprintf("<|reserved_%d|>", i)
 		}
 	}
 	data, err := tokenizer.SyntheticJSON(first, specials)
