@@ -73,12 +73,17 @@ func (s *Scheduler) setState(batch int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if batch == 0 {
-		s.stats.State = "idle"
-		s.window = rateWindow{}
+		s.idleLocked()
 		return
 	}
 	s.stats.State = "generating"
 	s.stats.LastBatch = batch
+}
+
+// idleLocked marks the scheduler idle; s.mu is held.
+func (s *Scheduler) idleLocked() {
+	s.stats.State = "idle"
+	s.window = rateWindow{}
 }
 
 // recordStep adds one forward that produced tokens in elapsed and whose

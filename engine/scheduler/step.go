@@ -201,9 +201,21 @@ func (s *Scheduler) finish(a *active) {
 	}
 	r.CompletionTokens = len(r.Tokens)
 	s.release(a.dec.Seq())
+	// The figures count the request as ended before its caller hears so:
+	// a client reading Stats after its result never sees itself active.
+	live := 0
+	for _, o := range s.active {
+		if !o.done {
+			live++
+		}
+	}
 	s.mu.Lock()
 	s.stats.Requests++
 	s.stats.LastRequest = &r
+	s.stats.Active, s.stats.Sequences = live, s.sequences
+	if live == 0 && len(s.queue) == 0 {
+		s.idleLocked()
+	}
 	s.mu.Unlock()
 	a.stream.finish(&r)
 }
