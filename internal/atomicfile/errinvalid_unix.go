@@ -1,0 +1,7 @@
+//go:build unix
+
+package atomicfile
+
+import "syscall"
+
+var errInvalid error = syscall.EINVAL
