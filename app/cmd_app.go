@@ -73,8 +73,8 @@ type appRuntime struct {
 	host      *engineHost
 	downloads *downloadManager
 	settings  *settingsStore // the settings file, its one owner in this process
-	built     bool      // the UI was built in (not the placeholder)
-	stderr    io.Writer // where setting problems are reported
+	built     bool           // the UI was built in (not the placeholder)
+	stderr    io.Writer      // where setting problems are reported
 	// restarting is set while restart stops and starts the engine.
 	restarting atomic.Bool
 

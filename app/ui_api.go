@@ -34,9 +34,9 @@ import (
 //	POST /ui/download/folder  {"dir":…} downloads to another folder (saved in the settings)
 //	POST /ui/download/load    serves the finished download (saved in the settings)
 type uiAPI struct {
-	modelDir string
-	settings *settingsStore
-	downloads    *downloadManager
+	modelDir  string
+	settings  *settingsStore
+	downloads *downloadManager
 	// host, when set, is the in-process engine (desktop) for /ui/info.
 	host *engineHost
 	// load, when set, switches the engine to another model directory.
