@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -41,9 +42,17 @@ const (
 	wsExpertsInterval  = 100 * time.Millisecond
 	wsExpertsIdleTicks = 20
 	wsPingInterval     = 30 * time.Second
-	wsWriteTimeout     = 10 * time.Second
-	wsSubscriberQueue  = 256
+	// wsPongWait is how long a subscriber may stay silent (no pong, no
+	// message) before it counts as gone and is closed: a few pings.
+	wsPongWait        = 75 * time.Second
+	wsWriteTimeout    = 10 * time.Second
+	wsSubscriberQueue = 256
 )
+
+// DefaultMaxSubscribers is the default cap on events websockets
+// (Config.MaxSubscribers). Each costs two goroutines, its queue and its
+// buffers (about 30 KiB), and none holds one of the API's connections.
+const DefaultMaxSubscribers = 1024
 
 // hub fans events out to websocket subscribers. A subscriber that falls
 // behind loses events rather than slowing generation.
@@ -53,20 +62,30 @@ type hub struct {
 	n    atomic.Int32
 	// live is the requests in flight, which the state events report.
 	live *liveRequests
+	// ping is the interval of pings to each subscriber; pongWait how long
+	// one may stay silent before it is closed (wsPingInterval, wsPongWait;
+	// tests shorten them).
+	ping, pongWait time.Duration
 }
 
-func newHub() *hub { return &hub{subs: map[chan Event]struct{}{}, live: newLiveRequests()} }
+func newHub() *hub {
+	return &hub{subs: map[chan Event]struct{}{}, live: newLiveRequests(), ping: wsPingInterval, pongWait: wsPongWait}
+}
 
 // active reports whether anyone listens (cheap; checked per token).
 func (h *hub) active() bool { return h.n.Load() > 0 }
 
-func (h *hub) subscribe() chan Event {
-	ch := make(chan Event, wsSubscriberQueue)
+// subscribe adds a subscriber unless max are subscribed already.
+func (h *hub) subscribe(max int) (chan Event, bool) {
 	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.subs) >= max {
+		return nil, false
+	}
+	ch := make(chan Event, wsSubscriberQueue)
 	h.subs[ch] = struct{}{}
 	h.n.Store(int32(len(h.subs)))
-	h.mu.Unlock()
-	return ch
+	return ch, true
 }
 
 func (h *hub) unsubscribe(ch chan Event) {
@@ -144,18 +163,31 @@ func (h *hub) run(ctx context.Context, s *Server) {
 	}
 }
 
-// handleEvents upgrades to the events websocket.
+// handleEvents upgrades to the events websocket. Subscribers have their
+// own cap (Config.MaxSubscribers), and a hijacked connection leaves the
+// API's connection guard (conns.go), so websockets never take the API's
+// connections. A subscriber that answers no ping for pongWait is closed.
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
+	ch, ok := s.hub.subscribe(s.cfg.MaxSubscribers)
+	if !ok {
+		writeError(w, r, &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "too_many_subscribers",
+			Message: fmt.Sprintf("%d clients already follow %s; retry shortly", s.cfg.MaxSubscribers, eventsPath), RetryAfter: 1})
+		return
+	}
+	defer s.hub.unsubscribe(ch)
 	up := websocket.Upgrader{CheckOrigin: s.validOrigin}
 	conn, err := up.Upgrade(w, r, nil)
 	if err != nil {
 		return // the upgrader has answered
 	}
-	ch := s.hub.subscribe()
-	defer s.hub.unsubscribe(ch)
 	defer conn.Close()
 
-	// The reader notices the client leaving and answers pings.
+	// The reader notices the client leaving, answers pings, and gives up
+	// on a peer silent for pongWait (a pong or a message extends it).
+	pongWait := s.hub.pongWait
+	alive := func(string) error { return conn.SetReadDeadline(time.Now().Add(pongWait)) }
+	alive("")
+	conn.SetPongHandler(alive)
 	gone := make(chan struct{})
 	go func() {
 		defer close(gone)
@@ -164,6 +196,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 			if _, _, err := conn.NextReader(); err != nil {
 				return
 			}
+			alive("")
 		}
 	}()
 	write := func(ev Event) error {
@@ -173,7 +206,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	if write(s.helloEvent()) != nil || write(s.stateEvent()) != nil {
 		return
 	}
-	ping := time.NewTicker(wsPingInterval)
+	ping := time.NewTicker(s.hub.ping)
 	defer ping.Stop()
 	for {
 		select {
