@@ -56,7 +56,6 @@ func conversationLength(body []byte, key string, stop int) (n int, ok bool, err 
 	}
 }
 
-
 // key reads an object key decoded as encoding/json decodes it (escapes
 // resolved, invalid UTF-8 replaced).
 func (s *jsonScan) key() (string, bool) {
