@@ -15,6 +15,7 @@ import (
 	"github.com/spoolhq/spool/engine/atlas"
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/plan"
+	"github.com/spoolhq/spool/internal/regularfile"
 	"github.com/spoolhq/spool/native/sysinfo"
 )
 
@@ -212,9 +213,14 @@ func atlasCandidates(dir string) []string {
 	return out
 }
 
+// maxAtlasBytes bounds experts.json, read on every GET /ui/atlas: GLM-5.2's
+// 19,456 experts take a few MB; a FIFO or a huge file in the model
+// directory is refused unread.
+const maxAtlasBytes = 64 << 20
+
 func (u *uiAPI) handleAtlas(w http.ResponseWriter, r *http.Request) {
 	for _, path := range atlasCandidates(u.dir()) {
-		data, err := os.ReadFile(path)
+		data, err := regularfile.Read(path, maxAtlasBytes)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
