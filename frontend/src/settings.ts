@@ -36,7 +36,12 @@ export function applyTheme(t: Theme): void {
 export class SettingsPage implements Page {
   title = 'Settings';
 
+  private root?: HTMLElement;
+  /** loaded settles when the saved settings are shown. */
+  private loaded: Promise<void> = Promise.resolve();
+
   mount(root: HTMLElement): void {
+    this.root = root;
     const page = h('div', { class: 'page' });
     replace(root, page);
     const clientKey = h('input', { type: 'password', id: 'client-key', autocomplete: 'off', value: conn.key, placeholder: 'none' });
@@ -64,7 +69,7 @@ export class SettingsPage implements Page {
     );
     const server = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
     replace(page, h('header', { class: 'page-head' }, h('h1', {}, 'Settings')), enginePanel(), server, client);
-    this.loadServer(server);
+    this.loaded = this.loadServer(server);
   }
 
   private async loadServer(box: HTMLElement): Promise<void> {
@@ -157,9 +162,12 @@ export class SettingsPage implements Page {
       button.setAttribute('disabled', '');
       try {
         const r = await sendJSON<{ set_aside: string }>('POST', '/ui/settings/reset');
-        await this.loadServer(box);
-        const fresh = box.querySelector('[aria-live]');
-        if (fresh && r.set_aside) fresh.textContent = `The old file was kept as ${r.set_aside}.`;
+        // The whole page again: the engine panel read the same file.
+        const root = this.root ?? box;
+        this.mount(root);
+        await this.loaded;
+        const note = root.querySelector('#set-host')?.closest('form')?.querySelector('[aria-live]');
+        if (note && r.set_aside) note.textContent = `The old file was kept as ${r.set_aside}.`;
       } catch (err) {
         button.removeAttribute('disabled');
         note.className = 'error';
@@ -180,3 +188,4 @@ export class SettingsPage implements Page {
     );
   }
 }
+
