@@ -19,7 +19,9 @@ func TestStatsShowMemoryPressure(t *testing.T) {
 	if !ok {
 		t.Fatalf("/stats has no memory_pressure section: %v", st)
 	}
-	if mp["level"] != "normal" || mp["share"] != 1.0 || usageInt(st, "memory_pressure", "prompt_cache_memory_cap_bytes") <= 0 {
+	if mp["level"] != "normal" || mp["share"] != 1.0 || usageInt(st, "memory_pressure", "prompt_cache_memory_cap_bytes") <= 0 ||
+		usageInt(st, "memory_pressure", "prompt_cache_memory_cap_bytes") != usageInt(st, "memory_pressure", "prompt_cache_memory_planned_bytes") ||
+		usageInt(st, "memory_pressure", "expert_lru_slots_per_layer") != usageInt(st, "memory_pressure", "expert_lru_slots_per_layer_planned") {
 		t.Fatalf("memory_pressure at start: %v", mp)
 	}
 	_, psiErr := os.Stat("/proc/pressure/memory")

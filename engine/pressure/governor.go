@@ -47,10 +47,14 @@ type Stats struct {
 	Share     float64           `json:"share"`
 	Warnings  int               `json:"warnings"`
 	Criticals int               `json:"criticals"`
-	// ExpertLRUSlots is the LRU slots per expert layer now targeted;
-	// PromptCacheMemoryBytes the prompt cache's memory tier cap now.
-	ExpertLRUSlots         int   `json:"expert_lru_slots_per_layer"`
-	PromptCacheMemoryBytes int64 `json:"prompt_cache_memory_cap_bytes"`
+	// ExpertLRUSlots is the LRU slots per expert layer now targeted, of
+	// the plan's ExpertLRUPlanned; PromptCacheMemoryBytes the prompt
+	// cache's memory tier cap now, of the plan's PromptCachePlannedBytes.
+	// The planned figures are those of the last Normal.
+	ExpertLRUSlots          int   `json:"expert_lru_slots_per_layer"`
+	ExpertLRUPlanned        int   `json:"expert_lru_slots_per_layer_planned"`
+	PromptCacheMemoryBytes  int64 `json:"prompt_cache_memory_cap_bytes"`
+	PromptCachePlannedBytes int64 `json:"prompt_cache_memory_planned_bytes"`
 	// Err is the last failure to resize a cache (growing back can fail
 	// when the system refuses memory).
 	Err string `json:"error,omitempty"`
@@ -83,11 +87,17 @@ func (g *Governor) Apply(l mempressure.Level) error {
 	if g.experts != nil {
 		n, err := g.experts.SetLRUShare(share)
 		g.st.ExpertLRUSlots = n
+		if share == 1 && err == nil {
+			g.st.ExpertLRUPlanned = n
+		}
 		errs = append(errs, err)
 	}
 	if g.prompts != nil {
 		n, err := g.prompts.SetMemoryShare(share)
 		g.st.PromptCacheMemoryBytes = n
+		if share == 1 && err == nil {
+			g.st.PromptCachePlannedBytes = n
+		}
 		errs = append(errs, err)
 	}
 	if l != g.st.Level {

@@ -134,7 +134,8 @@ func TestPressureShrinksTheExpertCache(t *testing.T) {
 		t.Fatalf("grown back to %d LRU slots holding %d experts, want %d slots refilled", st3.LRUSlots, st3.Cached, st0.LRUSlots)
 	}
 	gs := g.Stats()
-	if gs.Warnings != 1 || gs.Criticals != 1 || gs.Level != mempressure.Normal || gs.Share != 1 || gs.Source != "test" {
+	if gs.Warnings != 1 || gs.Criticals != 1 || gs.Level != mempressure.Normal || gs.Share != 1 || gs.Source != "test" ||
+		gs.ExpertLRUSlots != perLayer || gs.ExpertLRUPlanned != perLayer {
 		t.Fatalf("governor stats %+v", gs)
 	}
 }
