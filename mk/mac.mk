@@ -88,7 +88,7 @@ dmg:
 	scripts/make-dmg.sh $(APP_BUNDLE) $(DMG)
 
 notarize:
-	$(call need-mac,codesign, xcrun notarytool and stapler)
+	$(call need-mac,codesign and Xcode's notarytool and stapler)
 	@[ -d $(APP_BUNDLE) ] || { echo "make $@: $(APP_BUNDLE) is missing; run make app first" >&2; exit 1; }
 	scripts/notarize.sh $(APP_BUNDLE) $(DMG)
 
@@ -104,7 +104,7 @@ actionlint:
 # the macOS job's steps, every file a recipe names exists).
 release-check: actionlint
 	@for s in $(MAC_SCRIPTS); do bash -n $$s || exit 1; done
-	@if [ "$$(uname -s)" != Darwin ]; then for t in dmg notarize; do \
+	@if [ "$$(uname -s)" != Darwin ]; then for t in mac-deps mac-gpu mac-conformance mac-e2e mac-smoke dmg notarize; do \
 		if out=$$($(MAKE) --no-print-directory $$t 2>&1); then echo "release-check: make $$t ran off a Mac" >&2; exit 1; fi; \
 		echo "$$out" | grep -q "needs macOS" || { echo "release-check: make $$t failed without naming macOS: $$out" >&2; exit 1; }; \
 	done; fi
