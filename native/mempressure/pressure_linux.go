@@ -17,20 +17,34 @@ import (
 
 // Start subscribes to memory pressure through PSI triggers on the
 // memory.pressure file of this process's cgroup v2 (which a container's
-// memory limit drives), else on /proc/pressure/memory (the whole
+// memory limit drives), else, when there is none or it may not be
+// written (a cgroup owned by root), on /proc/pressure/memory (the whole
 // machine). It fails, wrapping errors.ErrUnsupported, when the kernel has
 // no PSI (built without it, or booted with psi=0).
 func Start(ctx context.Context) (*Monitor, error) {
-	return startPSI(ctx, psiPath(), WarnStall, CritStall)
+	return startFirst(ctx, psiPaths())
 }
 
-// psiPath picks the memory.pressure file of the process's cgroup v2 when
-// there is one, else /proc/pressure/memory.
-func psiPath() string {
+// startFirst watches the first of paths whose triggers register.
+func startFirst(ctx context.Context, paths []string) (*Monitor, error) {
+	var errs []error
+	for _, path := range paths {
+		m, err := startPSI(ctx, path, WarnStall, CritStall)
+		if err == nil {
+			return m, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, errors.Join(errs...)
+}
+
+// psiPaths lists the memory.pressure file of the process's cgroup v2 when
+// there is one, then /proc/pressure/memory.
+func psiPaths() []string {
 	const system = "/proc/pressure/memory"
 	f, err := os.Open("/proc/self/cgroup")
 	if err != nil {
-		return system
+		return []string{system}
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -44,11 +58,11 @@ func psiPath() string {
 		for _, mount := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
 			p := filepath.Join(mount, rel, "memory.pressure")
 			if _, err := os.Stat(p); err == nil {
-				return p
+				return []string{p, system}
 			}
 		}
 	}
-	return system
+	return []string{system}
 }
 
 // startPSI registers a Warning and a Critical trigger (stalls of

@@ -61,6 +61,23 @@ func TestStartStopsWithItsContext(t *testing.T) {
 	}
 }
 
+// TestStartFallsBackToTheMachine: a cgroup file that refuses triggers (here
+// one that does not exist; for an unprivileged process, root's) gives way
+// to /proc/pressure/memory.
+func TestStartFallsBackToTheMachine(t *testing.T) {
+	if _, err := os.Stat("/proc/pressure/memory"); err != nil {
+		t.Fatalf("this test needs PSI (/proc/pressure/memory): %v", err)
+	}
+	m, err := startFirst(context.Background(), []string{filepath.Join(t.TempDir(), "memory.pressure"), "/proc/pressure/memory"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if m.Source() != "/proc/pressure/memory" {
+		t.Fatalf("source %q", m.Source())
+	}
+}
+
 func TestTriggerErrorsNameTheProblem(t *testing.T) {
 	_, err := startPSI(context.Background(), filepath.Join(t.TempDir(), "no-such-pressure"), WarnStall, CritStall)
 	if err == nil || !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "no-such-pressure") {
@@ -86,7 +103,7 @@ func TestPSITriggerFiresUnderMemoryHog(t *testing.T) {
 	}
 	// A lower stall than production's so a hog on a busy 2-core machine
 	// fires it within a few windows; the path is Start's.
-	m, err := startPSI(context.Background(), psiPath(), 20*time.Millisecond, CritStall)
+	m, err := startPSI(context.Background(), psiPaths()[0], 20*time.Millisecond, CritStall)
 	if err != nil {
 		t.Fatal(err)
 	}
