@@ -30,7 +30,7 @@ demo: build
 	$(BIN) run --model $(MODEL) --temperature 0 --max-tokens 64 \
 		--chat "What does the function re.compile do?"
 
-test: deps vet unit darwin arm64 shaders-msl conformance remote-conformance agents e2e desktop-smoke
+test: deps vet unit darwin arm64 shaders-msl release-check conformance remote-conformance agents e2e desktop-smoke
 
 vet: shaders
 	$(GO) vet $(GOFLAGS_HEADLESS) ./...
@@ -78,3 +78,4 @@ clean: app-clean
 
 include mk/gpu.mk
 include mk/app.mk
+include mk/mac.mk

@@ -228,13 +228,15 @@ func (h *engineHost) run(ctx context.Context, cfg hostConfig) error {
 	}
 	defer e.Close()
 	lm, p, src, cache, sched := e.lm, e.plan, e.src, e.cache, e.sched
+	gov, stopPressure := watchPressure(ctx, e)
+	defer stopPressure()
 
 	h.set(hostStatus{State: hostLoading, Detail: "starting the server", Progress: 0.9})
 	m := lm.dir.Model
 	eng := server.Engine{
 		Scheduler: sched, Tokenizer: lm.tokenizer, Template: lm.template, Experts: src,
 		Extra: func() map[string]any {
-			extra := map[string]any{"plan": p, "tiers": src.Stats(), "gpu": e.gpu.Status()}
+			extra := map[string]any{"plan": p, "tiers": src.Stats(), "gpu": e.gpu.Status(), "memory_pressure": gov.Stats()}
 			if cache != nil {
 				extra["prompt_cache"] = cache.Stats()
 			}
