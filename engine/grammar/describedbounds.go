@@ -9,7 +9,7 @@ import (
 // Anthropic's SDKs (and LangChain's ChatAnthropic, which uses them) send
 // structured-output schemas through a "strict" transform that moves the
 // keywords Anthropic's API does not take (maxLength, minLength, minimum,
-// maxItems, a minItems over 1, ...) out of the schema and into the end of
+// maxItems, a minItems over 1, in some versions enum, ...) out of the schema and into the end of
 // its description, as "\n\n{maxLength: 40, minLength: 1}" (the keys bare,
 // the values JSON). A model that cannot read the prose runs past such a
 // bound, so the compiler lifts these constraints back into the schema
@@ -19,11 +19,13 @@ import (
 // (pattern, format, ...) stays prose.
 
 // describedBounds are the keywords lifted from a description, with the
-// schema type each applies to.
+// schema type each applies to ("" for any). Some versions of the transform
+// (the one LangChain's ChatAnthropic 1.5 bundles) move enum there too.
 var describedBounds = map[string]string{
 	"minLength": "string", "maxLength": "string",
 	"minItems": "array", "maxItems": "array",
 	"minimum": "number", "maximum": "number", "exclusiveMinimum": "number", "exclusiveMaximum": "number",
+	"enum": "", "const": "",
 }
 
 // liftDescribedBounds applies the description suffixes of every schema in
@@ -53,8 +55,18 @@ func liftDescribedBounds(v *jvalue) {
 	}
 	for _, kv := range append(descriptionSuffix(desc.str), describedLine(desc.str)...) {
 		typ, ok := describedBounds[kv.key]
-		if !ok || v.get(kv.key) != nil || kv.val.kind != 'n' || !admitsType(v.get("type"), typ) {
+		if !ok || v.get(kv.key) != nil {
 			continue
+		}
+		switch kv.key {
+		case "enum", "const":
+			if v.get("enum") != nil || v.get("const") != nil || (kv.key == "enum" && (kv.val.kind != 'a' || len(kv.val.arr) == 0)) {
+				continue
+			}
+		default:
+			if kv.val.kind != 'n' || !admitsType(v.get("type"), typ) {
+				continue
+			}
 		}
 		v.obj = append(v.obj, kv)
 	}

@@ -27,6 +27,22 @@ func TestDescribedBounds(t *testing.T) {
 			invalid:   []string{`{"topic":"os","summary":"` + s40 + `a","sure":true}`},
 		},
 		{
+			// What LangChain's ChatAnthropic 1.5.11 sends for the same
+			// schema: its transform moves enum (and $schema) too.
+			name:      "langchain answer, enum described",
+			described: `{"type":"object","properties":{"topic":{"type":"string","description":"{enum: [\"os\",\"path\",\"other\"]}"},"summary":{"type":"string","description":"{maxLength: 40}"},"sure":{"type":"boolean"}},"additionalProperties":false,"required":["topic","summary","sure"],"description":"{$schema: \"https://json-schema.org/draft/2020-12/schema\"}"}`,
+			plain:     `{"type":"object","properties":{"topic":{"type":"string","enum":["os","path","other"]},"summary":{"type":"string","maxLength":40},"sure":{"type":"boolean"}},"additionalProperties":false,"required":["topic","summary","sure"]}`,
+			valid:     []string{`{"topic":"other","summary":"` + s40 + `","sure":true}`},
+			invalid:   []string{`{"topic":"x","summary":"","sure":true}`, `{"topic":"os","summary":"` + s40 + `a","sure":true}`},
+		},
+		{
+			name:      "const described",
+			described: `{"type":"string","description":"Kind\n\n{const: \"forecast\"}"}`,
+			plain:     `{"type":"string","const":"forecast"}`,
+			valid:     []string{`"forecast"`},
+			invalid:   []string{`"forecasts"`, `"x"`},
+		},
+		{
 			// The AI SDK's Anthropic provider writes words on a last line.
 			name:      "ai sdk line",
 			described: `{"type":"object","properties":{"summary":{"type":"string","description":"Summary\nmin length: 2; max length: 40; pattern: ^a; b$."},"n":{"type":"integer","description":"exclusive minimum: 0; maximum: 9."}},"required":["summary","n"],"additionalProperties":false}`,
