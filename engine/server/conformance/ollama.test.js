@@ -99,3 +99,33 @@ test('ollama: pull of the served model succeeds; of another is refused', async (
   assert.equal(done.status, 'success');
   await assert.rejects(ollama.pull({ model: 'llama3.2' }), (e) => e.status_code === 404);
 });
+
+// VS Code Copilot Chat's Ollama provider (github.copilot.chat.byok.ollamaEndpoint)
+// discovers models with these requests, then chats over the OpenAI
+// endpoint with the name /api/tags lists (its key header is added here
+// only because the suite's server has one).
+test('VS Code Copilot Ollama discovery: version, tags, show, then chat', async () => {
+  const headers = { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' };
+  const get = async (p, init = {}) => {
+    const r = await fetch(`${baseURL}${p}`, { headers, ...init });
+    assert.equal(r.status, 200, `${p}: ${r.status}`);
+    return r.json();
+  };
+  // It refuses servers older than Ollama 0.6.4.
+  const { version } = await get('/api/version');
+  const [major, minor, patch] = version.split('.').map(Number);
+  assert.ok(major > 0 || minor > 6 || (minor === 6 && patch >= 4), version);
+  const { models } = await get('/api/tags');
+  for (const m of models) {
+    const info = await get('/api/show', { method: 'POST', body: JSON.stringify({ model: m.model }) });
+    const arch = info.model_info['general.architecture'];
+    const context = info.model_info[`${arch}.context_length`] ?? 4096;
+    assert.equal(context, 8192);
+    assert.ok(info.capabilities.includes('tools'));
+    const chat = await get('/v1/chat/completions', {
+      method: 'POST',
+      body: JSON.stringify({ model: m.model, messages: [{ role: 'user', content: QUESTION }], max_tokens: Math.min(4096, context / 2), temperature: 0, stream: false }),
+    });
+    assert.ok(chat.choices[0].message.content.length > 0);
+  }
+});
