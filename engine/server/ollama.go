@@ -52,7 +52,6 @@ func (s *Server) ollamaRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/embed", s.handleOllamaEmbed)
 	mux.HandleFunc("POST /api/embeddings", s.handleOllamaEmbed)
 	mux.HandleFunc("POST /api/pull", s.handleOllamaPull)
-	mux.HandleFunc("HEAD /api/version", s.handleOllamaVersion)
 }
 
 // isOllamaPath reports whether path belongs to Ollama's API (its errors
