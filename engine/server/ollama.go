@@ -219,9 +219,13 @@ func (s *Server) ollamaShow() ollamaShow {
 		arch + ".feed_forward_length":        cfg.IntermediateSize,
 		arch + ".expert_feed_forward_length": cfg.MoEIntermediateSize,
 	}
+	// As the UI's hello event: thinking where the template has its switch.
 	caps := []string{"completion"}
-	if s.eng.Template != nil {
-		caps = append(caps, "tools", "thinking")
+	if t := s.eng.Template; t != nil {
+		caps = append(caps, "tools")
+		if strings.Contains(t.Source(), "enable_thinking") {
+			caps = append(caps, "thinking")
+		}
 	}
 	var params []string
 	g := cfg.Generation
