@@ -20,6 +20,10 @@ import (
 // response.incomplete or an error event. previous_response_id continues a
 // stored response, on the same connection or any other.
 //
+// A response with store false is kept on its connection only (the latest
+// one, as OpenAI's WebSocket mode keeps it), so previous_response_id can
+// continue it there and nowhere else.
+//
 // Each response.create runs handleResponses itself, unchanged: the same
 // turn, limits, parse gate, conversation pre-scan and store as a POST. The
 // upgrade passed the guard like any request (host, origin, API key); frames
@@ -153,6 +157,7 @@ func (s *Server) handleResponsesSocket(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}()
+	ctx = context.WithValue(ctx, socketResponsesKey{}, newResponseStore(1))
 	ping := time.NewTicker(wsPingInterval)
 	defer ping.Stop()
 	for {
@@ -229,4 +234,14 @@ func withStreamTrue(frame []byte) ([]byte, error) {
 func errorBody(err error) []byte {
 	b, _ := json.Marshal(asAPIError(err).openAI())
 	return b
+}
+
+type socketResponsesKey struct{}
+
+// socketResponses is the connection-local store of a WebSocket-mode
+// request's connection; nil (which keeps and finds nothing) for any other
+// request.
+func socketResponses(ctx context.Context) *responseStore {
+	st, _ := ctx.Value(socketResponsesKey{}).(*responseStore)
+	return st
 }

@@ -97,6 +97,26 @@ func TestResponsesSocket(t *testing.T) {
 	if got := jpath(last, "response", "usage", "input_tokens").(float64); got <= prev || jpath(last, "response", "previous_response_id") != final["id"] {
 		t.Errorf("continuation has %v input tokens (the first turn had %v in all): %v", got, prev, last["response"])
 	}
+	// A response with store false continues on its connection only.
+	unstored := socketResponse(t, conn, map[string]any{"type": "response.create", "model": "glm52-mini", "input": question, "store": false, "max_output_tokens": 4, "temperature": 0})
+	id := jpath(unstored[len(unstored)-1], "response", "id")
+	if status, _, _ := ts.do(t, "GET", "/v1/responses/"+id.(string), nil); status != 404 {
+		t.Errorf("an unstored response is served by GET: %d", status)
+	}
+	again := socketResponse(t, conn, map[string]any{"type": "response.create", "model": "glm52-mini", "previous_response_id": id, "input": "More?", "max_output_tokens": 4, "temperature": 0})
+	if ev := again[len(again)-1]; ev["type"] == "error" {
+		t.Errorf("continuing an unstored response on its connection: %v", ev)
+	}
+	other, _, err := websocket.DefaultDialer.Dial(url, auth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	elsewhere := socketResponse(t, other, map[string]any{"type": "response.create", "model": "glm52-mini", "previous_response_id": id, "input": "More?", "max_output_tokens": 4})
+	if ev := elsewhere[len(elsewhere)-1]; ev["type"] != "error" || jpath(ev, "error", "code") != "previous_response_not_found" {
+		t.Errorf("an unstored response continued on another connection: %v", ev)
+	}
+
 	raw, _ := json.Marshal(last["response"])
 	if !strings.Contains(string(raw), `"status":"completed"`) && !strings.Contains(string(raw), `"status":"incomplete"`) {
 		t.Errorf("continuation response %s", raw)
