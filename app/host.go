@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 
@@ -52,6 +53,9 @@ type hostConfig struct {
 	// Remote, when its URL is set, is a remote engine to forward to
 	// instead of loading the model (see runRemote).
 	Remote remote.Config
+	// OllamaPort, when set, is a second port (Ollama's 11434) the local
+	// engine's API also answers on, if it is free (see ollamaport.go).
+	OllamaPort int
 }
 
 // hostStatus is where the engine stands.
@@ -268,6 +272,9 @@ func (h *engineHost) serve(ctx context.Context, srv *server.Server, sched *sched
 	ln, err := srv.Listen()
 	if err != nil {
 		return err
+	}
+	if sched != nil {
+		ln = h.withOllamaPort(ln, os.Stderr)
 	}
 	h.mu.Lock()
 	h.sched, h.srv = sched, srv
