@@ -158,6 +158,9 @@ type fitSpeed struct {
 	// Unavailable says why no speed is predicted (no probes yet, a model
 	// without routed experts) and what to do.
 	Unavailable string `json:"unavailable,omitempty"`
+	// NoProbes is set when what is missing is this machine's probes (the
+	// Fit page then offers an Apple chip's figures meanwhile).
+	NoProbes bool `json:"no_probes,omitempty"`
 }
 
 func (s *fitSpeed) text() string {
@@ -185,16 +188,20 @@ func predictSpeed(cfg *config.Config, w plan.Weights, p *plan.Plan, chip, probes
 			return nil, fmt.Errorf("--chip: %w", err)
 		}
 		mc = c.Machine()
-	} else {
+	}
+	if !p.Fits {
+		return &fitSpeed{Unavailable: "the plan does not fit this memory, so there is no speed to predict"}, nil
+	}
+	if chip == "" {
 		if probes == "" {
 			probes = speedProbesPath()
 		}
 		if probes == "" {
-			return &fitSpeed{Unavailable: speed.ErrNoProbes.Error()}, nil
+			return &fitSpeed{Unavailable: speed.ErrNoProbes.Error(), NoProbes: true}, nil
 		}
 		pr, err := speed.Load(probes)
 		if err != nil {
-			return &fitSpeed{Unavailable: err.Error()}, nil
+			return &fitSpeed{Unavailable: err.Error(), NoProbes: errors.Is(err, speed.ErrNoProbes)}, nil
 		}
 		mc = speed.FromProbes(pr)
 	}

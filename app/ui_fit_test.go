@@ -57,3 +57,16 @@ func TestUIPlanSpeed(t *testing.T) {
 		t.Errorf("with probes: %v", sp)
 	}
 }
+
+// TestUIPlanSpeedUnfit: a plan that does not fit predicts no speed.
+func TestUIPlanSpeedUnfit(t *testing.T) {
+	t.Setenv("HF_HUB_OFFLINE", "1")
+	dm := newDownloadManager(nil)
+	defer dm.Close()
+	u := newUIAPI(demoModel(t), filepath.Join(t.TempDir(), "settings.json"), dm)
+	code, r := uiRequest(t, u, "GET", "/ui/plan?model=glm52&memory=16GiB&chip=M4+Max", "")
+	sp, _ := r["speed"].(map[string]any)
+	if code != 200 || sp == nil || sp["decode_tokens_per_second"] != nil || !strings.Contains(sp["unavailable"].(string), "does not fit") {
+		t.Fatalf("unfit plan: %d %v", code, sp)
+	}
+}

@@ -40,6 +40,7 @@ interface Speed {
   decode_bound?: string;
   assumptions?: string[];
   unavailable?: string;
+  no_probes?: boolean;
 }
 
 interface Chip {
@@ -155,13 +156,9 @@ export class FitPage implements Page {
 
   private async first(): Promise<void> {
     try {
-      let r = await getJSON<PlanResponse>('/ui/plan?model=' + this.model + (this.chip.value ? '&chip=' + encodeURIComponent(this.chip.value) : ''), this.ctl.signal);
-      if (this.chip.options.length === 1) for (const c of r.chips ?? []) this.chip.append(h('option', { value: c.name }, 'Apple ' + c.name + ' (published figures)'));
-      if (!this.chip.value && r.speed?.unavailable && (r.chips ?? []).some((c) => c.name === fallbackChip)) {
-        this.noProbes = r.speed.unavailable;
-        this.chip.value = fallbackChip;
-        r = await getJSON<PlanResponse>('/ui/plan?model=' + this.model + '&chip=' + encodeURIComponent(fallbackChip), this.ctl.signal);
-      }
+      const q = new URLSearchParams({ model: this.model });
+      if (this.chip.value) q.set('chip', this.chip.value);
+      const r = await this.plan(q);
       this.machine = r.machine_memory_bytes || r.plan.memory_bytes;
       const opts = contexts.filter((c) => c <= r.max_context);
       for (const c of [r.max_context, r.plan.context]) if (!opts.includes(c)) opts.push(c);
@@ -175,6 +172,19 @@ export class FitPage implements Page {
     } catch (e) {
       if (!this.ctl.signal.aborted) replace(this.out, h('p', { class: 'error', role: 'alert' }, (e as Error).message));
     }
+  }
+
+  // plan fetches a plan; while this machine has no speed probes and no
+  // chip is picked, it asks again for an Apple chip's published figures,
+  // so that the page always says what speed to expect.
+  private async plan(q: URLSearchParams): Promise<PlanResponse> {
+    const r = await getJSON<PlanResponse>('/ui/plan?' + q.toString(), this.ctl.signal);
+    if (this.chip.options.length === 1) for (const c of r.chips ?? []) this.chip.append(h('option', { value: c.name }, 'Apple ' + c.name + ' (published figures)'));
+    if (q.has('chip') || !r.speed?.no_probes || !(r.chips ?? []).some((c) => c.name === fallbackChip)) return r;
+    this.noProbes = r.speed.unavailable ?? '';
+    this.chip.value = fallbackChip;
+    q.set('chip', fallbackChip);
+    return getJSON<PlanResponse>('/ui/plan?' + q.toString(), this.ctl.signal);
   }
 
   private useMachine(): void {
@@ -193,7 +203,7 @@ export class FitPage implements Page {
     const q = new URLSearchParams({ model: this.model, memory: this.memory.value + 'GiB', context: this.context.value, sequences: this.sequences.value || '1' });
     if (this.chip.value) q.set('chip', this.chip.value);
     try {
-      this.show(await getJSON<PlanResponse>('/ui/plan?' + q.toString(), this.ctl.signal));
+      this.show(await this.plan(q));
     } catch (e) {
       if (!this.ctl.signal.aborted) replace(this.out, h('p', { class: 'error', role: 'alert' }, (e as Error).message));
     }
