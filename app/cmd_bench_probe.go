@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -93,13 +95,16 @@ model will live on; any model directory there will do (a small
 	fl := cmd.Flags()
 	fl.StringVar(&dir, "model", "", "a model directory on the volume to probe")
 	fl.StringVar(&out, "out", "", "probe file to write (default: Spool/speed-probes.json in the user cache directory)")
-	fl.StringVar(&probeBytes, "probe", "1GiB", "bytes the disk probe reads")
+	fl.StringVar(&probeBytes, "probe", "3GiB", "bytes the disk probes read (three rounds of a third, the median kept)")
 	fl.Float64Var(&seconds, "seconds", 0.5, "seconds per kernel measurement (8 measurements)")
 	fl.BoolVar(&asJSON, "json", false, "print the probe file's JSON")
 	mem.register(fl)
 	cmd.MarkFlagRequired("model")
 	return cmd
 }
+
+// probeRounds is how many disk probes bench probe takes the median of.
+const probeRounds = 3
 
 // runSpeedProbe measures the disk with decode's read pool on dir's experts
 // (the working bank the plan gives, so the pool's own depth) and the
@@ -129,11 +134,19 @@ func runSpeedProbe(ctx context.Context, dir string, mem *memoryFlags, probeBytes
 	if err != nil {
 		return speed.Probes{}, err
 	}
-	disk, err := src.ProbeReads(ctx, probeBytes, uint64(time.Now().UnixNano()))
-	src.Close()
-	if err != nil {
-		return speed.Probes{}, fmt.Errorf("disk probe: %w", err)
+	// Three rounds, the median: one round on a busy machine can meet a
+	// burst of someone else's I/O or a page-cache write-back.
+	var rounds [probeRounds]experts.ReadProbe
+	seed := uint64(time.Now().UnixNano())
+	for i := range rounds {
+		if rounds[i], err = src.ProbeReads(ctx, max(probeBytes/probeRounds, 1), seed+uint64(i)); err != nil {
+			src.Close()
+			return speed.Probes{}, fmt.Errorf("disk probe: %w", err)
+		}
 	}
+	src.Close()
+	slices.SortFunc(rounds[:], func(a, b experts.ReadProbe) int { return cmp.Compare(a.BytesPerSecond, b.BytesPerSecond) })
+	disk := rounds[probeRounds/2]
 	k, err := bench.Kernels(ctx, bench.KernelOptions{Seconds: seconds})
 	if err != nil {
 		return speed.Probes{}, fmt.Errorf("kernel probe: %w", err)
