@@ -23,6 +23,7 @@
 //	repin.go     live re-pinning with hysteresis
 //	prefetch.go  read-ahead into free working slots; the read order hint
 //	guard.go     the footprint guard
+//	budget.go    SetLRUShare: the LRU gives way under memory pressure
 //	close.go     shutdown
 //	probe.go     the disk probed with decoding's access pattern
 //	usage.go     the persistent usage history (.coli_usage)

@@ -48,6 +48,10 @@ type Streamed struct {
 	packNotes []string
 	bgSubmit  sync.WaitGroup // Prefetch's submitting goroutines
 
+	// lruPlanned is the LRU slots per layer the cache budget gives
+	// (SetLRUShare's 100%, budget.go).
+	lruPlanned int
+
 	// Test hooks (see export_test.go).
 	poison     bool
 	fault      atomic.Pointer[func(n int64) error]
