@@ -49,8 +49,9 @@ const (
 	wsSubscriberQueue = 256
 )
 
-// DefaultMaxSubscribers is the default cap on events websockets
-// (Config.MaxSubscribers). Each costs two goroutines, its queue and its
+// DefaultMaxSubscribers is the default cap on events websockets, and
+// apart on Responses WebSocket-mode connections (Config.MaxSubscribers).
+// Each costs two goroutines, its queue and its
 // buffers (about 30 KiB), and none holds one of the API's connections.
 const DefaultMaxSubscribers = 1024
 
@@ -66,6 +67,8 @@ type hub struct {
 	// one may stay silent before it is closed (wsPingInterval, wsPongWait;
 	// tests shorten them).
 	ping, pongWait time.Duration
+	// sockets counts the Responses WebSocket-mode connections.
+	sockets atomic.Int32
 }
 
 func newHub() *hub {
@@ -166,12 +169,12 @@ func (h *hub) run(ctx context.Context, s *Server) {
 // handleEvents upgrades to the events websocket. Subscribers have their
 // own cap (Config.MaxSubscribers), and a hijacked connection leaves the
 // API's connection guard (conns.go), so websockets never take the API's
-// connections. A subscriber that answers no ping for pongWait is closed.
+// connections. A subscriber that answers no ping for pongWait is closed
+// (keepAlive; the Responses WebSocket mode uses the same).
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	ch, ok := s.hub.subscribe(s.cfg.MaxSubscribers)
 	if !ok {
-		writeError(w, r, &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "too_many_subscribers",
-			Message: fmt.Sprintf("%d clients already follow %s; retry shortly", s.cfg.MaxSubscribers, eventsPath), RetryAfter: 1})
+		writeError(w, r, tooManySockets(s.cfg.MaxSubscribers, eventsPath+" websockets"))
 		return
 	}
 	defer s.hub.unsubscribe(ch)
@@ -182,12 +185,11 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	defer conn.Close()
 
-	// The reader notices the client leaving, answers pings, and gives up
-	// on a peer silent for pongWait (a pong or a message extends it).
-	pongWait := s.hub.pongWait
-	alive := func(string) error { return conn.SetReadDeadline(time.Now().Add(pongWait)) }
-	alive("")
-	conn.SetPongHandler(alive)
+	// The reader notices the client leaving and answers pings; keepAlive
+	// pings and gives up on a peer silent for pongWait.
+	ctx, stop := context.WithCancel(r.Context())
+	defer stop()
+	alive := s.hub.keepAlive(ctx, conn)
 	gone := make(chan struct{})
 	go func() {
 		defer close(gone)
@@ -196,7 +198,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 			if _, _, err := conn.NextReader(); err != nil {
 				return
 			}
-			alive("")
+			alive()
 		}
 	}()
 	write := func(ev Event) error {
@@ -206,11 +208,9 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	if write(s.helloEvent()) != nil || write(s.stateEvent()) != nil {
 		return
 	}
-	ping := time.NewTicker(s.hub.ping)
-	defer ping.Stop()
 	for {
 		select {
-		case <-r.Context().Done():
+		case <-ctx.Done():
 			return
 		case <-gone:
 			return
@@ -218,10 +218,50 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 			if write(ev) != nil {
 				return
 			}
-		case <-ping.C:
-			if conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(wsWriteTimeout)) != nil {
-				return
-			}
 		}
 	}
+}
+
+// keepAlive pings conn every ping interval until ctx ends (from its own
+// goroutine: WriteControl may run alongside the connection's other
+// writes, so a long response does not hold the pings back) and makes its
+// reads fail once the peer has answered nothing (no pong, no message) for
+// pongWait. Call the returned func after every message read.
+func (h *hub) keepAlive(ctx context.Context, conn *websocket.Conn) (alive func()) {
+	pongWait := h.pongWait
+	alive = func() { conn.SetReadDeadline(time.Now().Add(pongWait)) }
+	alive()
+	conn.SetPongHandler(func(string) error { alive(); return nil })
+	go func() {
+		ping := time.NewTicker(h.ping)
+		defer ping.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ping.C:
+				if conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(wsWriteTimeout)) != nil {
+					return
+				}
+			}
+		}
+	}()
+	return alive
+}
+
+// acquireSocket takes one of max places for a Responses WebSocket-mode
+// connection (counted apart from the events subscribers and from the
+// API's connections, which a hijacked connection leaves).
+func (h *hub) acquireSocket(max int) (release func(), ok bool) {
+	if h.sockets.Add(1) > int32(max) {
+		h.sockets.Add(-1)
+		return nil, false
+	}
+	return func() { h.sockets.Add(-1) }, true
+}
+
+// tooManySockets refuses a websocket past its cap.
+func tooManySockets(max int, what string) *apiError {
+	return &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "too_many_subscribers",
+		Message: fmt.Sprintf("%d clients already hold %s; retry shortly", max, what), RetryAfter: 1}
 }

@@ -156,3 +156,62 @@ func TestChatWith1000Websockets(t *testing.T) {
 		t.Fatalf("the hub counts %d subscribers, want 1000", n)
 	}
 }
+
+// The Responses WebSocket mode has the same bounds: its connections have
+// their own cap (past it 503 too_many_subscribers), leave the connection
+// guard, and one whose peer answers no ping is closed and frees its place.
+func TestResponsesSocketCapAndDeadPeer(t *testing.T) {
+	ts := newTestServer(t, serverOpts{cfg: Config{MaxSubscribers: 3, MaxConnections: 2}})
+	ts.srv.hub.ping, ts.srv.hub.pongWait = 5*time.Millisecond, time.Second
+	addr := serveReal(t, ts.srv)
+	url := "ws://" + addr + "/v1/responses"
+	live := func() {
+		c, _, err := websocket.DefaultDialer.Dial(url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		go func() { // reading answers the pings
+			for {
+				if _, _, err := c.NextReader(); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	live()
+	live()
+	dead, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dead.Close()
+	req := "GET /v1/responses HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+		"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+	if _, err := dead.Write([]byte(req)); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ts.srv.hub.sockets.Load() != 3; i++ {
+		if i > 20000 {
+			t.Fatalf("%d sockets open, want 3", ts.srv.hub.sockets.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, resp, err := websocket.DefaultDialer.Dial(url, nil); err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a fourth socket: %v %v", resp, err)
+	}
+	if code := chatStatus(t, addr); code != 200 {
+		t.Fatalf("a chat request with the sockets full (2 connections allowed): %d", code)
+	}
+	// The dead peer is closed, and its place taken again.
+	for i := 0; ts.srv.hub.sockets.Load() != 2; i++ {
+		if i > 20000 {
+			t.Fatalf("%d sockets open, want the 2 live ones", ts.srv.hub.sockets.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	live()
+	if n := ts.srv.hub.sockets.Load(); n != 3 {
+		t.Fatalf("%d sockets open, want 3", n)
+	}
+}
