@@ -184,7 +184,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	if s, ok := lm.dir.Experts.(*experts.Streamed); ok {
 		pool = s.ReadPool()
 	}
-	cache, err := pc.open(lm.dir, p, pool)
+	cache, err := pc.open(ctx, lm.dir, p, pool)
 	if err != nil {
 		return err
 	}

@@ -178,7 +178,7 @@ func openEngine(ctx context.Context, cfg hostConfig, progress func(detail string
 	}
 	e := &engine{lm: lm, plan: p, src: lm.dir.Experts.(*experts.Streamed), gpu: g}
 	// Restores read through the expert tier's pool.
-	if e.cache, err = cfg.PromptCache.open(lm.dir, p, e.src.ReadPool()); err != nil {
+	if e.cache, err = cfg.PromptCache.open(ctx, lm.dir, p, e.src.ReadPool()); err != nil {
 		g.Close()
 		lm.Close()
 		return nil, err

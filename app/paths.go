@@ -15,3 +15,14 @@ func usagePath(dir string) string {
 	}
 	return filepath.Join(cache, "Spool", "usage", filepath.Base(filepath.Clean(dir))+".coli_usage")
 }
+
+// fingerprintStore is where the digests of models' weight files are
+// remembered (engine/fingerprint): Spool/fingerprints.json in the user's
+// cache directory ("" when there is none: they are computed each time).
+func fingerprintStore() string {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(cache, "Spool", "fingerprints.json")
+}
