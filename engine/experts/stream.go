@@ -46,6 +46,7 @@ type Streamed struct {
 	slabBytes int64 // every slab allocated
 	closed    bool
 	packNotes []string
+	damaged   map[string]int // pack path: records read from the shard instead
 	bgSubmit  sync.WaitGroup // Prefetch's submitting goroutines
 
 	// Test hooks (see export_test.go).
