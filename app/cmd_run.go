@@ -168,7 +168,12 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	opts := loader.Options{Model: plannedModel(p, model.Options{DisableMTP: f.noMTP, DisableDSA: f.noDSA})}
 	streaming := f.stream || !p.AllExpertsCached()
 	if streaming {
-		opts.Experts = streamedExperts(p, usagePath(dir))
+		usage, err := usageFile(ctx, lm.dir, usageDir())
+		if err != nil {
+			lm.Close()
+			return err
+		}
+		opts.Experts = streamedExperts(p, usage)
 	}
 	speculate := streaming
 	if cmd.Flags().Changed("speculative") {

@@ -18,30 +18,6 @@ import (
 	"github.com/spoolhq/spool/internal/fixtures"
 )
 
-// copyModel copies the fixture model name into a directory of its own.
-func copyModel(t *testing.T, name string) string {
-	t.Helper()
-	src := fixtures.Path(t, name)
-	dst := t.TempDir()
-	entries, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if e.IsDir() {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(src, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dst, e.Name()), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dst
-}
-
 // scaleWeight multiplies one element of an F32 tensor of the model in dir
 // in place: the headers stay as they were.
 func scaleWeight(t *testing.T, dir, tensor string, elem int, by float32) {
@@ -86,7 +62,8 @@ func TestPromptCacheOtherWeightsMiss(t *testing.T) {
 	if len(prompt) < 2*B {
 		t.Fatalf("the long case has %d tokens", len(prompt))
 	}
-	first, same, tuned := copyModel(t, name), copyModel(t, name), copyModel(t, name)
+	src := fixtures.Path(t, name)
+	first, same, tuned := fixtures.CopyModel(t, src), fixtures.CopyModel(t, src), fixtures.CopyModel(t, src)
 	scaleWeight(t, tuned, "model.layers.0.input_layernorm.weight", 3, 1.5)
 	cacheDir := t.TempDir()
 	p := generate.Params{MaxTokens: 8}
