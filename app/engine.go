@@ -169,6 +169,9 @@ func openEngine(ctx context.Context, cfg hostConfig, progress func(detail string
 		lm.Close()
 		return nil, err
 	}
+	// The weights' fingerprint keys the usage history and the prompt
+	// cache: read once for a model outside the Hugging Face cache.
+	progress("fingerprinting the weights", 0.1)
 	usage, err := usageFile(ctx, lm.dir, cfg.UsageDir)
 	if err != nil {
 		g.Close()

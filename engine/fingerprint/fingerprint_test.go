@@ -174,3 +174,26 @@ func TestModel(t *testing.T) {
 		t.Error("a missing shard was fingerprinted")
 	}
 }
+
+// FuzzStore: any bytes in the store file give a store or an error, never
+// a panic, and what parses looks up only well-formed digests.
+func FuzzStore(f *testing.F) {
+	f.Add([]byte(`{"version":1,"files":{"/a":{"dev":1,"inode":2,"size":3,"mtime_ns":4,"sha256":"00"}}}`))
+	f.Add([]byte(`{"version":1,"files":null}`))
+	f.Add([]byte(`{"version":2}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "fingerprints.json")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, err := readStore(path)
+		if err != nil {
+			return
+		}
+		for p, e := range s.Files {
+			if h, ok := s.lookup(p, e.Stamp); ok && !strings.EqualFold(h.String(), e.SHA256) {
+				t.Fatalf("%q looked up as %s", e.SHA256, h)
+			}
+		}
+	})
+}
