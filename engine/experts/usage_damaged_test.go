@@ -84,7 +84,7 @@ func TestEmptyUsageNeverSaved(t *testing.T) {
 		t.Fatal(err)
 	}
 	after, err := os.Stat(usage)
-	if err != nil || !after.ModTime().Equal(before.ModTime()) || os.SameFile(before, after) == false {
+	if err != nil || !after.ModTime().Equal(before.ModTime()) || !os.SameFile(before, after) {
 		t.Errorf("an empty history was written over the file: %v", err)
 	}
 }
