@@ -93,7 +93,7 @@ func everyExpertUsed(t *testing.T, layers, nexperts int) string {
 // rebuilt weights and the scales); the expert is read from its shard
 // instead, logged and noted, and generation gives the tokens of the run
 // without packs: no error, no crash, no zeros. Pinning at open, which
-// reads the first records, falls back the same way.
+// reads the first records, and reading ahead fall back the same way.
 func TestDamagedPackFallsBack(t *testing.T) {
 	const model = "glm52-tiny"
 	ref := residentRef(t, model)
@@ -106,8 +106,9 @@ func TestDamagedPackFallsBack(t *testing.T) {
 		{"coded data", func(r *expertpack.Record) int64 { return r.DataOff + (r.ScalesOff-r.DataOff)/2 }},
 		{"header", func(r *expertpack.Record) int64 { return 20 }},
 	} {
-		for _, pinned := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s, pinned %v", tc.name, pinned), func(t *testing.T) {
+		for _, mode := range []string{"streamed", "pinned", "read ahead"} {
+			pinned := mode == "pinned"
+			t.Run(tc.name+", "+mode, func(t *testing.T) {
 				dir := packedModel(t, model)
 				damagePacks(t, dir, tc.where)
 				var log syncBuffer
@@ -118,8 +119,11 @@ func TestDamagedPackFallsBack(t *testing.T) {
 				usage := everyExpertUsed(t, cfg.NumLayers, cfg.NumRoutedExperts)
 				d, s := openStreamed(t, dir, func(row int64) experts.StreamOptions {
 					o := experts.StreamOptions{WorkingSlots: 4, Packs: experts.PacksRead, Logger: slog.New(slog.NewTextHandler(&log, nil))}
-					if pinned {
+					switch mode {
+					case "pinned":
 						o.CacheBytes, o.PinnedBytes, o.UsagePath = 8*row, 8*row, usage
+					case "read ahead":
+						o.CacheBytes, o.WorkingSlots, o.Prefetch = 2*row, 24, true
 					}
 					return o
 				}, nil)
@@ -131,6 +135,9 @@ func TestDamagedPackFallsBack(t *testing.T) {
 					if err != nil || !slices.Equal(got, ref.plain[i]) {
 						t.Fatalf("prompt %d: %v (%v), without packs %v", i, got, err, ref.plain[i])
 					}
+				}
+				if st := s.Stats(); mode == "read ahead" && st.Total.Prefetched == 0 {
+					t.Errorf("nothing was read ahead: %+v", st.Total)
 				}
 				if !strings.Contains(log.String(), "read from the shard") || !strings.Contains(log.String(), expertpack.Suffix) {
 					t.Errorf("the fallback was not logged: %q", log.String())
