@@ -174,7 +174,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 		MaxQueue:    f.maxQueue,
 		NoMTP:       f.noMTP,
 		NoDSA:       f.noDSA,
-		UsagePath:   usagePath(dir),
+		UsageDir:    usageDir(),
 		PromptCache: pc,
 		GPU:         f.gpu.mode,
 		Remote:      rcfg,

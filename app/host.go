@@ -43,8 +43,9 @@ type hostConfig struct {
 	IdleSequences int
 	NoMTP         bool
 	NoDSA         bool
-	// UsagePath is the routed-expert usage history ("" keeps none).
-	UsagePath string
+	// UsageDir is where routed-expert usage histories are kept, one per
+	// model identity (usageFile; "" keeps none).
+	UsageDir string
 	// PromptCache is the prompt cache's disk tier (or off); the plan sizes
 	// its memory tier.
 	PromptCache promptCacheSetup

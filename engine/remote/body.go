@@ -71,7 +71,8 @@ func (b *bodyBudget) available() int64 {
 
 // ReadBody reads a non-streamed answer whole (at most MaxBody bytes) and
 // closes it. The bytes count against the client's budget until the
-// context of the request that asked for the answer ends.
+// context of the request that asked for the answer ends. An answer of a
+// Client's Do comes with the remote key cleaned out.
 func ReadBody(resp *http.Response) ([]byte, error) {
 	return readBody(resp, true)
 }
@@ -81,7 +82,8 @@ func ReadBody(resp *http.Response) ([]byte, error) {
 func readBody(resp *http.Response, hold bool) ([]byte, error) {
 	defer resp.Body.Close()
 	limit, budget, ctx := int64(MaxBody), (*bodyBudget)(nil), context.Context(nil)
-	if wb, ok := resp.Body.(*watchedBody); ok {
+	wb, watched := resp.Body.(*watchedBody)
+	if watched {
 		limit, budget, ctx = wb.c.maxBody, wb.c.bodies, wb.parent
 	}
 	if resp.ContentLength > limit {
@@ -105,6 +107,9 @@ func readBody(resp *http.Response, hold bool) ([]byte, error) {
 	if err != nil {
 		release()
 		return nil, err
+	}
+	if watched {
+		data = wb.c.scrubBytes(data)
 	}
 	if !hold || ctx == nil || ctx.Done() == nil {
 		release()

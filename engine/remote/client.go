@@ -156,15 +156,6 @@ func New(cfg Config) (*Client, error) {
 // Endpoint is the remote's base URL as users see it (never with a key).
 func (c *Client) Endpoint() string { return c.base.String() }
 
-// scrub removes the remote key from text that came from the remote or the
-// network, so that no error, status or log line carries it.
-func (c *Client) scrub(s string) string {
-	if len(c.key) < 4 {
-		return s
-	}
-	return strings.ReplaceAll(s, c.key, "[remote key]")
-}
-
 // Do sends a request to the remote: path is an API path such as
 // "/v1/chat/completions", body a JSON document or nil. A 2xx answer is
 // returned for the caller to read and close; its body times out after
@@ -202,6 +193,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte) (*htt
 		return nil, c.transportError(ctx, cause, err, "answer")
 	}
 	c.markReachable()
+	c.scrubHeader(resp.Header)
 	if resp.StatusCode/100 == 2 {
 		// The silence limit runs from the answer's start.
 		wd.reset(c.timeout)
