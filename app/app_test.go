@@ -124,7 +124,7 @@ func TestUIAPI(t *testing.T) {
 	dm := newDownloadManager(nil)
 	defer dm.Close()
 	settings := filepath.Join(t.TempDir(), "settings.json")
-	u := newUIAPI(model, settings, dm)
+	u := newUIAPI(model, newSettingsStore(settings), dm)
 
 	code, info := uiRequest(t, u, "GET", "/ui/info", "")
 	m, _ := info["model"].(map[string]any)
@@ -183,7 +183,7 @@ func TestUIAtlas(t *testing.T) {
 		t.Fatalf("the committed atlas is missing: %v", err)
 	}
 	dir := t.TempDir()
-	u := newUIAPI(dir, filepath.Join(dir, "settings.json"), newDownloadManager(nil))
+	u := newUIAPI(dir, newSettingsStore(filepath.Join(dir, "settings.json")), newDownloadManager(nil))
 	if code, _ := uiRequest(t, u, "GET", "/ui/atlas", ""); code != 404 {
 		t.Fatalf("atlas without experts.json: status %d, want 404", code)
 	}
@@ -261,7 +261,7 @@ func TestEngineHost(t *testing.T) {
 	dm := newDownloadManager(nil)
 	defer dm.Close()
 	var states []string
-	h := newEngineHost(cfg, assets, newUIAPI(model, filepath.Join(tmp, "settings.json"), dm), func(st hostStatus) { states = append(states, st.State) })
+	h := newEngineHost(cfg, assets, newUIAPI(model, newSettingsStore(filepath.Join(tmp, "settings.json")), dm), func(st hostStatus) { states = append(states, st.State) })
 	ctx := context.Background()
 	h.Start(ctx)
 	defer h.Stop()
@@ -316,7 +316,7 @@ func TestEngineHostFailure(t *testing.T) {
 	cfg := hostConfig{ModelDir: model, Server: server.Config{Host: "0.0.0.0", Port: freePort(t)}}
 	dm := newDownloadManager(nil)
 	defer dm.Close()
-	h := newEngineHost(cfg, fstest.MapFS{}, newUIAPI(model, filepath.Join(t.TempDir(), "s.json"), dm), nil)
+	h := newEngineHost(cfg, fstest.MapFS{}, newUIAPI(model, newSettingsStore(filepath.Join(t.TempDir(), "s.json")), dm), nil)
 	h.Start(context.Background())
 	defer h.Stop()
 	for h.Running() {

@@ -72,9 +72,9 @@ memory budget, context) apply at the next start; flags override them.`,
 type appRuntime struct {
 	host      *engineHost
 	downloads *downloadManager
-	settings  string    // the settings file
-	built     bool      // the UI was built in (not the placeholder)
-	stderr    io.Writer // where setting problems are reported
+	settings  *settingsStore // the settings file, its one owner in this process
+	built     bool           // the UI was built in (not the placeholder)
+	stderr    io.Writer      // where setting problems are reported
 	// restarting is set while restart stops and starts the engine.
 	restarting atomic.Bool
 
@@ -84,7 +84,7 @@ type appRuntime struct {
 }
 
 func newAppRuntime(f *appFlags, stderr io.Writer) (*appRuntime, error) {
-	rt := &appRuntime{flags: *f, settings: settingsPath(), stderr: stderr}
+	rt := &appRuntime{flags: *f, settings: newSettingsStore(settingsPath()), stderr: stderr}
 	cfg, err := rt.config()
 	if err != nil {
 		return nil, err
@@ -114,12 +114,7 @@ func (rt *appRuntime) loadModel(dir string) error {
 		rt.mu.Unlock()
 		return fmt.Errorf("cannot serve %s: %w", dir, err)
 	}
-	s, err := loadSettings(rt.settings)
-	if err != nil {
-		return err
-	}
-	s.ModelDir = dir
-	if err := saveSettings(rt.settings, s); err != nil {
+	if _, _, err := rt.settings.Update("", func(s *appSettings) error { s.ModelDir = dir; return nil }); err != nil {
 		return err
 	}
 	if ctx == nil {
@@ -163,7 +158,7 @@ func (rt *appRuntime) config() (hostConfig, error) {
 	if err != nil {
 		return hostConfig{}, err
 	}
-	s, err := loadSettings(rt.settings)
+	s, _, err := rt.settings.Load()
 	if err != nil {
 		fmt.Fprintf(rt.stderr, "spool: ignoring the saved settings: %v\n", err)
 		s = appSettings{}

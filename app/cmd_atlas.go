@@ -15,6 +15,7 @@ import (
 	"github.com/spoolhq/spool/engine/chat"
 	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
+	"github.com/spoolhq/spool/internal/regularfile"
 )
 
 type atlasFlags struct {
@@ -128,7 +129,7 @@ func runAtlas(cmd *cobra.Command, f *atlasFlags) error {
 }
 
 func fileSHA256(path string) (string, error) {
-	data, err := os.ReadFile(path)
+	data, err := regularfile.Read(path, maxFitConfigBytes)
 	if err != nil {
 		return "", err
 	}

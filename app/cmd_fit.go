@@ -15,6 +15,7 @@ import (
 	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/engine/speed"
+	"github.com/spoolhq/spool/internal/regularfile"
 )
 
 // exitNoFit is spool fit's exit status when the model does not fit.
@@ -232,13 +233,17 @@ func weightsFromModel(dir string) (*config.Config, plan.Weights, error) {
 	return cfg, w, err
 }
 
+// maxFitConfigBytes bounds a config.json given to fit (a real one is a few
+// KB; a FIFO or a huge file is refused unread).
+const maxFitConfigBytes = 16 << 20
+
 // weightsFromConfig derives the weights from a bare config.json (or the
 // one in a directory) with the assumed artifact formats.
 func weightsFromConfig(path string, groupSize int, indexer, noMTP bool) (*config.Config, plan.Weights, error) {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		path = filepath.Join(path, "config.json")
 	}
-	raw, err := os.ReadFile(path)
+	raw, err := regularfile.Read(path, maxFitConfigBytes)
 	if err != nil {
 		return nil, plan.Weights{}, fmt.Errorf("config: %w", err)
 	}

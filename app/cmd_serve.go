@@ -188,7 +188,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	assets, _ := frontend.Assets()
 	downloads := newDownloadManager(nil)
 	defer downloads.Close()
-	host := newEngineHost(cfg, assets, newUIAPI(dir, settingsPath(), downloads), nil)
+	host := newEngineHost(cfg, assets, newUIAPI(dir, newSettingsStore(settingsPath()), downloads), nil)
 	downloads.publish = host.publish
 	return runHeadless(cmd.Context(), host, cmd.ErrOrStderr())
 }

@@ -92,7 +92,7 @@ func TestUIEngine(t *testing.T) {
 	dm := newDownloadManager(nil)
 	defer dm.Close()
 	path := filepath.Join(t.TempDir(), "settings.json")
-	u := newUIAPI(t.TempDir(), path, dm)
+	u := newUIAPI(t.TempDir(), newSettingsStore(path), dm)
 
 	if code, v := uiRequest(t, u, "GET", "/ui/engine", ""); code != 200 || v["engine"] != engineLocal || v["remote_key_set"] != false {
 		t.Fatalf("%d %v", code, v)
@@ -164,7 +164,7 @@ func TestEngineHostRemote(t *testing.T) {
 	}
 	cfg.Remote.URL, cfg.Remote.Key = url, testRemoteKey
 	assets := fstest.MapFS{"index.html": {Data: []byte("<!doctype html>spool ui")}}
-	u := newUIAPI(cfg.ModelDir, filepath.Join(t.TempDir(), "settings.json"), dm)
+	u := newUIAPI(cfg.ModelDir, newSettingsStore(filepath.Join(t.TempDir(), "settings.json")), dm)
 	h := newEngineHost(cfg, assets, u, nil)
 	h.Start(context.Background())
 	defer h.Stop()

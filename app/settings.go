@@ -2,14 +2,19 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
 	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/engine/server"
+	"github.com/spoolhq/spool/internal/atomicfile"
+	"github.com/spoolhq/spool/internal/regularfile"
 )
 
 // appSettings are what the Settings page edits and the desktop shell
@@ -101,46 +106,78 @@ func parseSettings(data []byte) (appSettings, error) {
 	return s, s.check()
 }
 
-// loadSettings reads path; a missing file gives zero settings.
+// settingsMaxBytes bounds the settings file: the Settings page writes a
+// few hundred bytes (its PUT body is limited to 64 KiB), so anything
+// larger is not a settings file and is refused before it is read.
+const settingsMaxBytes = 1 << 20
+
+// loadSettings reads path; a missing file gives zero settings. Anything
+// but a regular file of at most settingsMaxBytes is refused without
+// reading it (a FIFO would block, a huge file would cost its size).
 func loadSettings(path string) (appSettings, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return appSettings{}, nil
+	s, _, err := readSettings(path)
+	return s, err
+}
+
+// readSettings is loadSettings with the version of the file read: a
+// digest of its bytes (of none for a missing file).
+func readSettings(path string) (appSettings, string, error) {
+	data, err := regularfile.Read(path, settingsMaxBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return appSettings{}, settingsVersion(nil), nil
 	}
 	if err != nil {
-		return appSettings{}, fmt.Errorf("settings: %w", err)
+		return appSettings{}, "", &settingsFileError{path: path, err: err}
 	}
 	s, err := parseSettings(data)
 	if err != nil {
-		return s, fmt.Errorf("%s: %w", path, err)
+		return s, "", &settingsFileError{path: path, err: err}
 	}
-	return s, nil
+	return s, settingsVersion(data), nil
 }
 
-// saveSettings writes path atomically, readable by the user only (it may
-// hold the API key).
+// settingsVersion names one content of the settings file.
+func settingsVersion(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:12])
+}
+
+// settingsFileError is a settings file that cannot be used as it is (not
+// a regular file, too large, not JSON, out of range); the Settings page
+// offers to set it aside.
+type settingsFileError struct {
+	path string
+	err  error
+}
+
+func (e *settingsFileError) Error() string {
+	return fmt.Sprintf("the settings file %s cannot be used: %v", e.path, e.err)
+}
+
+func (e *settingsFileError) Unwrap() error { return e.err }
+
+// errSettingsSave is a settings file that could not be written.
+var errSettingsSave = errors.New("the settings were not saved")
+
+// saveSettings writes path atomically and fsynced (file and directory),
+// readable by the user only (it may hold the API keys). It returns the
+// version written.
 func saveSettings(path string, s appSettings) error {
+	_, err := writeSettings(path, s)
+	return err
+}
+
+func writeSettings(path string, s appSettings) (string, error) {
 	data, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
-		return err
+		return "", err
 	}
+	data = append(data, '\n')
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("settings: %w", err)
+		return "", fmt.Errorf("%w: %w", errSettingsSave, err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".settings-*.json")
-	if err != nil {
-		return fmt.Errorf("settings: %w", err)
+	if err := atomicfile.WriteFile(path, data, 0o600); err != nil {
+		return "", fmt.Errorf("%w: %w", errSettingsSave, err)
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("settings: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("settings: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("settings: %w", err)
-	}
-	return nil
+	return settingsVersion(data), nil
 }

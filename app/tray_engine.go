@@ -26,7 +26,7 @@ func (t *tray) addEngineMenu() {
 		defer tick.Stop()
 		var last engineMenuView
 		for {
-			s, err := loadSettings(t.rt.settings)
+			s, _, err := t.rt.settings.Load()
 			if err != nil {
 				s = appSettings{}
 			}
@@ -55,30 +55,35 @@ func (t *tray) addEngineMenu() {
 				return
 			case <-tick.C:
 			case <-local.ClickedCh:
-				t.chooseEngine(s, engineLocal)
+				t.chooseEngine(engineLocal)
 			case <-server.ClickedCh:
 				if !v.ServerSet {
 					t.showWindow()
 					continue
 				}
-				t.chooseEngine(s, engineRemote)
+				t.chooseEngine(engineRemote)
 			}
 		}
 	}()
 }
 
 // chooseEngine saves the engine choice and restarts the engine with it.
-func (t *tray) chooseEngine(s appSettings, kind string) {
-	if s.Engine == kind || (s.Engine == "" && kind == engineLocal) {
-		return
-	}
-	s.Engine = kind
-	if err := s.checkEngine(); err != nil {
+// The change is made to the settings as saved now, not to the copy the
+// menu last showed: an edit made meanwhile (the Settings page) is kept.
+func (t *tray) chooseEngine(kind string) {
+	changed := false
+	_, _, err := t.rt.settings.Update("", func(s *appSettings) error {
+		if s.Engine == kind || (s.Engine == "" && kind == engineLocal) {
+			return errSettingsUnchanged
+		}
+		s.Engine, changed = kind, true
+		return s.checkEngine()
+	})
+	if err != nil {
 		log.Printf("spool: engine: %v", err)
 		return
 	}
-	if err := saveSettings(t.rt.settings, s); err != nil {
-		log.Printf("spool: engine: %v", err)
+	if !changed {
 		return
 	}
 	if err := t.rt.restart(context.Background()); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/engine/speed"
+	"github.com/spoolhq/spool/internal/regularfile"
 	"github.com/spoolhq/spool/native/sysinfo"
 )
 
@@ -25,16 +26,19 @@ import (
 //	GET  /ui/info             model shape (expert map rows), version, engine state
 //	GET  /ui/plan             the memory plan; ?memory=24GiB&context=8192&sequences=1 for what-ifs
 //	GET  /ui/atlas            the expert atlas (experts.json) and where it came from
-//	GET  /ui/settings         the saved settings; PUT replaces them (applied at the next start)
+//	GET  /ui/settings         the saved settings and their version; PUT changes the fields it names
+//	                          (If-Match: a version refuses it when the file changed since); applied
+//	                          at the next start; see ui_settings.go
+//	POST /ui/settings/reset   sets the settings file aside (an unreadable one, from the Settings page)
 //	GET  /ui/engine           the engine choice (this Mac / a server); see ui_engine.go
 //	GET  /ui/download         the pinned artifact's download: plan, preflight, progress
 //	POST /ui/download/{plan,start,pause,resume,cancel}
 //	POST /ui/download/folder  {"dir":…} downloads to another folder (saved in the settings)
 //	POST /ui/download/load    serves the finished download (saved in the settings)
 type uiAPI struct {
-	modelDir     string
-	settingsPath string
-	downloads    *downloadManager
+	modelDir  string
+	settings  *settingsStore
+	downloads *downloadManager
 	// host, when set, is the in-process engine (desktop) for /ui/info.
 	host *engineHost
 	// load, when set, switches the engine to another model directory.
@@ -50,9 +54,9 @@ type planInput struct {
 	w   plan.Weights
 }
 
-func newUIAPI(modelDir, settingsPath string, downloads *downloadManager) *uiAPI {
-	u := &uiAPI{modelDir: modelDir, settingsPath: settingsPath, downloads: downloads, weights: map[string]planInput{}}
-	if s, err := loadSettings(settingsPath); err == nil && s.HubCache != "" {
+func newUIAPI(modelDir string, settings *settingsStore, downloads *downloadManager) *uiAPI {
+	u := &uiAPI{modelDir: modelDir, settings: settings, downloads: downloads, weights: map[string]planInput{}}
+	if s, _, err := settings.Load(); err == nil && s.HubCache != "" {
 		downloads.SetCacheDir(s.HubCache, cacheFromSettings)
 	}
 	mux := http.NewServeMux()
@@ -61,6 +65,7 @@ func newUIAPI(modelDir, settingsPath string, downloads *downloadManager) *uiAPI 
 	mux.HandleFunc("GET /ui/atlas", u.handleAtlas)
 	mux.HandleFunc("GET /ui/settings", u.handleGetSettings)
 	mux.HandleFunc("PUT /ui/settings", u.handlePutSettings)
+	mux.HandleFunc("POST /ui/settings/reset", u.handleResetSettings)
 	mux.HandleFunc("GET /ui/download", u.handleDownload)
 	mux.HandleFunc("POST /ui/download/folder", u.handleDownloadFolder)
 	mux.HandleFunc("POST /ui/download/load", u.handleDownloadLoad)
@@ -110,7 +115,7 @@ type modelInfo struct {
 }
 
 func (u *uiAPI) handleInfo(w http.ResponseWriter, r *http.Request) {
-	out := map[string]any{"version": version, "settings_path": u.settingsPath}
+	out := map[string]any{"version": version, "settings_path": u.settings.path}
 	if cfg, err := config.Load(u.dir()); err != nil {
 		out["model_error"] = err.Error()
 	} else {
@@ -210,9 +215,14 @@ func atlasCandidates(dir string) []string {
 	return out
 }
 
+// maxAtlasBytes bounds experts.json, read on every GET /ui/atlas: GLM-5.2's
+// 19,456 experts take a few MB; a FIFO or a huge file in the model
+// directory is refused unread.
+const maxAtlasBytes = 64 << 20
+
 func (u *uiAPI) handleAtlas(w http.ResponseWriter, r *http.Request) {
 	for _, path := range atlasCandidates(u.dir()) {
-		data, err := os.ReadFile(path)
+		data, err := regularfile.Read(path, maxAtlasBytes)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
@@ -230,43 +240,6 @@ func (u *uiAPI) handleAtlas(w http.ResponseWriter, r *http.Request) {
 	}
 	uiError(w, http.StatusNotFound, "no experts.json for %s: run `spool atlas --model %s --out %s`",
 		u.dir(), u.dir(), filepath.Join(u.dir(), "experts.json"))
-}
-
-func (u *uiAPI) handleGetSettings(w http.ResponseWriter, r *http.Request) {
-	s, err := loadSettings(u.settingsPath)
-	if err != nil {
-		uiError(w, http.StatusInternalServerError, "%v", err)
-		return
-	}
-	uiJSON(w, http.StatusOK, map[string]any{"settings": s.forBrowser(), "remote_key_set": s.RemoteKey != "", "path": u.settingsPath, "defaults": defaultSettings()})
-}
-
-func (u *uiAPI) handlePutSettings(w http.ResponseWriter, r *http.Request) {
-	data, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
-	if err != nil {
-		uiError(w, http.StatusBadRequest, "reading the settings: %v", err)
-		return
-	}
-	s, err := parseSettings(data)
-	if err != nil {
-		uiError(w, http.StatusBadRequest, "%v", err)
-		return
-	}
-	saved, err := loadSettings(u.settingsPath)
-	if err != nil {
-		uiError(w, http.StatusInternalServerError, "%v", err)
-		return
-	}
-	s = s.withEngineOf(saved)
-	if err := saveSettings(u.settingsPath, s); err != nil {
-		uiError(w, http.StatusInternalServerError, "%v", err)
-		return
-	}
-	// The download folder applies at once (when no download runs).
-	if st := u.downloads.Status(); s.HubCache != "" && s.HubCache != st.CacheDir {
-		u.downloads.SetCacheDir(s.HubCache, cacheFromSettings)
-	}
-	uiJSON(w, http.StatusOK, map[string]any{"settings": s.forBrowser(), "remote_key_set": s.RemoteKey != "", "path": u.settingsPath, "defaults": defaultSettings()})
 }
 
 func (u *uiAPI) handleDownload(w http.ResponseWriter, r *http.Request) {
@@ -296,7 +269,7 @@ func (u *uiAPI) handleDownloadFolder(w http.ResponseWriter, r *http.Request) {
 		err = u.downloads.SetCacheDir(dir, cacheFromSettings)
 	}
 	if err == nil {
-		err = u.updateSettings(func(s *appSettings) { s.HubCache = dir })
+		_, _, err = u.settings.Update("", func(s *appSettings) error { s.HubCache = dir; return nil })
 	}
 	if err != nil {
 		uiError(w, http.StatusBadRequest, "%v", err)
@@ -323,19 +296,6 @@ func (u *uiAPI) handleDownloadLoad(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	uiJSON(w, http.StatusOK, st)
-}
-
-// updateSettings changes the saved settings.
-func (u *uiAPI) updateSettings(change func(*appSettings)) error {
-	s, err := loadSettings(u.settingsPath)
-	if err != nil {
-		return err
-	}
-	change(&s)
-	if err := s.check(); err != nil {
-		return err
-	}
-	return saveSettings(u.settingsPath, s)
 }
 
 // diskFree is sysinfo.DiskFree with the error as text, for the UI.

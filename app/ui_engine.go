@@ -46,7 +46,7 @@ func (u *uiAPI) engineRoutes(mux *http.ServeMux) {
 }
 
 func (u *uiAPI) engineView(s appSettings) engineView {
-	v := engineView{Engine: s.Engine, RemoteURL: s.RemoteURL, RemoteKeySet: s.RemoteKey != "", Path: u.settingsPath}
+	v := engineView{Engine: s.Engine, RemoteURL: s.RemoteURL, RemoteKeySet: s.RemoteKey != "", Path: u.settings.path}
 	if v.Engine == "" {
 		v.Engine = engineLocal
 	}
@@ -61,9 +61,9 @@ func (u *uiAPI) engineView(s appSettings) engineView {
 }
 
 func (u *uiAPI) handleGetEngine(w http.ResponseWriter, r *http.Request) {
-	s, err := loadSettings(u.settingsPath)
+	s, _, err := u.settings.Load()
 	if err != nil {
-		uiError(w, http.StatusInternalServerError, "%v", err)
+		u.settingsFailure(w, err)
 		return
 	}
 	uiJSON(w, http.StatusOK, u.engineView(s))
@@ -85,25 +85,19 @@ func (u *uiAPI) handlePutEngine(w http.ResponseWriter, r *http.Request) {
 		uiError(w, http.StatusBadRequest, "the engine choice: %v", err)
 		return
 	}
-	s, err := loadSettings(u.settingsPath)
+	s, _, err := u.settings.Update("", func(s *appSettings) error {
+		if c.RemoteURL != s.RemoteURL && c.RemoteKey == nil {
+			// A saved key belongs to the server it was saved for.
+			s.RemoteKey = ""
+		}
+		s.Engine, s.RemoteURL = c.Engine, c.RemoteURL
+		if c.RemoteKey != nil {
+			s.RemoteKey = *c.RemoteKey
+		}
+		return s.checkEngine()
+	})
 	if err != nil {
-		uiError(w, http.StatusInternalServerError, "%v", err)
-		return
-	}
-	if c.RemoteURL != s.RemoteURL && c.RemoteKey == nil {
-		// A saved key belongs to the server it was saved for.
-		s.RemoteKey = ""
-	}
-	s.Engine, s.RemoteURL = c.Engine, c.RemoteURL
-	if c.RemoteKey != nil {
-		s.RemoteKey = *c.RemoteKey
-	}
-	if err := s.checkEngine(); err != nil {
-		uiError(w, http.StatusBadRequest, "%v", err)
-		return
-	}
-	if err := saveSettings(u.settingsPath, s); err != nil {
-		uiError(w, http.StatusInternalServerError, "%v", err)
+		u.settingsFailure(w, err)
 		return
 	}
 	uiJSON(w, http.StatusOK, u.engineView(s))
@@ -121,7 +115,7 @@ func (u *uiAPI) handleCheckEngine(w http.ResponseWriter, r *http.Request) {
 	key := ""
 	if c.RemoteKey != nil {
 		key = *c.RemoteKey
-	} else if s, err := loadSettings(u.settingsPath); err == nil && s.RemoteURL == c.RemoteURL {
+	} else if s, _, err := u.settings.Load(); err == nil && s.RemoteURL == c.RemoteURL {
 		// Only the server the key was saved for gets it.
 		key = s.RemoteKey
 	}

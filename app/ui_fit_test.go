@@ -18,7 +18,7 @@ func TestUIPlanSpeed(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
 	dm := newDownloadManager(nil)
 	defer dm.Close()
-	u := newUIAPI(demoModel(t), filepath.Join(t.TempDir(), "settings.json"), dm)
+	u := newUIAPI(demoModel(t), newSettingsStore(filepath.Join(t.TempDir(), "settings.json")), dm)
 	section := func(q string) map[string]any {
 		t.Helper()
 		code, r := uiRequest(t, u, "GET", "/ui/plan?model=glm52&memory=32GiB"+q, "")
@@ -63,7 +63,7 @@ func TestUIPlanSpeedUnfit(t *testing.T) {
 	t.Setenv("HF_HUB_OFFLINE", "1")
 	dm := newDownloadManager(nil)
 	defer dm.Close()
-	u := newUIAPI(demoModel(t), filepath.Join(t.TempDir(), "settings.json"), dm)
+	u := newUIAPI(demoModel(t), newSettingsStore(filepath.Join(t.TempDir(), "settings.json")), dm)
 	code, r := uiRequest(t, u, "GET", "/ui/plan?model=glm52&memory=16GiB&chip=M4+Max", "")
 	sp, _ := r["speed"].(map[string]any)
 	if code != 200 || sp == nil || sp["decode_tokens_per_second"] != nil || !strings.Contains(sp["unavailable"].(string), "does not fit") {

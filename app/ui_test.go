@@ -28,7 +28,7 @@ func TestGLM52Plan(t *testing.T) {
 	}
 	dm := newDownloadManager(nil)
 	defer dm.Close()
-	u := newUIAPI(demoModel(t), filepath.Join(t.TempDir(), "settings.json"), dm)
+	u := newUIAPI(demoModel(t), newSettingsStore(filepath.Join(t.TempDir(), "settings.json")), dm)
 	code, p := uiRequest(t, u, "GET", "/ui/plan?model=glm52&memory=32GiB", "")
 	plan, _ := p["plan"].(map[string]any)
 	// The pinned revision's figures (glm52-real/README.md).
@@ -108,7 +108,7 @@ func TestDownloadFlow(t *testing.T) {
 	})
 	defer dm.Close()
 	settings := filepath.Join(home, "settings.json")
-	u := newUIAPI(demoModel(t), settings, dm)
+	u := newUIAPI(demoModel(t), newSettingsStore(settings), dm)
 	var loaded string
 	u.load = func(dir string) error { loaded = dir; return nil }
 
@@ -180,7 +180,7 @@ func TestDownloadFlow(t *testing.T) {
 	// Planned again later (a new session), the cache is complete: done.
 	dm2 := newDownloadManager(nil)
 	defer dm2.Close()
-	newUIAPI(demoModel(t), settings, dm2)
+	newUIAPI(demoModel(t), newSettingsStore(settings), dm2)
 	dm2.Do("plan")
 	for dm2.Status().Planning {
 		time.Sleep(10 * time.Millisecond)
@@ -214,7 +214,7 @@ func TestLoadModelRefuses(t *testing.T) {
 	if rt.flags.model != model || rt.host.Running() {
 		t.Errorf("after the refusals: model %q, running %v", rt.flags.model, rt.host.Running())
 	}
-	if s, _ := loadSettings(rt.settings); s.ModelDir != "" {
+	if s, _ := loadSettings(rt.settings.path); s.ModelDir != "" {
 		t.Errorf("a refused model was saved: %q", s.ModelDir)
 	}
 }

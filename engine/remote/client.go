@@ -28,8 +28,7 @@ const (
 	probeTimeout = 5 * time.Second
 	// maxErrorBody bounds an error answer read for its message.
 	maxErrorBody = 1 << 20
-	// MaxBody bounds a non-streamed answer read whole.
-	MaxBody = 64 << 20
+	// MaxBody and the answers' budget are in body.go.
 )
 
 // Config says which remote engine to use and how.
@@ -61,6 +60,9 @@ type Client struct {
 	probeEvery time.Duration
 	http       *http.Client
 	kick       chan struct{}
+	// maxBody and bodies bound non-streamed answers (body.go).
+	maxBody int64
+	bodies  *bodyBudget
 
 	mu     sync.Mutex
 	status Status
@@ -119,6 +121,8 @@ func New(cfg Config) (*Client, error) {
 		timeout:    cfg.Timeout,
 		probeEvery: cfg.ProbeInterval,
 		kick:       make(chan struct{}, 1),
+		maxBody:    MaxBody,
+		bodies:     newBodyBudget(DefaultBodyBudget),
 	}
 	if c.timeout <= 0 {
 		c.timeout = DefaultTimeout
@@ -161,6 +165,7 @@ func (c *Client) Endpoint() string { return c.base.String() }
 func (c *Client) Do(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
 	u := *c.base
 	u.Path = c.base.Path + path
+	parent := ctx
 	ctx, cancel := context.WithCancelCause(ctx)
 	var rd io.Reader
 	if body != nil {
@@ -192,7 +197,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte) (*htt
 	if resp.StatusCode/100 == 2 {
 		// The silence limit runs from the answer's start.
 		wd.reset(c.timeout)
-		resp.Body = &watchedBody{rc: resp.Body, wd: wd, ctx: ctx, cancel: cancel, c: c}
+		resp.Body = &watchedBody{rc: resp.Body, wd: wd, ctx: ctx, cancel: cancel, c: c, parent: parent}
 		return resp, nil
 	}
 	defer func() {
@@ -254,6 +259,9 @@ type watchedBody struct {
 	cancel context.CancelCauseFunc
 	c      *Client
 	once   sync.Once
+	// parent is the caller's context: a body read whole counts against
+	// the client's budget until it ends (body.go).
+	parent context.Context
 }
 
 func (b *watchedBody) Read(p []byte) (int, error) {
@@ -284,22 +292,4 @@ func (b *watchedBody) Close() error {
 		err = b.rc.Close()
 	})
 	return err
-}
-
-// ReadBody reads a non-streamed answer whole (at most MaxBody bytes) and
-// closes it. An answer of a Client's Do comes with the remote key cleaned
-// out.
-func ReadBody(resp *http.Response) ([]byte, error) {
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxBody+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > MaxBody {
-		return nil, &Error{Kind: KindProtocol, Message: fmt.Sprintf("the remote engine's answer is larger than %d bytes", MaxBody)}
-	}
-	if wb, ok := resp.Body.(*watchedBody); ok {
-		data = wb.c.scrubBytes(data)
-	}
-	return data, nil
 }

@@ -57,7 +57,7 @@ func (c *Client) Models(ctx context.Context) ([]Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	body, err := ReadBody(resp)
+	body, err := readBody(resp, false) // parsed and dropped here
 	if err != nil {
 		return nil, err
 	}

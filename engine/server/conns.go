@@ -114,7 +114,9 @@ func (g *connGuard) closeIdleLocked(n int) {
 	}
 }
 
-// setState is the http.Server's ConnState hook.
+// setState is the http.Server's ConnState hook. A hijacked connection
+// (an events websocket, with its own cap) leaves the count: it is no
+// longer the API's.
 func (g *connGuard) setState(nc net.Conn, state http.ConnState) {
 	c, ok := nc.(*guardedConn)
 	if !ok {
@@ -122,6 +124,9 @@ func (g *connGuard) setState(nc net.Conn, state http.ConnState) {
 	}
 	g.mu.Lock()
 	c.state, c.since = state, time.Now()
+	if state == http.StateHijacked {
+		delete(g.conns, c)
+	}
 	g.mu.Unlock()
 }
 

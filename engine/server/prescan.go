@@ -63,40 +63,26 @@ func (s *Server) prescan(w http.ResponseWriter, r *http.Request) (*http.Request,
 		return r, true
 	}
 	limit := s.eng.Scheduler.Config().ContextLength
-	if n, ok := arrayLength(body.data, key, limit+1); ok && n > limit {
+	n, ok, err := conversationLength(body.data, key, limit+1)
+	if err != nil {
+		writeError(w, r, invalid("", "%v", err))
+		return nil, false
+	}
+	if ok && n > limit {
 		writeError(w, r, tooManyMessages(n, limit))
 		return nil, false
 	}
 	return r, true
 }
 
-// arrayLength counts the elements of the array under key at the top level
-// of a JSON object, counting no further than stop. ok is false when body is
-// not such an object (the decoder then says what is wrong) or key does not
-// hold an array.
+// arrayLength counts the elements of the array under key (decoded and
+// folded as encoding/json matches it) at the top level of a JSON object,
+// counting no further than stop. ok is false when body is not such an
+// object (the decoder then says what is wrong), key does not hold an
+// array, or a top-level field is named twice (see prescankeys.go).
 func arrayLength(body []byte, key string, stop int) (n int, ok bool) {
-	sc := jsonScan{b: body}
-	if !sc.consume('{') {
-		return 0, false
-	}
-	for {
-		if sc.consume('}') {
-			return 0, false
-		}
-		k, ok := sc.str()
-		if !ok || !sc.consume(':') {
-			return 0, false
-		}
-		if k == key {
-			return sc.countArray(stop)
-		}
-		if !sc.skipValue(0) {
-			return 0, false
-		}
-		if !sc.consume(',') {
-			return 0, false
-		}
-	}
+	n, ok, err := conversationLength(body, key, stop)
+	return n, ok && err == nil
 }
 
 // jsonScan is a minimal JSON walker over a byte slice: it validates only
@@ -129,8 +115,7 @@ func (s *jsonScan) consume(c byte) bool {
 	return false
 }
 
-// str reads a string; the key is returned raw (escapes kept), which is
-// enough to match plain keys.
+// str reads a string, returned raw (escapes kept); key decodes keys.
 func (s *jsonScan) str() (string, bool) {
 	s.ws()
 	if s.pos >= len(s.b) || s.b[s.pos] != '"' {

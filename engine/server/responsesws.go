@@ -129,6 +129,12 @@ func (s *Server) handleResponsesSocket(w http.ResponseWriter, r *http.Request) {
 			Message: "GET /v1/responses is the Responses API's WebSocket mode: connect with a websocket client (Upgrade: websocket), or POST a response"})
 		return
 	}
+	release, ok := s.hub.acquireSocket(s.cfg.MaxSubscribers)
+	if !ok {
+		writeError(w, r, tooManySockets(s.cfg.MaxSubscribers, "Responses WebSocket-mode connections"))
+		return
+	}
+	defer release()
 	up := websocket.Upgrader{CheckOrigin: s.validOrigin}
 	conn, err := up.Upgrade(w, r, nil)
 	if err != nil {
@@ -137,6 +143,9 @@ func (s *Server) handleResponsesSocket(w http.ResponseWriter, r *http.Request) {
 	defer conn.Close()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
+	// Pings from their own goroutine, and a peer silent past the pong
+	// wait ends the connection (ws.go).
+	alive := s.hub.keepAlive(ctx, conn)
 
 	// The reader owns reads: it hands frames over one at a time and ends
 	// the connection's context when the client leaves, which cancels a
@@ -146,6 +155,9 @@ func (s *Server) handleResponsesSocket(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 		conn.SetReadLimit(s.cfg.MaxBodyBytes)
 		for {
+			// A reader held back by a long response starts its wait
+			// afresh.
+			alive()
 			_, data, err := conn.ReadMessage()
 			if err != nil {
 				return
@@ -158,16 +170,10 @@ func (s *Server) handleResponsesSocket(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	ctx = context.WithValue(ctx, socketResponsesKey{}, newResponseStore(1))
-	ping := time.NewTicker(wsPingInterval)
-	defer ping.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-ping.C:
-			if conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(wsWriteTimeout)) != nil {
-				return
-			}
 		case data := <-frames:
 			if s.responseFrame(ctx, conn, r, data) != nil {
 				return

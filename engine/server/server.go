@@ -46,6 +46,10 @@ type Config struct {
 	// keep-alives are closed to make room, and a few more connections are
 	// served /health, the UI and 503s (see conns.go).
 	MaxConnections int
+	// MaxSubscribers bounds the events websockets (default
+	// DefaultMaxSubscribers), apart from MaxConnections: a websocket
+	// leaves the connection count once upgraded.
+	MaxSubscribers int
 	// MaxParsing bounds requests whose bodies are decoded, rendered and
 	// tokenized at once (default: the cores, 2 to 4); others wait.
 	MaxParsing int
@@ -79,6 +83,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxConnections <= 0 {
 		c.MaxConnections = 64
+	}
+	if c.MaxSubscribers <= 0 {
+		c.MaxSubscribers = DefaultMaxSubscribers
 	}
 	if c.MaxParsing <= 0 {
 		c.MaxParsing = defaultParsing()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -41,9 +42,18 @@ const (
 	wsExpertsInterval  = 100 * time.Millisecond
 	wsExpertsIdleTicks = 20
 	wsPingInterval     = 30 * time.Second
-	wsWriteTimeout     = 10 * time.Second
-	wsSubscriberQueue  = 256
+	// wsPongWait is how long a subscriber may stay silent (no pong, no
+	// message) before it counts as gone and is closed: a few pings.
+	wsPongWait        = 75 * time.Second
+	wsWriteTimeout    = 10 * time.Second
+	wsSubscriberQueue = 256
 )
+
+// DefaultMaxSubscribers is the default cap on events websockets, and
+// apart on Responses WebSocket-mode connections (Config.MaxSubscribers).
+// Each costs two goroutines, its queue and its
+// buffers (about 30 KiB), and none holds one of the API's connections.
+const DefaultMaxSubscribers = 1024
 
 // hub fans events out to websocket subscribers. A subscriber that falls
 // behind loses events rather than slowing generation.
@@ -53,20 +63,32 @@ type hub struct {
 	n    atomic.Int32
 	// live is the requests in flight, which the state events report.
 	live *liveRequests
+	// ping is the interval of pings to each subscriber; pongWait how long
+	// one may stay silent before it is closed (wsPingInterval, wsPongWait;
+	// tests shorten them).
+	ping, pongWait time.Duration
+	// sockets counts the Responses WebSocket-mode connections.
+	sockets atomic.Int32
 }
 
-func newHub() *hub { return &hub{subs: map[chan Event]struct{}{}, live: newLiveRequests()} }
+func newHub() *hub {
+	return &hub{subs: map[chan Event]struct{}{}, live: newLiveRequests(), ping: wsPingInterval, pongWait: wsPongWait}
+}
 
 // active reports whether anyone listens (cheap; checked per token).
 func (h *hub) active() bool { return h.n.Load() > 0 }
 
-func (h *hub) subscribe() chan Event {
-	ch := make(chan Event, wsSubscriberQueue)
+// subscribe adds a subscriber unless max are subscribed already.
+func (h *hub) subscribe(max int) (chan Event, bool) {
 	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.subs) >= max {
+		return nil, false
+	}
+	ch := make(chan Event, wsSubscriberQueue)
 	h.subs[ch] = struct{}{}
 	h.n.Store(int32(len(h.subs)))
-	h.mu.Unlock()
-	return ch
+	return ch, true
 }
 
 func (h *hub) unsubscribe(ch chan Event) {
@@ -144,18 +166,30 @@ func (h *hub) run(ctx context.Context, s *Server) {
 	}
 }
 
-// handleEvents upgrades to the events websocket.
+// handleEvents upgrades to the events websocket. Subscribers have their
+// own cap (Config.MaxSubscribers), and a hijacked connection leaves the
+// API's connection guard (conns.go), so websockets never take the API's
+// connections. A subscriber that answers no ping for pongWait is closed
+// (keepAlive; the Responses WebSocket mode uses the same).
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
+	ch, ok := s.hub.subscribe(s.cfg.MaxSubscribers)
+	if !ok {
+		writeError(w, r, tooManySockets(s.cfg.MaxSubscribers, eventsPath+" websockets"))
+		return
+	}
+	defer s.hub.unsubscribe(ch)
 	up := websocket.Upgrader{CheckOrigin: s.validOrigin}
 	conn, err := up.Upgrade(w, r, nil)
 	if err != nil {
 		return // the upgrader has answered
 	}
-	ch := s.hub.subscribe()
-	defer s.hub.unsubscribe(ch)
 	defer conn.Close()
 
-	// The reader notices the client leaving and answers pings.
+	// The reader notices the client leaving and answers pings; keepAlive
+	// pings and gives up on a peer silent for pongWait.
+	ctx, stop := context.WithCancel(r.Context())
+	defer stop()
+	alive := s.hub.keepAlive(ctx, conn)
 	gone := make(chan struct{})
 	go func() {
 		defer close(gone)
@@ -164,6 +198,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 			if _, _, err := conn.NextReader(); err != nil {
 				return
 			}
+			alive()
 		}
 	}()
 	write := func(ev Event) error {
@@ -173,11 +208,9 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	if write(s.helloEvent()) != nil || write(s.stateEvent()) != nil {
 		return
 	}
-	ping := time.NewTicker(wsPingInterval)
-	defer ping.Stop()
 	for {
 		select {
-		case <-r.Context().Done():
+		case <-ctx.Done():
 			return
 		case <-gone:
 			return
@@ -185,10 +218,50 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 			if write(ev) != nil {
 				return
 			}
-		case <-ping.C:
-			if conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(wsWriteTimeout)) != nil {
-				return
-			}
 		}
 	}
+}
+
+// keepAlive pings conn every ping interval until ctx ends (from its own
+// goroutine: WriteControl may run alongside the connection's other
+// writes, so a long response does not hold the pings back) and makes its
+// reads fail once the peer has answered nothing (no pong, no message) for
+// pongWait. Call the returned func after every message read.
+func (h *hub) keepAlive(ctx context.Context, conn *websocket.Conn) (alive func()) {
+	pongWait := h.pongWait
+	alive = func() { conn.SetReadDeadline(time.Now().Add(pongWait)) }
+	alive()
+	conn.SetPongHandler(func(string) error { alive(); return nil })
+	go func() {
+		ping := time.NewTicker(h.ping)
+		defer ping.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ping.C:
+				if conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(wsWriteTimeout)) != nil {
+					return
+				}
+			}
+		}
+	}()
+	return alive
+}
+
+// acquireSocket takes one of max places for a Responses WebSocket-mode
+// connection (counted apart from the events subscribers and from the
+// API's connections, which a hijacked connection leaves).
+func (h *hub) acquireSocket(max int) (release func(), ok bool) {
+	if h.sockets.Add(1) > int32(max) {
+		h.sockets.Add(-1)
+		return nil, false
+	}
+	return func() { h.sockets.Add(-1) }, true
+}
+
+// tooManySockets refuses a websocket past its cap.
+func tooManySockets(max int, what string) *apiError {
+	return &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "too_many_subscribers",
+		Message: fmt.Sprintf("%d clients already hold %s; retry shortly", max, what), RetryAfter: 1}
 }

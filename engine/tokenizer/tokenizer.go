@@ -50,12 +50,29 @@ type addedToken struct {
 	special    bool
 }
 
-// maxTokenizerBytes bounds tokenizer.json (GLM's is about 20 MB).
-const maxTokenizerBytes = 512 << 20
+// MaxFileBytes bounds tokenizer.json: GLM's is about 20 MB, the largest
+// public ones (256k-entry vocabularies) about 35 MB. A larger file is
+// refused by its size before it is read. Parsing allocates at most
+// ParseAllocFactor times the file (GLM's: 2.9 per byte; hostile lists of
+// added tokens or merges: up to 7.8), before any weight is loaded, so the
+// largest accepted file costs at most half the memory plan's runtime
+// reserve (plan.DefaultRuntimeReserve, 1 GiB; limit_test.go checks it). A
+// 500 MB file used to be read whole and cost 1.2-4 GB before it was
+// refused.
+const MaxFileBytes = 48 << 20
 
-// Load reads and parses a tokenizer.json file.
+// ParseAllocFactor bounds the bytes Parse allocates per byte of input
+// (with headroom over the 7.8 measured).
+const ParseAllocFactor = 10
+
+// Load reads and parses a tokenizer.json file of at most MaxFileBytes.
 func Load(path string) (*Tokenizer, error) {
-	data, err := regularfile.Read(path, maxTokenizerBytes)
+	return loadLimit(path, MaxFileBytes)
+}
+
+// loadLimit is Load with another size limit (tests).
+func loadLimit(path string, limit int64) (*Tokenizer, error) {
+	data, err := regularfile.Read(path, limit)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}

@@ -7,6 +7,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { axe, launchBrowser, narrow, openPage, shot, startSpool, wide } from './helpers.mjs';
 
 let spool;
@@ -266,5 +268,26 @@ describe('Spool UI pages', () => {
     await p2.getByTestId('chat-model').filter({ hasText: 'glm52-mini' }).waitFor();
     assert.equal(await p2.getByRole('switch', { name: 'Thinking' }).count(), 0);
     await c2.close();
+  });
+
+  test('a settings file that cannot be used is named, and Reset sets it aside', async () => {
+    const file = join(spool.home, 'settings.json');
+    writeFileSync(file, '{"port": 80', { mode: 0o600 });
+    const { page, context, errors } = await openPage(browser, spool.base, 'settings');
+    await page.getByRole('alert').filter({ hasText: file }).waitFor();
+    await shot(page, 'settings-unusable');
+    await page.getByTestId('settings-reset').click();
+    await page.getByLabel('Bind address').waitFor();
+    await page.getByText('The old file was kept as').waitFor();
+    const aside = readdirSync(spool.home).filter((n) => n.startsWith('settings.json.reset-'));
+    assert.equal(aside.length, 1);
+    assert.equal(readFileSync(join(spool.home, aside[0]), 'utf8'), '{"port": 80');
+    // The page saves again.
+    await page.getByLabel('Port').fill('9123');
+    await page.locator('form', { has: page.getByLabel('Bind address') }).getByRole('button', { name: 'Save' }).click();
+    await page.getByText(/^Saved\./).waitFor();
+    assert.equal(JSON.parse(readFileSync(file, 'utf8')).port, 9123);
+    assert.deepEqual(errors, []);
+    await context.close();
   });
 });

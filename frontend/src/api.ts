@@ -41,6 +41,8 @@ export class APIError extends Error {
   constructor(
     message: string,
     readonly status: number,
+    /** code is the answer's error.code, when it has one. */
+    readonly code = '',
   ) {
     super(message);
   }
@@ -70,14 +72,16 @@ function headers(extra: Record<string, string> = {}): Record<string, string> {
 
 async function errorOf(r: Response): Promise<APIError> {
   let msg = `${r.status} ${r.statusText}`;
+  let code = '';
   try {
     const j = await r.json();
     if (j?.error?.message) msg = j.error.message;
+    if (typeof j?.error?.code === 'string') code = j.error.code;
   } catch {
     // Not JSON.
   }
   if (r.status === 401) msg = 'The server wants an API key: enter it in Settings. (' + msg + ')';
-  return new APIError(msg, r.status);
+  return new APIError(msg, r.status, code);
 }
 
 export async function getJSON<T>(path: string, signal?: AbortSignal): Promise<T> {
@@ -86,10 +90,10 @@ export async function getJSON<T>(path: string, signal?: AbortSignal): Promise<T>
   return (await r.json()) as T;
 }
 
-export async function sendJSON<T>(method: string, path: string, body?: unknown): Promise<T> {
+export async function sendJSON<T>(method: string, path: string, body?: unknown, extra: Record<string, string> = {}): Promise<T> {
   const r = await request(conn.base + path, {
     method,
-    headers: headers(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+    headers: headers(body === undefined ? extra : { 'Content-Type': 'application/json', ...extra }),
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   if (!r.ok) throw await errorOf(r);

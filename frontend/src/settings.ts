@@ -1,7 +1,7 @@
 // The Settings page: the engine's settings (saved on the machine, applied
 // when the model next starts) and this page's own (API key, theme).
 
-import { conn, getJSON, sendJSON, setKey } from './api';
+import { APIError, conn, getJSON, sendJSON, setKey } from './api';
 import { enginePanel } from './engine';
 import { events } from './events';
 import { field, h, replace, type Page } from './util';
@@ -20,6 +20,9 @@ interface SettingsResponse {
   settings: Settings;
   defaults: Settings;
   path: string;
+  /** version names the saved file; a save sends it back (If-Match) so that
+   * it is refused, not applied, when the file changed meanwhile. */
+  version: string;
 }
 
 export type Theme = 'system' | 'light' | 'dark';
@@ -33,7 +36,12 @@ export function applyTheme(t: Theme): void {
 export class SettingsPage implements Page {
   title = 'Settings';
 
+  private root?: HTMLElement;
+  /** loaded settles when the saved settings are shown. */
+  private loaded: Promise<void> = Promise.resolve();
+
   mount(root: HTMLElement): void {
+    this.root = root;
     const page = h('div', { class: 'page' });
     replace(root, page);
     const clientKey = h('input', { type: 'password', id: 'client-key', autocomplete: 'off', value: conn.key, placeholder: 'none' });
@@ -61,7 +69,7 @@ export class SettingsPage implements Page {
     );
     const server = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
     replace(page, h('header', { class: 'page-head' }, h('h1', {}, 'Settings')), enginePanel(), server, client);
-    this.loadServer(server);
+    this.loaded = this.loadServer(server);
   }
 
   private async loadServer(box: HTMLElement): Promise<void> {
@@ -69,9 +77,11 @@ export class SettingsPage implements Page {
     try {
       r = await getJSON<SettingsResponse>('/ui/settings');
     } catch (e) {
-      replace(box, h('p', { class: 'error' }, (e as Error).message));
+      if (e instanceof APIError && e.code === 'settings_file_unusable') this.offerReset(box, e.message);
+      else replace(box, h('p', { class: 'error' }, (e as Error).message));
       return;
     }
+    let version = r.version;
     const s = r.settings;
     const d = r.defaults;
     const input = (id: string, value: string | number, attrs: Record<string, string | number> = {}) => h('input', { id, value: value || '', ...attrs });
@@ -96,14 +106,30 @@ export class SettingsPage implements Page {
             model_dir: dir.value.trim(),
             memory: mem.value.trim(),
             context: Number(ctx.value) || 0,
-            hub_cache: cache.value.trim() || undefined,
+            hub_cache: cache.value.trim(),
           };
           try {
-            await sendJSON('PUT', '/ui/settings', next);
+            const saved = await sendJSON<SettingsResponse>('PUT', '/ui/settings', next, { 'If-Match': `"${version}"` });
+            version = saved.version;
             note.className = 'muted';
             note.textContent = conn.shell ? 'Saved. Stop and start the model from the menu bar to apply.' : 'Saved. Restart Spool to apply.';
           } catch (err) {
             note.className = 'error';
+            if (err instanceof APIError && err.code === 'settings_changed') {
+              // Another window or the menu bar saved meanwhile: show what is
+              // saved now rather than write over it.
+              await this.loadServer(box);
+              const fresh = box.querySelector('[aria-live]');
+              if (fresh) {
+                fresh.className = 'error';
+                fresh.textContent = 'The settings were changed elsewhere while you edited them; this is what is saved now. Make your change again.';
+              }
+              return;
+            }
+            if (err instanceof APIError && err.code === 'settings_file_unusable') {
+              this.offerReset(box, err.message);
+              return;
+            }
             note.textContent = (err as Error).message;
           }
         },
@@ -126,4 +152,40 @@ export class SettingsPage implements Page {
     );
     replace(box, form);
   }
+
+  /** offerReset explains a settings file that cannot be used and offers to
+   * set it aside (it is renamed, not deleted) and start from the defaults. */
+  private offerReset(box: HTMLElement, message: string): void {
+    const note = h('p', { class: 'muted', 'aria-live': 'polite' });
+    const button = h('button', { type: 'button', class: 'primary', 'data-testid': 'settings-reset' }, 'Reset settings');
+    button.addEventListener('click', async () => {
+      button.setAttribute('disabled', '');
+      try {
+        const r = await sendJSON<{ set_aside: string }>('POST', '/ui/settings/reset');
+        // The whole page again: the engine panel read the same file.
+        const root = this.root ?? box;
+        this.mount(root);
+        await this.loaded;
+        const note = root.querySelector('#set-host')?.closest('form')?.querySelector('[aria-live]');
+        if (note && r.set_aside) note.textContent = `The old file was kept as ${r.set_aside}.`;
+      } catch (err) {
+        button.removeAttribute('disabled');
+        note.className = 'error';
+        note.textContent = (err as Error).message;
+      }
+    });
+    replace(
+      box,
+      h(
+        'div',
+        { class: 'card form', role: 'alert' },
+        h('h2', {}, 'Engine'),
+        h('p', { class: 'error' }, message),
+        h('p', { class: 'muted' }, 'Reset sets this file aside (renamed next to it, nothing is deleted) and starts from the default settings.'),
+        h('div', { class: 'actions' }, button),
+        note,
+      ),
+    );
+  }
 }
+
