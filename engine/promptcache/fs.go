@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spoolhq/spool/internal/atomicfile"
 	"github.com/spoolhq/spool/native/diskio"
 	"github.com/spoolhq/spool/native/sysinfo"
 )
@@ -20,6 +21,9 @@ type FS interface {
 	// CreateTemp creates a new file in dir for writing (see os.CreateTemp).
 	CreateTemp(dir, pattern string) (File, error)
 	Rename(from, to string) error
+	// SyncDir makes the entries renamed into dir durable
+	// (atomicfile.SyncDir).
+	SyncDir(dir string) error
 	Remove(path string) error
 	ReadDir(dir string) ([]fs.DirEntry, error)
 	// Chtimes sets a file's modification time, which keeps its recency
@@ -60,6 +64,9 @@ func (OS) CreateTemp(dir, pattern string) (File, error) {
 
 // Rename implements FS.
 func (OS) Rename(from, to string) error { return os.Rename(from, to) }
+
+// SyncDir implements FS.
+func (OS) SyncDir(dir string) error { return atomicfile.SyncDir(dir) }
 
 // Remove implements FS.
 func (OS) Remove(path string) error { return os.Remove(path) }
