@@ -13,6 +13,7 @@ import (
 	"github.com/spoolhq/spool/engine/download/hfcache"
 	"github.com/spoolhq/spool/engine/download/hub"
 	"github.com/spoolhq/spool/internal/atomicfile"
+	"github.com/spoolhq/spool/native/sysinfo"
 )
 
 // runState is the state of one Run: the blobs to fetch and the counters.
@@ -440,7 +441,7 @@ func (j *Job) writeRecordLocked(rs *runState, t *blobTask) error {
 }
 
 func (j *Job) diskErr(t *blobTask, err error) error {
-	if isDiskFull(err) {
+	if sysinfo.IsDiskFull(err) {
 		return &DiskFullError{Path: t.partialPath, Err: err}
 	}
 	return &writeError{t.partialPath, err}

@@ -1,10 +1,8 @@
 package promptcache
 
 import (
-	"errors"
 	"io/fs"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/spoolhq/spool/internal/atomicfile"
@@ -84,10 +82,4 @@ func (OS) Available(dir string) (int64, error) {
 		return 0, err
 	}
 	return int64(min(sp.Available, 1<<62)), nil
-}
-
-// isDiskFull reports whether err is the volume (or the user's quota) being
-// full.
-func isDiskFull(err error) bool {
-	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
