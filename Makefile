@@ -30,7 +30,7 @@ demo: build
 	$(BIN) run --model $(MODEL) --temperature 0 --max-tokens 64 \
 		--chat "What does the function re.compile do?"
 
-test: deps vet unit darwin arm64 shaders-msl conformance remote-conformance agents e2e desktop-smoke
+test: deps vet unit darwin arm64 shaders-msl release-check conformance remote-conformance agents e2e desktop-smoke
 
 vet: shaders
 	$(GO) vet $(GOFLAGS_HEADLESS) ./...
@@ -54,8 +54,8 @@ conformance: build
 	cd engine/server/conformance && npm ci --no-audit --no-fund --loglevel=error && \
 		SPOOL_BIN=$(CURDIR)/$(BIN) SPOOL_MODEL=$(CURDIR)/$(MODEL) node_modules/.bin/node run.mjs
 
-# Codex CLI, Claude Code and opencode (native binaries in their npm
-# packages, ~1.2 GB) each complete a turn against `spool serve` in their
+# Codex CLI, Claude Code, opencode and GitHub Copilot CLI (native binaries
+# in their npm packages, ~1.4 GB) each complete a turn against `spool serve` in their
 # default configuration (9-15k-token prompts), in a loopback-only network
 # namespace where root can make one. The lock lists every per-platform
 # binary package of opencode-ai (its optionalDependencies), which `npm ci`
@@ -78,3 +78,4 @@ clean: app-clean
 
 include mk/gpu.mk
 include mk/app.mk
+include mk/mac.mk

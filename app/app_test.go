@@ -254,8 +254,8 @@ func TestEngineHost(t *testing.T) {
 	t.Setenv("HF_HUB_OFFLINE", "1")
 	cfg := hostConfig{
 		ModelDir: model, Context: 512, MaxBatch: 2,
-		Server:    server.Config{Host: "127.0.0.1", Port: freePort(t)},
-		UsagePath: filepath.Join(tmp, "usage", "demo.coli_usage"),
+		Server:   server.Config{Host: "127.0.0.1", Port: freePort(t)},
+		UsageDir: filepath.Join(tmp, "usage"),
 	}
 	assets := fstest.MapFS{"index.html": {Data: []byte("<!doctype html>spool ui")}}
 	dm := newDownloadManager(nil)
@@ -299,8 +299,8 @@ func TestEngineHost(t *testing.T) {
 	if got := h.Status().State; got != hostStopped {
 		t.Fatalf("after Stop: %s", got)
 	}
-	if _, err := os.Stat(cfg.UsagePath); err != nil {
-		t.Errorf("no usage history saved at stop: %v", err)
+	if saved, _ := filepath.Glob(filepath.Join(cfg.UsageDir, "glm52-mini-*.coli_usage")); len(saved) != 1 {
+		t.Errorf("usage histories saved at stop: %v, want one for the model", saved)
 	}
 	h.Start(ctx)
 	waitState(t, h, hostReady)

@@ -205,7 +205,7 @@ func (rt *appRuntime) config() (hostConfig, error) {
 		Server:      server.Config{Host: s.Host, Port: s.Port, APIKey: s.APIKey, ModelID: modelIDFor(dir)},
 		Memory:      memoryFlags{memory: s.Memory},
 		Context:     s.Context,
-		UsagePath:   usagePath(dir),
+		UsageDir:    usageDir(),
 		PromptCache: pc,
 		GPU:         gpuMode,
 	}, nil

@@ -21,6 +21,7 @@ func newBenchCmd() *cobra.Command {
 	cmd.AddCommand(newBenchStreamCmd())
 	cmd.AddCommand(newBenchPromptCacheCmd())
 	cmd.AddCommand(newBenchPrefillCmd())
+	cmd.AddCommand(newBenchProbeCmd())
 	return cmd
 }
 

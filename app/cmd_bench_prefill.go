@@ -390,7 +390,10 @@ func (b *prefillRun) run(ctx context.Context, mode prefillMode, first bool) erro
 			src, err = experts.NewStreamed(ctx, c, cfg, layers, experts.StreamOptions{
 				CacheBytes: p.ExpertCacheBytes, WorkingSlots: p.WorkingSlots, FootprintLimit: p.MemoryLimitBytes,
 			})
-			return src, err
+			if err != nil {
+				return nil, err // not a nil *Streamed inside the interface
+			}
+			return src, nil
 		}
 	}
 	d, err := loader.Open(ctx, b.dir, opts) // on error it closes src

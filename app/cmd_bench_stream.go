@@ -238,7 +238,10 @@ func runStreamBench(ctx context.Context, dir string, mem *memoryFlags, tokens in
 			}
 			so.PinnedBytes = min(so.PinnedBytes, so.CacheBytes)
 			src, err = experts.NewStreamed(ctx, c, cfg, layers, so)
-			return src, err
+			if err != nil {
+				return nil, err // not a nil *Streamed inside the interface
+			}
+			return src, nil
 		},
 	})
 	if err != nil {

@@ -7,12 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/plan"
+	"github.com/spoolhq/spool/engine/speed"
 )
 
 // exitNoFit is spool fit's exit status when the model does not fit.
@@ -29,6 +31,8 @@ type fitFlags struct {
 	batchRows   int
 	threads     int
 	jsonOut     bool
+	chip        string
+	probes      string
 	memoryArgs  memoryFlags
 	promptCache promptCacheFlags
 }
@@ -44,13 +48,19 @@ KV cache for the context, working buffers and reserves, and sizes the expert
 cache from what the memory leaves. It exits with status 3 when not even one
 cache slot per expert layer fits.
 
+It also predicts the speed: decode and prefill tokens per second, from the
+figures 'spool bench probe' measured on this machine (cached), or with
+--chip from an Apple chip's published figures (SSD read, memory bandwidth,
+GPU throughput), with the assumptions in words.
+
 With --model the figures come from the container's headers. With --config
 they are derived from a bare config.json assuming the pinned public
 artifact's formats (int4 with per-row scales, int8 embedding and lm_head,
 int8 MTP layer, no DSA indexer); --group-size 64 assumes the newer
 converter's group-64 int4 instead.`,
 		Example: `  spool fit --config ../shared/fixtures/glm52-real/config.json --memory 32GiB
-  spool fit --model ~/models/glm52 --context 8192 --json`,
+  spool fit --model ~/models/glm52 --context 8192 --json
+  spool fit --config ../shared/fixtures/glm52-real/config.json --memory 48GiB --chip "M4 Pro"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runFit(cmd, &f)
@@ -67,6 +77,8 @@ converter's group-64 int4 instead.`,
 	fl.IntVar(&f.batchRows, "batch-rows", 0, "prompt tokens one forward carries (default: the largest chunk the memory allows)")
 	fl.IntVar(&f.threads, "threads", runtime.GOMAXPROCS(0), "worker threads planned for (default: this machine's)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print one JSON object")
+	fl.StringVar(&f.chip, "chip", "", "predict speed for this Apple chip from its published figures (e.g. \"M4 Pro\") instead of this machine's probes")
+	fl.StringVar(&f.probes, "probes", "", "probe file to predict speed from (default: the one 'spool bench probe' cached)")
 	f.memoryArgs.register(fl)
 	f.promptCache.register(fl)
 	cmd.MarkFlagsMutuallyExclusive("model", "config")
@@ -110,11 +122,15 @@ func runFit(cmd *cobra.Command, f *fitFlags) error {
 	if err != nil {
 		return err
 	}
+	sp, err := predictSpeed(cfg, w, p, f.chip, f.probes)
+	if err != nil {
+		return err
+	}
 	out := cmd.OutOrStdout()
 	if f.jsonOut {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(p); err != nil {
+		if err := enc.Encode(fitReport{Plan: p, Speed: sp}); err != nil {
 			return err
 		}
 	} else {
@@ -122,11 +138,78 @@ func runFit(cmd *cobra.Command, f *fitFlags) error {
 		if p.Suggestion != "" {
 			fmt.Fprintln(out, "suggestion:", p.Suggestion)
 		}
+		fmt.Fprint(out, sp.text())
 	}
 	if !p.Fits {
 		return exitError{code: exitNoFit}
 	}
 	return nil
+}
+
+// fitReport is spool fit's JSON: the plan's fields and the speed section.
+type fitReport struct {
+	*plan.Plan
+	Speed *fitSpeed `json:"speed"`
+}
+
+// fitSpeed is the predicted speed, or why there is none.
+type fitSpeed struct {
+	*speed.Prediction
+	// Unavailable says why no speed is predicted (no probes yet, a model
+	// without routed experts) and what to do.
+	Unavailable string `json:"unavailable,omitempty"`
+	// NoProbes is set when what is missing is this machine's probes (the
+	// Fit page then offers an Apple chip's figures meanwhile).
+	NoProbes bool `json:"no_probes,omitempty"`
+}
+
+func (s *fitSpeed) text() string {
+	if s.Prediction == nil {
+		return "speed: not predicted: " + s.Unavailable + "\n"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "speed: decode %.2f tok/s, prefill %.1f tok/s (%d-token prompt) on %s\n",
+		s.DecodeTokensPerSecond, s.PrefillTokensPerSecond, s.PrefillTokens, s.Machine)
+	for _, a := range s.Assumptions {
+		fmt.Fprintln(&b, "  -", a)
+	}
+	return b.String()
+}
+
+// predictSpeed predicts the speed of plan p on chip (an Apple chip's
+// published figures) or, without one, on this machine from the probe file
+// (probes, or by default the cached one). Only an unknown chip is an
+// error: without probes the section says how to get them.
+func predictSpeed(cfg *config.Config, w plan.Weights, p *plan.Plan, chip, probes string) (*fitSpeed, error) {
+	var mc speed.Machine
+	if chip != "" {
+		c, err := speed.LookupChip(chip)
+		if err != nil {
+			return nil, fmt.Errorf("--chip: %w", err)
+		}
+		mc = c.Machine()
+	}
+	if !p.Fits {
+		return &fitSpeed{Unavailable: "the plan does not fit this memory, so there is no speed to predict"}, nil
+	}
+	if chip == "" {
+		if probes == "" {
+			probes = speedProbesPath()
+		}
+		if probes == "" {
+			return &fitSpeed{Unavailable: speed.ErrNoProbes.Error(), NoProbes: true}, nil
+		}
+		pr, err := speed.Load(probes)
+		if err != nil {
+			return &fitSpeed{Unavailable: err.Error(), NoProbes: errors.Is(err, speed.ErrNoProbes)}, nil
+		}
+		mc = speed.FromProbes(pr)
+	}
+	pred, err := speed.Predict(speed.ModelFromPlan(cfg, w, p), mc)
+	if err != nil {
+		return &fitSpeed{Unavailable: err.Error()}, nil
+	}
+	return &fitSpeed{Prediction: &pred}, nil
 }
 
 // weightsFromModel validates the container of dir and takes the weights

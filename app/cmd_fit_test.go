@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/spoolhq/spool/engine/speed"
 	sharedfixtures "github.com/spoolhq/spool/internal/fixtures"
 )
 
@@ -123,5 +125,98 @@ func TestGenBenchSkeletonFits(t *testing.T) {
 	}
 	if _, err := runSpool(t, "gen-bench", "--out", filepath.Join(t.TempDir(), "x"), "--sparse-files", "--experts", "16"); err == nil {
 		t.Error("--sparse-files with --experts accepted")
+	}
+}
+
+type fitSpeedJSON struct {
+	Speed struct {
+		Machine     string   `json:"machine"`
+		Decode      float64  `json:"decode_tokens_per_second"`
+		Prefill     float64  `json:"prefill_tokens_per_second"`
+		HitRate     float64  `json:"expected_hit_rate"`
+		Assumptions []string `json:"assumptions"`
+		Unavailable string   `json:"unavailable"`
+	} `json:"speed"`
+	Fits bool `json:"fits"`
+}
+
+// TestFitSpeed checks fit's speed section: from the probe file bench probe
+// caches (the default path under the user cache directory, or --probes),
+// from an Apple chip's published figures, and what it says without probes.
+func TestFitSpeed(t *testing.T) {
+	cfgPath := filepath.Join(fitFixturesDir(t), "glm52-real", "config.json")
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	t.Setenv("HOME", t.TempDir())
+	decode := func(out string) fitSpeedJSON {
+		t.Helper()
+		var f fitSpeedJSON
+		if err := json.Unmarshal([]byte(out), &f); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return f
+	}
+
+	out, err := runSpool(t, "fit", "--config", cfgPath, "--memory", "32GiB", "--json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if f := decode(out); !f.Fits || f.Speed.Decode != 0 || !strings.Contains(f.Speed.Unavailable, "spool bench probe") {
+		t.Errorf("without probes: %+v, want the section to say how to probe", f)
+	}
+
+	probes := speed.Probes{
+		Version: speed.ProbesVersion, MeasuredAt: time.Now().UTC(), Machine: "test", Threads: 2,
+		DiskBytesPerSecond: 2e9, DiskQueueDepth: 8, DiskPath: "/models",
+		KernelBytesPerSecond: 20e9, MatMul8BytesPerSecond: 10e9, MemoryReadBytesPerSecond: 40e9,
+	}
+	if err := speed.Save(speedProbesPath(), probes); err != nil {
+		t.Fatal(err)
+	}
+	out, err = runSpool(t, "fit", "--config", cfgPath, "--memory", "32GiB", "--json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	cached := decode(out)
+	if !(cached.Speed.Decode > 0) || !(cached.Speed.Prefill > 0) || cached.Speed.Unavailable != "" || len(cached.Speed.Assumptions) < 4 ||
+		!strings.Contains(cached.Speed.Machine, "this machine") {
+		t.Fatalf("with cached probes: %+v", cached.Speed)
+	}
+
+	// Twice the disk rate on a disk-bound decode: faster, not twice (the
+	// products do not speed up).
+	probes.DiskBytesPerSecond *= 2
+	other := filepath.Join(t.TempDir(), "p.json")
+	if err := speed.Save(other, probes); err != nil {
+		t.Fatal(err)
+	}
+	out, err = runSpool(t, "fit", "--config", cfgPath, "--memory", "32GiB", "--json", "--probes", other)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if f := decode(out); !(f.Speed.Decode > cached.Speed.Decode) || !(f.Speed.Decode < 2*cached.Speed.Decode) {
+		t.Errorf("double disk rate: %g tok/s against %g", f.Speed.Decode, cached.Speed.Decode)
+	}
+
+	// More memory, more cache slots, a higher expected hit rate.
+	out, err = runSpool(t, "fit", "--config", cfgPath, "--memory", "64GiB", "--json", "--chip", "m4 pro")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	big := decode(out)
+	out, err = runSpool(t, "fit", "--config", cfgPath, "--memory", "32GiB", "--json", "--chip", "M4 Pro")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	small := decode(out)
+	if !strings.Contains(small.Speed.Machine, "Apple M4 Pro") || !(big.Speed.HitRate > small.Speed.HitRate) || !(big.Speed.Decode > small.Speed.Decode) {
+		t.Errorf("M4 Pro 64GiB %+v against 32GiB %+v", big.Speed, small.Speed)
+	}
+
+	out, err = runSpool(t, "fit", "--config", cfgPath, "--memory", "32GiB", "--chip", "M4 Pro")
+	if err != nil || !strings.Contains(out, "speed: decode") || !strings.Contains(out, "published figures") {
+		t.Errorf("text output: %v\n%s", err, out)
+	}
+	if out, err := runSpool(t, "fit", "--config", cfgPath, "--chip", "Z80"); err == nil || !strings.Contains(err.Error(), "Z80") {
+		t.Errorf("unknown chip: %v\n%s", err, out)
 	}
 }

@@ -170,7 +170,12 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	opts := loader.Options{Model: plannedModel(p, model.Options{DisableMTP: f.noMTP, DisableDSA: f.noDSA})}
 	streaming := f.stream || !p.AllExpertsCached()
 	if streaming {
-		opts.Experts = streamedExperts(p, usagePath(dir))
+		usage, err := usageFile(ctx, lm.dir, usageDir())
+		if err != nil {
+			lm.Close()
+			return err
+		}
+		opts.Experts = streamedExperts(p, usage)
 	}
 	speculate := streaming
 	if cmd.Flags().Changed("speculative") {
@@ -186,7 +191,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	if s, ok := lm.dir.Experts.(*experts.Streamed); ok {
 		pool = s.ReadPool()
 	}
-	cache, err := pc.open(lm.dir, p, pool)
+	cache, err := pc.open(ctx, lm.dir, p, pool)
 	if err != nil {
 		return err
 	}

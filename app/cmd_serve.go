@@ -79,6 +79,7 @@ type serveFlags struct {
 	allowedHosts []string
 	noMTP        bool
 	noDSA        bool
+	ollamaPort   int
 	mem          memoryFlags
 	promptCache  promptCacheFlags
 	gpu          gpuFlag
@@ -91,8 +92,9 @@ func newServeCmd() *cobra.Command {
 		Use:   "serve",
 		Short: "Serve the model over an OpenAI- and Anthropic-compatible HTTP API, with the web UI",
 		Long: `Serve the model on a local HTTP API: /v1/chat/completions, /v1/completions,
-/v1/responses, /v1/messages (Anthropic), /v1/models, /health, /stats and the
-/v1/events websocket, and the web UI at /. It binds 127.0.0.1 by default;
+/v1/responses, /v1/messages (Anthropic), /v1/models, Ollama's /api/chat,
+/api/generate, /api/tags, /api/show, /api/ps and /api/version, /health,
+/stats and the /v1/events websocket, and the web UI at /. It binds 127.0.0.1 by default;
 binding any other address requires --api-key (or $SPOOL_API_KEY).
 
 Memory is planned before loading (--memory, --expert-cache): routed experts
@@ -130,6 +132,7 @@ only.`,
 	fl.StringSliceVar(&f.allowedHosts, "allowed-host", nil, "extra Host header name accepted (DNS-rebinding guard)")
 	fl.BoolVar(&f.noMTP, "no-mtp", false, "do not load the MTP draft layer (no speculative decoding)")
 	fl.BoolVar(&f.noDSA, "no-dsa", false, "dense attention even where the DSA indexer would select")
+	fl.IntVar(&f.ollamaPort, "ollama-port", 0, fmt.Sprintf("also answer on this port of --host when it is free, for clients that assume Ollama's address (%d); 0: off", server.OllamaDefaultPort))
 	f.mem.register(fl)
 	f.promptCache.register(fl)
 	f.gpu.register(fl)
@@ -171,10 +174,11 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 		MaxQueue:    f.maxQueue,
 		NoMTP:       f.noMTP,
 		NoDSA:       f.noDSA,
-		UsagePath:   usagePath(dir),
+		UsageDir:    usageDir(),
 		PromptCache: pc,
 		GPU:         f.gpu.mode,
 		Remote:      rcfg,
+		OllamaPort:  f.ollamaPort,
 	}
 	if rcfg.URL == "" {
 		if cfg.Context, err = serveContext(dir, cfg); err != nil {

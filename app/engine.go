@@ -117,13 +117,16 @@ func streamedExperts(p *plan.Plan, usage string) func(context.Context, *containe
 			PinnedBytes:    p.ExpertCacheBytes / 2,
 			RepinEvery:     experts.DefaultRepinEvery,
 		}
-		if usage == "" {
-			return experts.NewStreamed(ctx, c, cfg, layers, opts)
+		if usage != "" {
+			if err := os.MkdirAll(filepath.Dir(usage), 0o755); err != nil {
+				opts.UsagePath = "" // no history rather than no engine
+			}
 		}
-		if err := os.MkdirAll(filepath.Dir(usage), 0o755); err != nil {
-			opts.UsagePath = "" // no history rather than no engine
+		s, err := experts.NewStreamed(ctx, c, cfg, layers, opts)
+		if err != nil {
+			return nil, err // not a nil *Streamed inside the interface
 		}
-		return experts.NewStreamed(ctx, c, cfg, layers, opts)
+		return s, nil
 	}
 }
 
@@ -166,11 +169,20 @@ func openEngine(ctx context.Context, cfg hostConfig, progress func(detail string
 		lm.Close()
 		return nil, err
 	}
+	// The weights' fingerprint keys the usage history and the prompt
+	// cache: read once for a model outside the Hugging Face cache.
+	progress("fingerprinting the weights", 0.1)
+	usage, err := usageFile(ctx, lm.dir, cfg.UsageDir)
+	if err != nil {
+		g.Close()
+		lm.Close()
+		return nil, err
+	}
 	progress("loading weights", 0.2)
 	setMemoryLimit(p)
 	err = lm.load(ctx, loader.Options{
 		Model:   plannedModel(p, model.Options{DisableMTP: cfg.NoMTP, DisableDSA: cfg.NoDSA}),
-		Experts: streamedExperts(p, cfg.UsagePath),
+		Experts: streamedExperts(p, usage),
 	})
 	if err != nil {
 		g.Close()
@@ -178,7 +190,7 @@ func openEngine(ctx context.Context, cfg hostConfig, progress func(detail string
 	}
 	e := &engine{lm: lm, plan: p, src: lm.dir.Experts.(*experts.Streamed), gpu: g}
 	// Restores read through the expert tier's pool.
-	if e.cache, err = cfg.PromptCache.open(lm.dir, p, e.src.ReadPool()); err != nil {
+	if e.cache, err = cfg.PromptCache.open(ctx, lm.dir, p, e.src.ReadPool()); err != nil {
 		g.Close()
 		lm.Close()
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 
@@ -42,8 +43,9 @@ type hostConfig struct {
 	IdleSequences int
 	NoMTP         bool
 	NoDSA         bool
-	// UsagePath is the routed-expert usage history ("" keeps none).
-	UsagePath string
+	// UsageDir is where routed-expert usage histories are kept, one per
+	// model identity (usageFile; "" keeps none).
+	UsageDir string
 	// PromptCache is the prompt cache's disk tier (or off); the plan sizes
 	// its memory tier.
 	PromptCache promptCacheSetup
@@ -52,6 +54,9 @@ type hostConfig struct {
 	// Remote, when its URL is set, is a remote engine to forward to
 	// instead of loading the model (see runRemote).
 	Remote remote.Config
+	// OllamaPort, when set, is a second port (Ollama's 11434) the local
+	// engine's API also answers on, if it is free (see ollamaport.go).
+	OllamaPort int
 }
 
 // hostStatus is where the engine stands.
@@ -228,13 +233,15 @@ func (h *engineHost) run(ctx context.Context, cfg hostConfig) error {
 	}
 	defer e.Close()
 	lm, p, src, cache, sched := e.lm, e.plan, e.src, e.cache, e.sched
+	gov, stopPressure := watchPressure(ctx, e)
+	defer stopPressure()
 
 	h.set(hostStatus{State: hostLoading, Detail: "starting the server", Progress: 0.9})
 	m := lm.dir.Model
 	eng := server.Engine{
 		Scheduler: sched, Tokenizer: lm.tokenizer, Template: lm.template, Experts: src,
 		Extra: func() map[string]any {
-			extra := map[string]any{"plan": p, "tiers": src.Stats(), "gpu": e.gpu.Status()}
+			extra := map[string]any{"plan": p, "tiers": src.Stats(), "gpu": e.gpu.Status(), "memory_pressure": gov.Stats()}
 			if cache != nil {
 				extra["prompt_cache"] = cache.Stats()
 			}
@@ -266,6 +273,9 @@ func (h *engineHost) serve(ctx context.Context, srv *server.Server, sched *sched
 	ln, err := srv.Listen()
 	if err != nil {
 		return err
+	}
+	if sched != nil {
+		ln = h.withOllamaPort(ln, os.Stderr)
 	}
 	h.mu.Lock()
 	h.sched, h.srv = sched, srv

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -8,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/spoolhq/spool/engine/config"
+	"github.com/spoolhq/spool/engine/fingerprint"
 	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/engine/promptcache"
@@ -86,12 +88,14 @@ func (s promptCacheSetup) planMemory(cfg *config.Config, w plan.Weights) (*plan.
 
 // open opens the cache for the loaded model in d with the memory tier p
 // planned, reading through pool (nil: its own); nil when the cache is off.
+// The model's identity covers its weights' bytes (remembered in the
+// fingerprint store after the first time).
 // The caller closes it once nothing generates any more.
-func (s promptCacheSetup) open(d *loader.Dir, p *plan.Plan, pool *diskio.ReadPool) (*promptcache.Cache, error) {
+func (s promptCacheSetup) open(ctx context.Context, d *loader.Dir, p *plan.Plan, pool *diskio.ReadPool) (*promptcache.Cache, error) {
 	if s.Off {
 		return nil, nil
 	}
-	id, err := promptcache.IdentityOf(d, engineBuild())
+	id, err := promptcache.IdentityOf(ctx, d, engineBuild(), fingerprint.Options{Store: fingerprintStore(), Logger: s.Logger})
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/spoolhq/spool/engine/atlas"
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/plan"
+	"github.com/spoolhq/spool/engine/speed"
 	"github.com/spoolhq/spool/native/sysinfo"
 )
 
@@ -193,6 +194,7 @@ func (u *uiAPI) handlePlan(w http.ResponseWriter, r *http.Request) {
 		"model": name, "served_model": filepath.Base(filepath.Clean(u.dir())),
 		"routed_bytes": in.w.RoutedBytes, "resident_bytes": in.w.ResidentBytes,
 		"server_context": serverContext, "server_sequences": serverSequences,
+		"speed": u.planSpeed(in, p, q.Get("chip")), "chips": speed.Chips(),
 	})
 }
 

@@ -68,3 +68,15 @@ func (u *uiAPI) planModel(model string) (planInput, string, error) {
 	}
 	return planInput{}, "", fmt.Errorf("unknown model %q (served or glm52)", model)
 }
+
+// planSpeed is the Fit page's speed section for plan p of in: on chip
+// (an Apple chip's published figures) when one is named, else on this
+// machine from the probes 'spool bench probe' cached; an unknown chip or
+// missing probes say so in the section rather than failing the plan.
+func (u *uiAPI) planSpeed(in planInput, p *plan.Plan, chip string) *fitSpeed {
+	sp, err := predictSpeed(in.cfg, in.w, p, chip, "")
+	if err != nil {
+		return &fitSpeed{Unavailable: err.Error()}
+	}
+	return sp
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // Work below these sizes stays on the calling goroutine: starting goroutines
@@ -212,26 +213,53 @@ func parallelism(threads, work, total, align int) int {
 	return max(p, 1)
 }
 
-// split calls fn on parts ranges of [0, total) whose bounds are multiples of
-// align (but the last), the last range on the calling goroutine, and returns
-// when all are done.
+// split calls fn on ranges covering [0, total) exactly once, whose bounds
+// are multiples of align (but the last), on parts goroutines (the caller's
+// included), and returns when all are done. The ranges are claimed from an
+// atomic counter a few at a time, so a slow core (an efficiency core beside
+// performance cores, or one the OS took away) holds up a product by at most
+// one chunk instead of a fixed 1/parts share. Results may not depend on
+// which goroutine runs which range: every kernel here computes each row or
+// column the same way whatever range it is in.
 func split(total, parts, align int, fn func(lo, hi int)) {
-	if parts <= 1 {
-		fn(0, total)
+	splitWorkers(total, parts, align, func(_, lo, hi int) { fn(lo, hi) })
+}
+
+// chunksPerWorker is how many chunks each goroutine of a split gets on
+// average: enough that a worker running at half speed costs about one
+// chunk of delay, few enough that claiming one stays negligible next to
+// the 128 KiB of weights each goroutine is started for.
+const chunksPerWorker = 4
+
+// splitWorkers is split that also tells fn which worker (0 is the caller)
+// runs each range: the seam the balancing test slows one worker through.
+func splitWorkers(total, parts, align int, fn func(w, lo, hi int)) {
+	if parts <= 1 || total <= align {
+		fn(0, 0, total)
 		return
 	}
-	chunk := (total + parts - 1) / parts
-	chunk = (chunk + align - 1) / align * align
-	var wg sync.WaitGroup
-	lo := 0
-	for ; lo+chunk < total; lo += chunk {
-		wg.Add(1)
-		go func(lo, hi int) {
-			defer wg.Done()
-			fn(lo, hi)
-		}(lo, lo+chunk)
+	units := (total + align - 1) / align
+	parts = min(parts, units)
+	grain := max(1, units/(chunksPerWorker*parts)) * align
+	var next atomic.Int64
+	run := func(w int) {
+		for {
+			lo := int(next.Add(int64(grain))) - grain
+			if lo >= total {
+				return
+			}
+			fn(w, lo, min(lo+grain, total))
+		}
 	}
-	fn(lo, total)
+	var wg sync.WaitGroup
+	for w := 1; w < parts; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			run(w)
+		}()
+	}
+	run(0)
 	wg.Wait()
 }
 

@@ -2,6 +2,7 @@ package expertpack
 
 import (
 	"fmt"
+	"hash/crc32"
 
 	"github.com/spoolhq/spool/engine/rans"
 )
@@ -16,6 +17,7 @@ type Unpacker struct {
 	decs []*rans.Decoder // per segment; nil for raw ones
 	loop rans.Loop       // the zero Loop: the fastest
 	next int             // next block to decode
+	crc  uint32          // CRC-32C of the region decoded so far
 }
 
 // UseLoop makes u decode with the loop l (benchmarks compare them; every
@@ -58,13 +60,29 @@ func (u *Unpacker) Advance(slab []byte, landed int64) (bool, error) {
 		d := u.decs[b.Segment]
 		if d == nil {
 			copy(dst, src)
-			continue
-		}
-		if err := d.DecodeWith(u.loop, dst, src); err != nil {
+		} else if err := d.DecodeWith(u.loop, dst, src); err != nil {
 			return false, fmt.Errorf("%w: block %d (region bytes %d..%d): %v", ErrCorrupt, u.next, b.Out, b.Out+b.RawLen, err)
 		}
+		// The block is hot in the cache: checksummed now, it costs
+		// little next to its decode.
+		u.crc = crc32.Update(u.crc, castagnoli, dst)
 	}
 	return true, nil
+}
+
+// Verify checks a record decoded whole (Advance reported done) against
+// its entry's CRC: the CRC-32C of the rebuilt region and the scales (the
+// scales are stored raw, so only this check covers them). A mismatch is an
+// error wrapping ErrCorrupt.
+func (u *Unpacker) Verify(slab []byte, want uint32) error {
+	if u.next < len(u.rec.Blocks) {
+		return fmt.Errorf("expertpack: record verified before it was decoded (%d of %d blocks)", u.next, len(u.rec.Blocks))
+	}
+	s := u.at + u.rec.ScalesOff
+	if got := crc32.Update(u.crc, castagnoli, slab[s:s+u.rec.ScalesLen]); got != want {
+		return corrupt("the expert's weights and scales have CRC-32C %08x, the index says %08x", got, want)
+	}
+	return nil
 }
 
 // Decode unpacks a whole record (rec, its bytes) into region and scales,

@@ -19,15 +19,19 @@
 //	policy.go    CachePolicy, the seam of what the LRU slots keep; LRUPolicy
 //	policyreplay.go ReplayPolicy: a policy run on a recorded trace, no model
 //	lease.go     a lease: reads in flight, hand-out order, Done and Release
-//	unpack.go    decoding a packed expert in place as its reads land
-//	packs.go     opening the packs beside the shards (engine/expertpack)
+//	unpack.go    decoding a packed expert in place as its reads land, checked
+//	             against its CRC; a damaged record is read from the shard
+//	packs.go     opening the packs beside the shards (engine/expertpack);
+//	             the damaged records met
 //	pins.go      pins chosen at startup from the usage history
 //	repin.go     live re-pinning with hysteresis
 //	prefetch.go  read-ahead into free working slots; the read order hint
 //	guard.go     the footprint guard
+//	budget.go    SetLRUShare: the LRU gives way under memory pressure
 //	close.go     shutdown
 //	probe.go     the disk probed with decoding's access pattern
-//	usage.go     the persistent usage history (.coli_usage)
+//	usage.go     the persistent usage history (.coli_usage); one that cannot
+//	             be read is set aside (stream.go), never overwritten
 //	trace.go     routing traces: recording, parsing, replay
 //	telemetry.go counters, the expert map, the hit bitmap
 package experts

@@ -1,11 +1,6 @@
 package experts
 
-import (
-	"slices"
-
-	"github.com/spoolhq/spool/native/offheap"
-	"github.com/spoolhq/spool/native/sysinfo"
-)
+import "github.com/spoolhq/spool/native/sysinfo"
 
 // guardLocked samples the footprint and, above the limit, shrinks every
 // layer's LRU by one unleased slot, freeing its slab.
@@ -26,12 +21,8 @@ func (s *Streamed) guardLocked() {
 		if sl == nil {
 			continue
 		}
-		s.invalidate(sl)
-		lc.slots = slices.DeleteFunc(lc.slots, func(x *slot) bool { return x == sl })
+		s.dropLRUSlotLocked(lc, sl)
 		lc.cap = len(lc.slots)
-		s.slabBytes -= int64(len(sl.slab))
-		offheap.Free(sl.slab)
-		sl.slab = nil
 		s.tel.shrinks++
 	}
 }

@@ -44,6 +44,12 @@ type extentRead struct {
 type packedLayout struct {
 	path                 string // the pack file, for errors
 	regionLen, scalesLen int64
+	// crc is the index's CRC-32C of the expert's weights then scales,
+	// which each decoded record is checked against.
+	crc uint32
+	// raw is the expert read from its shard: what a damaged record
+	// falls back to (the slab class is sized for both).
+	raw *layout
 }
 
 // matrixLayout places one matrix in the slab: its weight bytes and its
@@ -109,7 +115,7 @@ func newPackedLayout(loc container.ExpertLocation, ent expertpack.Entry, file in
 		bytes:  ent.Length,
 		need:   max(ent.PackedSlabNeed(), loc.WeightBytes),
 		reads:  []extentRead{{file: file, off: ent.Offset, n: ent.Length, at: ent.SlabAt, room: ent.PackedSlabNeed() - ent.SlabAt}},
-		packed: &packedLayout{path: path, regionLen: loc.WeightBytes, scalesLen: loc.ScaleBytes},
+		packed: &packedLayout{path: path, regionLen: loc.WeightBytes, scalesLen: loc.ScaleBytes, crc: ent.CRC},
 	}
 	// The region is the weight extents concatenated; the scales, the
 	// scale extents concatenated.
@@ -222,6 +228,11 @@ func (lo *layout) events(size int64) int {
 	n := len(lo.chunks(size))
 	if lo.packed != nil {
 		n++
+		if lo.packed.raw != nil {
+			// Or the raw layout's, should a damaged record make the
+			// expert's layout raw between the count and the reads.
+			n = max(n, lo.packed.raw.events(size))
+		}
 	}
 	return n
 }
@@ -260,11 +271,16 @@ func (s *Streamed) locate(c *container.Container, layers []int) error {
 			if err != nil {
 				return err
 			}
+			// A slot holds the expert read raw too: a damaged record falls
+			// back to the shard in the slot it was read into.
+			lc.class.size = max(lc.class.size, slabSize(lo.need))
 			if p := packs[loc.Weights[0].File]; p != nil {
 				if ent, ok := p.index.Lookup(l, e); ok {
+					raw := lo
 					if lo, err = newPackedLayout(loc, ent, p.file, p.path); err != nil {
 						return err
 					}
+					lo.packed.raw = raw
 				}
 			}
 			lc.layouts[e] = lo

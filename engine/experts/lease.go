@@ -124,7 +124,7 @@ func (l *streamLease) readsFor(i int) []diskio.ReadRequest {
 	tag := readTag{item: i}
 	if lo.packed != nil {
 		// One more event: the decode's completion.
-		tag.u = newUnpackState(lo, it.slot.slab, l.s.opts.ReadChunk, l.s.opts.DecodeLoop)
+		tag.u = newUnpackState(lo, it.slot.slab, l.s.opts.ReadChunk, l.s.opts.DecodeLoop, l.s.files)
 		it.readsLeft++
 		l.inflight++
 	}
@@ -215,7 +215,11 @@ func (l *streamLease) handle(ev readEvent) {
 		}
 		return
 	}
-	ex, err := it.lc.layouts[it.id].matrices(it.slot.slab)
+	lo := it.lc.layouts[it.id]
+	if ev.unpacked {
+		lo = l.s.unpackedLocked(it.lc, it.id, ev.u)
+	}
+	ex, err := lo.matrices(it.slot.slab)
 	if err != nil {
 		it.failed = true
 		if l.err == nil {

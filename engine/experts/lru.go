@@ -42,6 +42,7 @@ func (s *Streamed) Acquire(ctx context.Context, layer int, ids []int) (Lease, er
 		if s.opts.FootprintLimit > 0 && s.forwards%s.opts.GuardEvery == 0 {
 			s.guardLocked()
 		}
+		s.trimLRULocked() // what SetLRUShare could not free while leased
 	}
 	l := s.leaseLocked(ctx, lc, ids)
 	reqs := l.startLocked()

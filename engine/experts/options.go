@@ -2,6 +2,7 @@ package experts
 
 import (
 	"fmt"
+	"log/slog"
 
 	"github.com/spoolhq/spool/engine/rans"
 	"github.com/spoolhq/spool/native/diskio"
@@ -64,6 +65,9 @@ type StreamOptions struct {
 	// Buffered reads through the page cache instead of direct I/O (for file
 	// systems that refuse direct I/O; OpenDirect falls back by itself).
 	Buffered bool
+	// Logger hears about damaged pack records read from the shards
+	// instead, and usage histories set aside (nil: slog.Default()).
+	Logger *slog.Logger
 }
 
 // newPolicy makes one layer's cache policy.

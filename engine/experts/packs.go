@@ -3,8 +3,10 @@ package experts
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/expertpack"
@@ -61,5 +63,47 @@ func (s *Streamed) openPacks(c *container.Container) (map[string]*openPack, erro
 	return packs, nil
 }
 
-// PackNotes says which packs beside the shards were not used, and why.
-func (s *Streamed) PackNotes() []string { return append([]string(nil), s.packNotes...) }
+// PackNotes says which packs beside the shards were not used, and why,
+// and which held damaged records.
+func (s *Streamed) PackNotes() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := append([]string(nil), s.packNotes...)
+	paths := make([]string, 0, len(s.damaged))
+	for p := range s.damaged {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	for _, p := range paths {
+		out = append(out, fmt.Sprintf("%s has %d damaged records (their experts are read from the shard): run spool pack again", p, s.damaged[p]))
+	}
+	return out
+}
+
+// unpackedLocked is the layout a packed read's slab holds once its record
+// is final. After a damaged record was read from the shard instead, the
+// expert's layout becomes its raw one, so that it is not read from the
+// pack again, and the fallback is logged and noted.
+func (s *Streamed) unpackedLocked(lc *layerCache, id int, u *unpackState) *layout {
+	if !u.fellBack {
+		return u.lo
+	}
+	raw := u.lo.packed.raw
+	if lc.layouts[id] == u.lo {
+		lc.layouts[id] = raw
+		if s.damaged == nil {
+			s.damaged = map[string]int{}
+		}
+		s.damaged[u.lo.packed.path]++
+		s.logger().Warn("experts: a packed expert is damaged; read from the shard instead (run spool pack again)",
+			"pack", u.lo.packed.path, "layer", lc.layer, "expert", id, "err", u.damaged)
+	}
+	return raw
+}
+
+func (s *Streamed) logger() *slog.Logger {
+	if s.opts.Logger != nil {
+		return s.opts.Logger
+	}
+	return slog.Default()
+}

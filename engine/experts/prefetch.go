@@ -107,7 +107,7 @@ func (s *Streamed) prefetchReads(ctx context.Context, pf *prefetch) []diskio.Rea
 	lo := pf.lc.layouts[pf.id]
 	tag := prefetchTag{pf: pf, ctx: ctx}
 	if lo.packed != nil {
-		tag.u = newUnpackState(lo, pf.slot.slab, s.opts.ReadChunk, s.opts.DecodeLoop)
+		tag.u = newUnpackState(lo, pf.slot.slab, s.opts.ReadChunk, s.opts.DecodeLoop, s.files)
 		pf.left++
 	}
 	cs := lo.chunks(s.opts.ReadChunk)
@@ -161,7 +161,11 @@ func (s *Streamed) prefetchDone(pf *prefetch, ev readEvent) {
 		s.dropPrefetchLocked(pf)
 		return
 	}
-	ex, err := pf.lc.layouts[pf.id].matrices(pf.slot.slab)
+	lo := pf.lc.layouts[pf.id]
+	if ev.unpacked {
+		lo = s.unpackedLocked(pf.lc, pf.id, ev.u)
+	}
+	ex, err := lo.matrices(pf.slot.slab)
 	if err != nil {
 		pf.err = err
 		pf.cancelled = true

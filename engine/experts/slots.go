@@ -79,6 +79,7 @@ func (s *Streamed) allocate(working, k int) error {
 	if row > 0 && lruBytes > 0 {
 		per = int(min(lruBytes/row, int64(s.cfg.NumRoutedExperts)))
 	}
+	s.lruPlanned = per
 	for _, lc := range s.layers {
 		lc.cap = per
 		for range per {

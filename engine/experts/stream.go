@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/container"
@@ -46,7 +48,12 @@ type Streamed struct {
 	slabBytes int64 // every slab allocated
 	closed    bool
 	packNotes []string
+	damaged   map[string]int // pack path: records read from the shard instead
 	bgSubmit  sync.WaitGroup // Prefetch's submitting goroutines
+
+	// lruPlanned is the LRU slots per layer the cache budget gives
+	// (SetLRUShare's 100%, budget.go).
+	lruPlanned int
 
 	// Test hooks (see export_test.go).
 	poison     bool
@@ -89,6 +96,7 @@ func NewStreamed(ctx context.Context, c *container.Container, cfg *config.Config
 	ok := false
 	defer func() {
 		if !ok {
+			s.opts.UsagePath = "" // a tier that never ran writes no history
 			s.Close()
 		}
 	}()
@@ -103,9 +111,10 @@ func NewStreamed(ctx context.Context, c *container.Container, cfg *config.Config
 	if opts.UsagePath != "" {
 		u, err := LoadUsage(opts.UsagePath, cfg.NumLayers, cfg.NumRoutedExperts)
 		if err != nil {
-			return nil, err
+			s.setUsageAside(err)
+		} else {
+			s.usage = u
 		}
-		s.usage = u
 	}
 	if err := s.allocate(opts.WorkingSlots, k); err != nil {
 		return nil, err
@@ -135,7 +144,8 @@ func (s *Streamed) openFiles(c *container.Container) error {
 }
 
 // SaveUsage writes the usage history to UsagePath (atomically); it does
-// nothing without one.
+// nothing without one, or while the history is empty (a file is never
+// overwritten with nothing).
 func (s *Streamed) SaveUsage() error {
 	if s.opts.UsagePath == "" {
 		return nil
@@ -143,7 +153,28 @@ func (s *Streamed) SaveUsage() error {
 	s.mu.Lock()
 	u := s.usage.clone()
 	s.mu.Unlock()
+	if u.Total() == 0 {
+		return nil
+	}
 	return u.Save(s.opts.UsagePath)
+}
+
+// setUsageAside handles a usage history that cannot be read (damaged, or
+// another model's): it is renamed aside, keeping its bytes for a look, and
+// the tier starts with no history, which it saves in its place. When it
+// cannot be moved, the tier keeps no history rather than overwrite it.
+func (s *Streamed) setUsageAside(why error) {
+	path := s.opts.UsagePath
+	aside := path + ".damaged"
+	if _, err := os.Lstat(aside); err == nil {
+		aside = fmt.Sprintf("%s.damaged-%s", path, time.Now().UTC().Format("20060102T150405.000000000"))
+	}
+	if err := os.Rename(path, aside); err != nil {
+		s.logger().Warn("experts: the usage history cannot be read nor set aside; this run keeps none", "history", path, "err", why, "rename_err", err)
+		s.opts.UsagePath = ""
+		return
+	}
+	s.logger().Warn("experts: the usage history cannot be read; set aside, and a new one is learned", "history", path, "set_aside", aside, "err", why)
 }
 
 // Files returns the paths of the shards the source reads.

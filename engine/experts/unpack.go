@@ -1,12 +1,14 @@
 package experts
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/spoolhq/spool/engine/expertpack"
 	"github.com/spoolhq/spool/engine/rans"
+	"github.com/spoolhq/spool/native/diskio"
 )
 
 // unpackState decodes one packed expert in its slab while its record's
@@ -31,8 +33,15 @@ type unpackState struct {
 	up       *expertpack.Unpacker
 	decoding bool
 	decoded  bool
-	final    bool // the completion was reported
-	err      error
+	final    bool  // the completion was reported
+	err      error // a read's failure (or cancellation)
+	// damaged is why the record did not decode or verify: the expert is
+	// then read from its shard (readRaw) into the same slab, and fellBack
+	// says the slab holds the raw layout.
+	damaged  error
+	fellBack bool
+	// files are the source's open files, which the raw reads use.
+	files []*diskio.DirectFile
 	// spent is the time spent decoding, out is the bytes rebuilt.
 	spent time.Duration
 	out   int64
@@ -41,10 +50,10 @@ type unpackState struct {
 	step func(landed int64) (bool, error)
 }
 
-func newUnpackState(lo *layout, slab []byte, chunk int64, loop rans.Loop) *unpackState {
+func newUnpackState(lo *layout, slab []byte, chunk int64, loop rans.Loop, files []*diskio.DirectFile) *unpackState {
 	r := lo.reads[0]
 	n := int((r.n + chunk - 1) / chunk)
-	u := &unpackState{lo: lo, slab: slab, at: r.at, base: r.off, length: r.n, chunk: chunk, loop: loop, landedAt: make([]bool, n)}
+	u := &unpackState{lo: lo, slab: slab, at: r.at, base: r.off, length: r.n, chunk: chunk, loop: loop, landedAt: make([]bool, n), files: files}
 	u.step = u.advance
 	return u
 }
@@ -69,7 +78,7 @@ func (u *unpackState) landed(off int64, err error) (bool, error) {
 	}
 	if !u.decoding {
 		u.decoding = true
-		for u.err == nil && !u.decoded {
+		for u.err == nil && u.damaged == nil && !u.decoded {
 			p := u.prefix
 			u.mu.Unlock()
 			start := time.Now()
@@ -77,8 +86,8 @@ func (u *unpackState) landed(off int64, err error) (bool, error) {
 			spent := time.Since(start)
 			u.mu.Lock()
 			u.spent += spent
-			if derr != nil && u.err == nil {
-				u.err = derr
+			if derr != nil {
+				u.damaged = derr
 			}
 			u.decoded = done
 			if u.prefix == p {
@@ -91,14 +100,54 @@ func (u *unpackState) landed(off int64, err error) (bool, error) {
 	// the slot goes back once final is reported, and a decode still
 	// writing into it would corrupt the next expert read there. That
 	// goroutine reports final when its decode stops.
-	if u.final || u.decoding || u.reported < len(u.landedAt) || (u.err == nil && !u.decoded) {
+	if u.final || u.decoding || u.reported < len(u.landedAt) || (u.err == nil && u.damaged == nil && !u.decoded) {
 		return false, nil
 	}
 	u.final = true
-	if u.err == nil && u.prefix != u.length {
+	switch {
+	case u.err != nil:
+		// A read failed or was cancelled: that is the error, whatever
+		// the decode made of a partial record.
+	case u.damaged != nil:
+		// Every read landed and the record is damaged: the expert's
+		// bytes come from its shard instead. No request of this record
+		// is left to write into the slab.
+		if err := u.readRaw(); err != nil {
+			u.err = fmt.Errorf("%w; reading it from the shard instead: %v", u.damaged, err)
+		} else {
+			u.fellBack = true
+		}
+	case u.prefix != u.length:
 		u.err = fmt.Errorf("internal error: record decoded with %d of %d bytes landed", u.prefix, u.length)
 	}
 	return true, u.err
+}
+
+// readRaw reads the expert from its shard into the slab, as its raw
+// layout places it: what a damaged record falls back to.
+func (u *unpackState) readRaw() error {
+	raw := u.lo.packed.raw
+	if raw == nil || u.files == nil {
+		return errors.New("no raw layout")
+	}
+	if slabSize(raw.need) > int64(len(u.slab)) {
+		return fmt.Errorf("internal error: a slab of %d bytes cannot hold the expert read raw (%d)", len(u.slab), raw.need)
+	}
+	for _, r := range raw.reads {
+		if _, err := u.files[r.file].ReadAtAligned(u.slab[r.at:r.at+r.room], r.off, r.n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// result is the layout the slab holds once the record is final: the
+// packed one decoded, or the raw one after a fallback.
+func (u *unpackState) result() *layout {
+	if u.fellBack {
+		return u.lo.packed.raw
+	}
+	return u.lo
 }
 
 // advance parses the record header once its bytes are in, then decodes
@@ -132,8 +181,13 @@ func (u *unpackState) advance(landed int64) (bool, error) {
 		u.rec = r
 	}
 	done, err := u.up.Advance(u.slab, landed)
-	if done {
-		u.out = u.rec.RegionLen
+	if err != nil || !done || landed < u.length {
+		// The scales, after the blocks, are checked once they are in.
+		return false, err
 	}
-	return done, err
+	if err := u.up.Verify(u.slab, u.lo.packed.crc); err != nil {
+		return false, err
+	}
+	u.out = u.rec.RegionLen
+	return true, nil
 }

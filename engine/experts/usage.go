@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/spoolhq/spool/internal/atomicfile"
+	"github.com/spoolhq/spool/internal/regularfile"
 )
 
 // UsageEngineID identifies GLM-5.2 histories in the .coli_usage format:
@@ -50,17 +51,12 @@ func NewUsage(layers, experts int) *Usage {
 // LoadUsage reads the history at path; a missing or empty file is an
 // empty history.
 func LoadUsage(path string, layers, experts int) (*Usage, error) {
-	st, err := os.Stat(path)
+	// A regular file of bounded size: a FIFO or a huge file is refused,
+	// not waited on or read whole.
+	data, err := regularfile.Read(path, maxUsageFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return NewUsage(layers, experts), nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("experts: usage history: %w", err)
-	}
-	if st.Size() > maxUsageFile {
-		return nil, fmt.Errorf("experts: usage history %s is %d bytes, more than the %d accepted", path, st.Size(), maxUsageFile)
-	}
-	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("experts: usage history: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/spoolhq/spool/engine/fingerprint"
 	"github.com/spoolhq/spool/engine/generate"
 	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
@@ -17,7 +18,7 @@ import (
 // and a disk tier in dir.
 func openCache(t *testing.T, d *loader.Dir, dir string, memory int64) *promptcache.Cache {
 	t.Helper()
-	id, err := promptcache.IdentityOf(d, "test")
+	id, err := promptcache.IdentityOf(context.Background(), d, "test", fingerprint.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,12 +52,16 @@ func isTypeName(s string) bool {
 // that are not integers (except that a lower bound >= 0 forbids a minus
 // sign), and the annotations title, description, default, examples,
 // $comment, deprecated, readOnly, writeOnly, $schema. Any other keyword is
-// refused with an error naming it and its location.
+// refused with an error naming it and its location. Length, item and
+// number bounds written into a description by Anthropic's strict-schema
+// transform ("...\n\n{maxLength: 40}") are enforced as if they were
+// keywords (see describedbounds.go).
 func CompileJSONSchema(schema []byte) (*Grammar, error) {
 	root, err := parseJSON(schema)
 	if err != nil {
 		return nil, fmt.Errorf("grammar: schema is not valid JSON: %w", err)
 	}
+	liftDescribedBounds(root)
 	c := &compiler{b: newBuilder(), root: root, memo: map[memoKey]int32{}, refs: map[*jvalue]bool{}}
 	c.b.g.root, err = c.compile(root, "#")
 	if err != nil {

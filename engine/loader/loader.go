@@ -9,6 +9,7 @@ import (
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/experts"
+	"github.com/spoolhq/spool/engine/fingerprint"
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/kernels"
 	"github.com/spoolhq/spool/native/offheap"
@@ -34,6 +35,7 @@ type Dir struct {
 
 	arena     []byte // the resident weights, when the experts stream
 	arenaUsed int
+	weights   *fingerprint.Hash // Fingerprint's result, once computed
 }
 
 // Open loads the model in dir: OpenHeaders, then Load.
@@ -92,6 +94,12 @@ func (d *Dir) Load(ctx context.Context, opts Options) error {
 		}
 		w.arena = d.arena
 		d.Experts, err = opts.Experts(ctx, c, cfg, layers)
+		if err != nil {
+			// A source that failed to build released what it held; it
+			// may come back as a nil of its type inside the interface,
+			// which Close must not call.
+			d.Experts = nil
+		}
 	} else {
 		// Everything stays in memory: map each shard once and view it.
 		if err := c.Preload(); err != nil {

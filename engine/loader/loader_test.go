@@ -2,6 +2,7 @@ package loader
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/spoolhq/spool/engine/config"
@@ -33,5 +34,22 @@ func TestStreamedWeightsInArena(t *testing.T) {
 	}
 	if err := d.Close(); err != nil || d.arena != nil {
 		t.Errorf("close: %v, arena %d bytes", err, len(d.arena))
+	}
+}
+
+// TestFailedExpertSource: an expert source that fails to build, handed
+// back as a nil of its concrete type inside the interface (as a plain
+// `return experts.NewStreamed(...)` does), fails the load with its error;
+// closing the directory does not touch it.
+func TestFailedExpertSource(t *testing.T) {
+	broken := errors.New("the usage history is damaged")
+	_, err := Open(context.Background(), fixtures.Path(t, "glm52-tiny"), Options{
+		Experts: func(ctx context.Context, c *container.Container, cfg *config.Config, layers []int) (experts.Source, error) {
+			var s *experts.Streamed
+			return s, broken
+		},
+	})
+	if !errors.Is(err, broken) {
+		t.Fatalf("Open: %v, want the source's error", err)
 	}
 }

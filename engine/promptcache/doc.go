@@ -24,8 +24,8 @@
 // recently used out first, recency kept in file modification times so a
 // restart finds both the blocks and their order. Files are written
 // atomically (temporary file, fsync, rename), carry the cache identity
-// (Identity: container header digest, config, tokenizer, engine build,
-// geometry; with block size and FormatVersion) and a CRC-32C; one that
+// (Identity: container header digest, weights digest, config, tokenizer,
+// engine build, geometry; with block size and FormatVersion) and a CRC-32C; one that
 // does not verify is logged, deleted and never loaded. Reads of restored
 // blocks go through diskio's direct-read pool (O_DIRECT / F_NOCACHE), the
 // experts' path, and are counted in Stats. A full or failing disk costs
@@ -36,7 +36,7 @@
 // Setup, once per loaded model (the app's openEngine for serve and the
 // app, spool run):
 //
-//	id, _ := promptcache.IdentityOf(dir, version)
+//	id, _ := promptcache.IdentityOf(ctx, dir, version, fingerprint.Options{Store: ...})
 //	opts := promptcache.Options{Identity: id, Dir: ..., DiskBytes: ..., Pool: <the expert tier's read pool>}
 //	fp, _ := promptcache.Footprint(opts) // planOpts.PromptCache = &fp; p, _ := plan.New(...)
 //	opts.MemoryBytes = p.PromptCacheBytes // the plan sizes the memory tier

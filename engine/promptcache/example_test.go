@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/spoolhq/spool/engine/fingerprint"
 	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/promptcache"
@@ -30,7 +31,7 @@ func Example() {
 	}
 	defer os.RemoveAll(dir)
 
-	id, err := promptcache.IdentityOf(d, "example build")
+	id, err := promptcache.IdentityOf(context.Background(), d, "example build", fingerprint.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}

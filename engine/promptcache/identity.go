@@ -1,6 +1,7 @@
 package promptcache
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/spoolhq/spool/engine/fingerprint"
 	"github.com/spoolhq/spool/engine/kvcache"
 	"github.com/spoolhq/spool/engine/loader"
 )
@@ -29,12 +31,16 @@ func (h Hash) String() string { return hex.EncodeToString(h[:]) }
 //
 // The model is identified by content, not by a revision name: Container is
 // a digest of every shard's header (tensor names, dtypes, shapes, offsets,
-// sizes and metadata), so a renamed or re-downloaded copy of the same
-// artifact keeps its cache and a re-converted one does not.
+// sizes and metadata) and Weights one of every shard's bytes
+// (engine/fingerprint), so a renamed or re-downloaded copy of the same
+// artifact keeps its cache, and a re-converted one, or one with the same
+// layout and other weights (a fine-tune, a re-published checkpoint), does
+// not.
 type Identity struct {
 	// Name labels the model in log lines (not part of the digest).
 	Name      string
 	Container Hash // digest of the container's headers
+	Weights   Hash // digest of the shards' bytes (loader.Dir.Fingerprint)
 	Config    Hash // digest of config.json
 	Tokenizer Hash // digest of tokenizer.json (zero when the model has none)
 	// Engine is the engine build whose numerics computed the state (a
@@ -50,8 +56,10 @@ type Identity struct {
 }
 
 // IdentityOf computes the identity of a loaded model directory; engine
-// names the build (see Identity.Engine).
-func IdentityOf(d *loader.Dir, engine string) (Identity, error) {
+// names the build (see Identity.Engine) and weights says where the
+// shards' digests are remembered (the first identity of a model outside
+// the Hugging Face cache reads its weights once).
+func IdentityOf(ctx context.Context, d *loader.Dir, engine string, weights fingerprint.Options) (Identity, error) {
 	if d.Model == nil {
 		return Identity{}, fmt.Errorf("promptcache: identity of %s: the model is not loaded", d.Path)
 	}
@@ -62,7 +70,11 @@ func IdentityOf(d *loader.Dir, engine string) (Identity, error) {
 		Geometry:  d.Model.CacheGeometry(),
 		Hidden:    d.Config.HiddenSize,
 	}
-	var err error
+	fp, err := d.Fingerprint(ctx, weights)
+	if err != nil {
+		return Identity{}, fmt.Errorf("promptcache: identity of %s: %w", d.Path, err)
+	}
+	id.Weights = Hash(fp)
 	if id.Config, err = fileDigest(filepath.Join(d.Path, "config.json"), false); err != nil {
 		return Identity{}, err
 	}
@@ -123,6 +135,7 @@ func (id Identity) digest(blockTokens int) Hash {
 	writeInt(h, FormatVersion)
 	writeInt(h, int64(blockTokens))
 	h.Write(id.Container[:])
+	h.Write(id.Weights[:])
 	h.Write(id.Config[:])
 	h.Write(id.Tokenizer[:])
 	writeString(h, id.Engine)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/spoolhq/spool/engine/fingerprint"
 	"github.com/spoolhq/spool/engine/generate"
 	"github.com/spoolhq/spool/engine/kvcache"
 	"github.com/spoolhq/spool/engine/loader"
@@ -43,7 +44,7 @@ func longPrompt(t testing.TB, name string, d *loader.Dir) []int {
 
 func newCache(t testing.TB, d *loader.Dir, dir string, memory int64) *promptcache.Cache {
 	t.Helper()
-	id, err := promptcache.IdentityOf(d, "test")
+	id, err := promptcache.IdentityOf(context.Background(), d, "test", fingerprint.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -152,15 +152,6 @@ func New(cfg Config) (*Client, error) {
 // Endpoint is the remote's base URL as users see it (never with a key).
 func (c *Client) Endpoint() string { return c.base.String() }
 
-// scrub removes the remote key from text that came from the remote or the
-// network, so that no error, status or log line carries it.
-func (c *Client) scrub(s string) string {
-	if len(c.key) < 4 {
-		return s
-	}
-	return strings.ReplaceAll(s, c.key, "[remote key]")
-}
-
 // Do sends a request to the remote: path is an API path such as
 // "/v1/chat/completions", body a JSON document or nil. A 2xx answer is
 // returned for the caller to read and close; its body times out after
@@ -197,6 +188,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte) (*htt
 		return nil, c.transportError(ctx, cause, err, "answer")
 	}
 	c.markReachable()
+	c.scrubHeader(resp.Header)
 	if resp.StatusCode/100 == 2 {
 		// The silence limit runs from the answer's start.
 		wd.reset(c.timeout)
@@ -295,7 +287,8 @@ func (b *watchedBody) Close() error {
 }
 
 // ReadBody reads a non-streamed answer whole (at most MaxBody bytes) and
-// closes it.
+// closes it. An answer of a Client's Do comes with the remote key cleaned
+// out.
 func ReadBody(resp *http.Response) ([]byte, error) {
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxBody+1))
@@ -304,6 +297,9 @@ func ReadBody(resp *http.Response) ([]byte, error) {
 	}
 	if len(data) > MaxBody {
 		return nil, &Error{Kind: KindProtocol, Message: fmt.Sprintf("the remote engine's answer is larger than %d bytes", MaxBody)}
+	}
+	if wb, ok := resp.Body.(*watchedBody); ok {
+		data = wb.c.scrubBytes(data)
 	}
 	return data, nil
 }

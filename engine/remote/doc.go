@@ -3,7 +3,9 @@
 // Spool, reached over HTTP(S) with an optional bearer key.
 //
 // A Client sends requests to the remote (adding the remote's key, which
-// never leaves this package in an error, a status or a log line), reads
+// never leaves this package: every error field, answer header, body,
+// stream event and model list is cleaned of it in one place, redact.go,
+// as written and as JSON escapes spell it), reads
 // its answers (error bodies in the shapes vLLM, SGLang, FastAPI and OpenAI
 // use; server-sent event streams with an idle timeout), lists its models
 // (with vLLM's max_model_len), probes whether it is reachable and how long

@@ -47,7 +47,9 @@ func (k Kind) String() string {
 }
 
 // Error is a failure to get an answer from the remote, or the remote's
-// own error answer. Its text never holds the remote key.
+// own error answer. None of its fields holds the remote key when a Client
+// built it (redact.go), nor when ParseError reads an event of a Client's
+// Stream.
 type Error struct {
 	Kind Kind
 	// Status is the remote's HTTP status (KindStatus, KindAuth).
@@ -70,15 +72,13 @@ func (e *Error) Error() string {
 }
 
 func (c *Client) errorf(kind Kind, format string, args ...any) *Error {
-	return &Error{Kind: kind, Message: c.scrub(fmt.Sprintf(format, args...))}
+	return c.clean(&Error{Kind: kind, Message: fmt.Sprintf(format, args...)})
 }
 
 // statusError builds the Error of a non-2xx answer from its body.
 func (c *Client) statusError(resp *http.Response, body []byte) *Error {
-	e := ParseError(resp.StatusCode, body)
-	e.RetryAfter = resp.Header.Get("Retry-After")
-	e.Message = c.scrub(e.Message)
-	e.Param = c.scrub(e.Param)
+	e := c.clean(ParseError(resp.StatusCode, c.scrubBytes(body)))
+	e.RetryAfter = c.scrub(resp.Header.Get("Retry-After"))
 	if e.Kind == KindAuth {
 		e.Message = fmt.Sprintf("the remote engine at %s refused Spool's remote key (%d %s: %s): check the key (--remote-key, or the server key in Settings)",
 			c.Endpoint(), resp.StatusCode, http.StatusText(resp.StatusCode), e.Message)

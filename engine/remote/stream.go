@@ -125,11 +125,11 @@ type Stream struct {
 // Stream starts reading resp's events; Close ends it.
 func (c *Client) Stream(resp *http.Response) *Stream {
 	s := &Stream{events: make(chan Event), stop: make(chan struct{}), done: make(chan struct{}), body: resp.Body}
-	go s.read(NewEventReader(resp.Body))
+	go s.read(NewEventReader(resp.Body), c)
 	return s
 }
 
-func (s *Stream) read(er *EventReader) {
+func (s *Stream) read(er *EventReader, c *Client) {
 	defer close(s.done)
 	defer close(s.events)
 	for {
@@ -141,7 +141,7 @@ func (s *Stream) read(er *EventReader) {
 			return
 		}
 		select {
-		case s.events <- ev:
+		case s.events <- c.scrubEvent(ev):
 		case <-s.stop:
 			return
 		}

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/spoolhq/spool/engine/fingerprint"
 	"github.com/spoolhq/spool/engine/generate"
 	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
@@ -56,7 +57,7 @@ func TestPromptCacheExact(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			id, err := promptcache.IdentityOf(d, "test")
+			id, err := promptcache.IdentityOf(context.Background(), d, "test", fingerprint.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -175,7 +176,7 @@ func TestPromptCacheFullDisk(t *testing.T) {
 	ctx := context.Background()
 	m := openMini(t)
 	prompt := prompts(t)[2]
-	id, err := promptcache.IdentityOf(fixturemodel.Shared(t, "glm52-mini"), "test")
+	id, err := promptcache.IdentityOf(context.Background(), fixturemodel.Shared(t, "glm52-mini"), "test", fingerprint.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 // Package server owns Spool's local HTTP API: the OpenAI chat completions,
-// completions and Responses endpoints, the Anthropic messages endpoint,
-// model listing, health and stats, server-sent event streaming, the
+// completions and Responses endpoints (and the Responses WebSocket mode),
+// the Anthropic messages endpoint, Ollama's native API (/api/...), model
+// listing, health and stats, server-sent event streaming, the
 // websocket that pushes live engine events to the UI, and the security
 // defaults (loopback bind, API key, DNS-rebinding guard, CORS, limits).
 //

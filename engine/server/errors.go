@@ -197,6 +197,8 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var body any = e.openAI()
 	if envelopeFor(r.URL.Path) == envAnthropic {
 		body = e.anthropic()
+	} else if isOllamaPath(r.URL.Path) {
+		body = e.ollama()
 	}
 	writeJSON(w, e.Status, body)
 }

@@ -18,6 +18,7 @@ var conversationKeys = map[string]string{
 	"/v1/messages":              "messages",
 	"/v1/messages/count_tokens": "messages",
 	"/v1/responses":             "input",
+	"/api/chat":                 "messages",
 }
 
 // bufferedBody is a request body read by readBody.

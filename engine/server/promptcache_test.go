@@ -1,10 +1,12 @@
 package server
 
 import (
+	"context"
 	"log/slog"
 	"strings"
 	"testing"
 
+	"github.com/spoolhq/spool/engine/fingerprint"
 	"github.com/spoolhq/spool/engine/promptcache"
 	"github.com/spoolhq/spool/engine/scheduler"
 )
@@ -20,7 +22,7 @@ var longSystem = strings.Repeat("You answer questions about Python's standard li
 // add up to the prompt.
 func TestPromptCacheUsage(t *testing.T) {
 	d := loadDemo(t)
-	id, err := promptcache.IdentityOf(d.dir, "test")
+	id, err := promptcache.IdentityOf(context.Background(), d.dir, "test", fingerprint.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -418,9 +418,19 @@ func TestRemoteSecurity(t *testing.T) {
 		w.Write([]byte(`{"data":[{"id":"m","max_model_len":100}]}`))
 	})
 	echo.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		// A remote that echoes the credentials it got.
+		// A remote that echoes the credentials it got, in every field,
+		// a header, and in its stream's error events.
+		auth := r.Header.Get("Authorization")
+		w.Header().Set("X-Request-Id", auth)
+		e := map[string]any{"error": map[string]any{"message": "bad auth " + auth, "param": auth, "code": auth, "type": auth}}
+		if body, _ := io.ReadAll(r.Body); strings.Contains(string(body), `"stream":true`) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			b, _ := json.Marshal(e)
+			w.Write([]byte("data: " + string(b) + "\n\n"))
+			return
+		}
 		w.WriteHeader(500)
-		json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": "bad auth " + r.Header.Get("Authorization"), "param": r.Header.Get("Authorization")}})
+		json.NewEncoder(w).Encode(e)
 	})
 	hs := httptest.NewServer(echo)
 	defer hs.Close()
@@ -438,8 +448,18 @@ func TestRemoteSecurity(t *testing.T) {
 	check(ts.do(t, "POST", "/v1/messages", map[string]any{"max_tokens": 5, "messages": []any{map[string]any{"role": "user", "content": "x"}}}))
 	check(ts.do(t, "POST", "/v1/responses", map[string]any{"input": "x"}))
 	check(ts.do(t, "GET", "/stats", nil))
-	_, _, body := ts.raw(t, context.Background(), "/v1/chat/completions", userChat("hi", map[string]any{"stream": true}))
-	seen.WriteString(body)
+	for _, req := range []struct {
+		path string
+		body any
+	}{
+		{"/v1/chat/completions", userChat("hi", map[string]any{"stream": true})},
+		{"/v1/responses", map[string]any{"input": "x", "stream": true}},
+		{"/v1/messages", map[string]any{"max_tokens": 5, "stream": true, "messages": []any{map[string]any{"role": "user", "content": "x"}}}},
+	} {
+		_, h, body := ts.raw(t, context.Background(), req.path, req.body)
+		seen.WriteString(body)
+		check(0, nil, h)
+	}
 	conn, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(ts.URL, "http")+eventsPath+"?api_key="+frontKey, nil)
 	if err != nil {
 		t.Fatal(err)

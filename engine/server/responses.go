@@ -170,6 +170,9 @@ func (s *Server) responsesTurn(ctx context.Context, req *responsesRequest) (*tur
 	if req.PreviousResponseID != "" {
 		prev, ok := s.responses.get(req.PreviousResponseID)
 		if !ok {
+			prev, ok = socketResponses(ctx).get(req.PreviousResponseID)
+		}
+		if !ok {
 			return nil, nil, notFound("previous_response_not_found", "previous_response_id %q is not known to this server (responses are kept in memory)", req.PreviousResponseID)
 		}
 		history = append(history, prev.history...)
@@ -363,9 +366,11 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	}
 	resp.Usage = u
 	resp.OutputText = b.text
+	reply := chat.Message{Role: "assistant", Content: b.text, ReasoningContent: b.reasoning, ToolCalls: b.calls}
 	if resp.Store {
-		reply := chat.Message{Role: "assistant", Content: b.text, ReasoningContent: b.reasoning, ToolCalls: b.calls}
 		s.responses.put(t.id, &responseState{history: append(history, reply), response: resp})
+	} else {
+		socketResponses(r.Context()).put(t.id, &responseState{history: append(history, reply), response: resp})
 	}
 	if sse == nil {
 		writeJSON(w, http.StatusOK, resp)

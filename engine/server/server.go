@@ -283,10 +283,12 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/messages", s.handleMessages)
 	mux.HandleFunc("POST /v1/messages/count_tokens", s.handleCountTokens)
 	mux.HandleFunc("POST /v1/responses", s.handleResponses)
+	mux.HandleFunc("GET /v1/responses", s.handleResponsesSocket)
 	mux.HandleFunc("GET /v1/responses/{id}", s.handleGetResponse)
 	mux.HandleFunc("POST /v1/embeddings", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, notFound("unsupported", "embeddings are not supported by %s", s.cfg.ModelID))
 	})
+	s.ollamaRoutes(mux)
 	mux.HandleFunc("/", s.handleFallback)
 	return mux
 }
@@ -319,6 +321,7 @@ func (s *Server) checkModel(id string, anthropic bool) error {
 	if id == "" {
 		return nil
 	}
+	id = strings.TrimSuffix(id, ":latest") // Ollama's default tag
 	for _, ok := range s.ids {
 		if id == ok {
 			return nil

@@ -6,7 +6,8 @@ import (
 )
 
 // responseStore keeps the latest responses in memory for
-// previous_response_id, evicting the least recently used.
+// previous_response_id, evicting the least recently used. A nil store keeps
+// and finds nothing.
 type responseStore struct {
 	mu    sync.Mutex
 	limit int
@@ -24,6 +25,9 @@ func newResponseStore(limit int) *responseStore {
 }
 
 func (s *responseStore) get(id string) (*responseState, bool) {
+	if s == nil {
+		return nil, false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.items[id]
@@ -35,6 +39,9 @@ func (s *responseStore) get(id string) (*responseState, bool) {
 }
 
 func (s *responseStore) put(id string, st *responseState) {
+	if s == nil {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e, ok := s.items[id]; ok {

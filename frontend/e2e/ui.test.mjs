@@ -214,6 +214,18 @@ describe('Spool UI pages', () => {
     assert.ok(contexts.some((t) => t.startsWith('1,048,576')), `contexts: ${contexts}`);
     const resident = await page.getByTestId('plan-table').locator('tr', { hasText: 'resident weights' }).locator('td.num').innerText();
     assert.equal(resident, '10.1 GiB');
+    // The speed to expect, beside the plan: with no probes on this machine
+    // (a fresh cache directory), an Apple M4 Pro's published figures; the
+    // chip picker changes it.
+    // (A plan that does not fit has no speed: plan for 48 GiB first.)
+    await page.getByLabel('Memory').fill('48');
+    const speed = page.getByTestId('speed');
+    await speed.getByTestId('speed-decode').waitFor();
+    assert.match(await speed.innerText(), /tokens\/s decoding[\s\S]*Apple M4 Pro[\s\S]*spool bench probe/);
+    const m4pro = await speed.getByTestId('speed-decode').innerText();
+    await page.getByLabel('Speed on').selectOption('M1');
+    await page.getByTestId('speed').filter({ hasText: 'Apple M1 (' }).waitFor();
+    assert.notEqual(await page.getByTestId('speed-decode').innerText(), m4pro, 'a slower SSD predicts another decode speed');
     // The what-ifs: memory and context change the plan.
     const kv = () => page.getByTestId('plan-table').locator('tr', { hasText: 'KV cache' }).locator('td.num').innerText();
     const kvBefore = await kv();

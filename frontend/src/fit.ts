@@ -31,6 +31,22 @@ interface Plan {
   suggestion?: string;
 }
 
+interface Speed {
+  machine?: string;
+  decode_tokens_per_second?: number;
+  prefill_tokens_per_second?: number;
+  prefill_tokens?: number;
+  expected_hit_rate?: number;
+  decode_bound?: string;
+  assumptions?: string[];
+  unavailable?: string;
+  no_probes?: boolean;
+}
+
+interface Chip {
+  name: string;
+}
+
 interface PlanResponse {
   plan: Plan;
   machine_memory_bytes: number;
@@ -41,7 +57,14 @@ interface PlanResponse {
   resident_bytes: number;
   server_context: number;
   server_sequences: number;
+  speed?: Speed;
+  chips?: Chip[];
 }
+
+// The chip the speed falls back to when this machine has no probes yet.
+const fallbackChip = 'M4 Pro';
+
+const rate = (v: number) => (v >= 10 ? v.toFixed(0) : v >= 1 ? v.toFixed(1) : v.toFixed(2));
 
 const GiB = 1024 ** 3;
 const contexts = [2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576];
@@ -54,10 +77,12 @@ export class FitPage implements Page {
   private context!: HTMLSelectElement;
   private sequences!: HTMLInputElement;
   private seqHint!: HTMLElement;
+  private chip!: HTMLSelectElement;
   private model = 'glm52';
   private pick!: HTMLElement;
   private machine = 0;
   private ctl = new AbortController();
+  private noProbes = '';
 
   mount(root: HTMLElement): void {
     this.out = h('div', { class: 'fit-out', 'aria-live': 'polite' }, h('p', { class: 'muted' }, 'Planning…'));
@@ -67,6 +92,7 @@ export class FitPage implements Page {
     this.sequences = h('input', { type: 'number', id: 'fit-seq', min: 1, max: 64, value: 1, 'aria-describedby': 'fit-seq-hint' });
     this.seqHint = h('p', { class: 'hint', id: 'fit-seq-hint' });
     this.pick = h('div', { class: 'segmented', role: 'radiogroup', 'aria-label': 'Model to plan' });
+    this.chip = h('select', { id: 'fit-chip' }, h('option', { value: '' }, 'This machine (probed)'));
     const reset = h('button', { type: 'button', class: 'small', onclick: () => this.useMachine() }, 'This machine');
     const update = debounce(() => this.refresh(), 150);
     this.memory.addEventListener('input', () => {
@@ -75,6 +101,7 @@ export class FitPage implements Page {
     });
     this.context.addEventListener('change', update);
     this.sequences.addEventListener('input', update);
+    this.chip.addEventListener('change', update);
     replace(
       root,
       h(
@@ -89,6 +116,7 @@ export class FitPage implements Page {
           h('div', { class: 'field' }, h('label', { for: 'fit-memory' }, 'Memory'), h('div', { class: 'range-row' }, this.memory, this.memoryOut), h('div', {}, reset)),
           h('div', { class: 'field' }, h('label', { for: 'fit-context' }, 'Context (tokens per sequence)'), this.context),
           h('div', { class: 'field' }, h('label', { for: 'fit-seq' }, 'Sequences decoded together'), this.sequences, this.seqHint),
+          h('div', { class: 'field' }, h('label', { for: 'fit-chip' }, 'Speed on'), this.chip),
         ),
         this.out,
       ),
@@ -128,7 +156,9 @@ export class FitPage implements Page {
 
   private async first(): Promise<void> {
     try {
-      const r = await getJSON<PlanResponse>('/ui/plan?model=' + this.model, this.ctl.signal);
+      const q = new URLSearchParams({ model: this.model });
+      if (this.chip.value) q.set('chip', this.chip.value);
+      const r = await this.plan(q);
       this.machine = r.machine_memory_bytes || r.plan.memory_bytes;
       const opts = contexts.filter((c) => c <= r.max_context);
       for (const c of [r.max_context, r.plan.context]) if (!opts.includes(c)) opts.push(c);
@@ -142,6 +172,19 @@ export class FitPage implements Page {
     } catch (e) {
       if (!this.ctl.signal.aborted) replace(this.out, h('p', { class: 'error', role: 'alert' }, (e as Error).message));
     }
+  }
+
+  // plan fetches a plan; while this machine has no speed probes and no
+  // chip is picked, it asks again for an Apple chip's published figures,
+  // so that the page always says what speed to expect.
+  private async plan(q: URLSearchParams): Promise<PlanResponse> {
+    const r = await getJSON<PlanResponse>('/ui/plan?' + q.toString(), this.ctl.signal);
+    if (this.chip.options.length === 1) for (const c of r.chips ?? []) this.chip.append(h('option', { value: c.name }, 'Apple ' + c.name + ' (published figures)'));
+    if (q.has('chip') || !r.speed?.no_probes || !(r.chips ?? []).some((c) => c.name === fallbackChip)) return r;
+    this.noProbes = r.speed.unavailable ?? '';
+    this.chip.value = fallbackChip;
+    q.set('chip', fallbackChip);
+    return getJSON<PlanResponse>('/ui/plan?' + q.toString(), this.ctl.signal);
   }
 
   private useMachine(): void {
@@ -158,8 +201,9 @@ export class FitPage implements Page {
 
   private async refresh(): Promise<void> {
     const q = new URLSearchParams({ model: this.model, memory: this.memory.value + 'GiB', context: this.context.value, sequences: this.sequences.value || '1' });
+    if (this.chip.value) q.set('chip', this.chip.value);
     try {
-      this.show(await getJSON<PlanResponse>('/ui/plan?' + q.toString(), this.ctl.signal));
+      this.show(await this.plan(q));
     } catch (e) {
       if (!this.ctl.signal.aborted) replace(this.out, h('p', { class: 'error', role: 'alert' }, (e as Error).message));
     }
@@ -193,6 +237,7 @@ export class FitPage implements Page {
     replace(
       this.out,
       verdict,
+      this.speedCard(r),
       h(
         'section',
         { class: 'card' },
@@ -219,6 +264,32 @@ export class FitPage implements Page {
           ),
         ),
       ),
+    );
+  }
+
+  // speedCard is the predicted speed beside the memory plan: decode and
+  // prefill tokens per second, on which figures, and the assumptions.
+  private speedCard(r: PlanResponse): HTMLElement {
+    const sp = r.speed;
+    const head = h('h2', {}, 'Speed you can expect');
+    if (!sp || sp.unavailable || sp.decode_tokens_per_second === undefined) {
+      return h('section', { class: 'card', 'data-testid': 'speed' }, head, h('p', { class: 'muted' }, 'Not predicted: ' + (sp?.unavailable ?? 'no figures for this machine.')));
+    }
+    const note = !this.chip.value ? null : this.noProbes && this.chip.value === fallbackChip ? h('p', { class: 'muted small' }, `${this.noProbes} Meanwhile this is the prediction for an Apple ${fallbackChip}.`) : null;
+    return h(
+      'section',
+      { class: 'card', 'data-testid': 'speed' },
+      head,
+      h(
+        'p',
+        { class: 'speed-figures' },
+        h('strong', { 'data-testid': 'speed-decode' }, `${rate(sp.decode_tokens_per_second)} tokens/s`),
+        ' decoding (writing the answer), ',
+        h('strong', { 'data-testid': 'speed-prefill' }, `${rate(sp.prefill_tokens_per_second ?? 0)} tokens/s`),
+        ` reading a ${(sp.prefill_tokens ?? 0).toLocaleString()}-token prompt, for ${r.model} with this plan on ${sp.machine}.`,
+      ),
+      note,
+      h('details', {}, h('summary', {}, 'What this assumes'), h('ul', { class: 'small' }, ...(sp.assumptions ?? []).map((a) => h('li', {}, a)))),
     );
   }
 }

@@ -1,4 +1,4 @@
-// Codex CLI, Claude Code and opencode in their default configurations,
+// Codex CLI, Claude Code, opencode and GitHub Copilot CLI (BYOK) in their default configurations,
 // pointed at `spool serve` (run by run.mjs), each complete one turn
 // without an error from Spool. The demo model's text is not meaningful:
 // what is checked is that the agent exits cleanly, reports no API error,
@@ -160,3 +160,39 @@ test('opencode run completes a turn', { timeout: TIMEOUT }, async () => {
   assert.ok(finish.part.tokens.output > 0, r.out);
   assert.ok((await stats()).requests > before, 'spool served no request');
 });
+
+// GitHub Copilot CLI in BYOK mode: COPILOT_PROVIDER_BASE_URL points it at
+// Spool, and COPILOT_OFFLINE turns off everything else (GitHub sign-in,
+// telemetry, web tools, the GitHub MCP server, updates). It runs on the
+// chat completions wire, and on the Responses wire over Spool's WebSocket
+// mode (which it would otherwise drop to HTTP).
+for (const [wire, extra] of [
+  ['chat completions', {}],
+  ['responses over a websocket', { COPILOT_PROVIDER_WIRE_API: 'responses', COPILOT_PROVIDER_TRANSPORT: 'websockets' }],
+]) {
+  test(`copilot -p completes a turn (BYOK, ${wire})`, { timeout: TIMEOUT }, async () => {
+    const box = sandbox('copilot');
+    const logs = path.join(box.dir, 'logs');
+    const before = (await stats()).requests;
+    const r = await run(bin('copilot'), ['-p', 'Say hello.', '--allow-all-tools', '--log-level', 'debug', '--log-dir', logs], {
+      cwd: box.work,
+      env: {
+        PATH: process.env.PATH, HOME: box.home,
+        COPILOT_OFFLINE: 'true', COPILOT_AUTO_UPDATE: 'false',
+        COPILOT_PROVIDER_BASE_URL: `${baseURL}/v1`, COPILOT_PROVIDER_API_KEY: KEY, COPILOT_MODEL: 'glm52-mini',
+        // The demo model rambles: an output cap keeps the turn short.
+        COPILOT_PROVIDER_MAX_OUTPUT_TOKENS: '256',
+        ...extra,
+      },
+    });
+    const log = fs.existsSync(logs) ? fs.readdirSync(logs).map((f) => fs.readFileSync(path.join(logs, f), 'utf8')).join('\n') : '';
+    fs.rmSync(box.dir, { recursive: true, force: true });
+    assert.equal(r.code, 0, r.out);
+    assert.doesNotMatch(r.out, /^(Error|✗)|API error|Failed to/m, r.out);
+    assert.ok((await stats()).requests > before, 'spool served no request');
+    if (extra.COPILOT_PROVIDER_TRANSPORT) {
+      // Its debug log names the socket it served the turn on.
+      assert.match(log, /WebSocket responses connection established/, 'the turn did not go over the websocket');
+    }
+  });
+}

@@ -1,4 +1,4 @@
-// Runs Codex CLI, Claude Code and opencode, unmodified, against one
+// Runs Codex CLI, Claude Code, opencode and GitHub Copilot CLI, unmodified, against one
 // `spool serve` on the demo model at its default context:
 //
 //   node run.mjs

@@ -7,7 +7,7 @@ import { ToolChoiceViolationError, generateObject, generateText, streamText, too
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { createAnthropic } from '@ai-sdk/anthropic';
-import { Answer, Forecast, KEY, MODEL, QUESTION, Verdict, baseURL, checkForecast } from './common.js';
+import { Answer, Forecast, KEY, MODEL, QUESTION, baseURL, checkForecast } from './common.js';
 
 const openai = createOpenAI({ baseURL: `${baseURL}/v1`, apiKey: KEY });
 const compatible = createOpenAICompatible({ name: 'spool', baseURL: `${baseURL}/v1`, apiKey: KEY, supportsStructuredOutputs: true });
@@ -52,15 +52,13 @@ for (const [name, model] of Object.entries(providers)) {
 // Structured output: json_schema (response_format, text.format,
 // output_format) and, on Anthropic, a forced "json" tool.
 // For Anthropic's output format the AI SDK moves string bounds into the
-// description ("max length: 40."), since that API takes none: the server is
-// never told the bound, and the SDK refuses a longer summary after the
-// fact. That case asks for Verdict (as langchain.test.js does for
-// ChatAnthropic's jsonSchema), whose every constraint goes on the wire.
+// description ("max length: 40."), since that API takes none; the server
+// reads them back and enforces them (issue 26).
 const objectModels = [
   ['openai chat, json_schema', providers['openai chat'], {}, Answer],
   ['openai responses, json_schema', providers['openai responses'], {}, Answer],
   ['openai-compatible, json_schema', providers['openai-compatible'], {}, Answer],
-  ['anthropic, output format', providers.anthropic, { anthropic: { structuredOutputMode: 'outputFormat' } }, Verdict],
+  ['anthropic, output format', providers.anthropic, { anthropic: { structuredOutputMode: 'outputFormat' } }, Answer],
   ['anthropic, json tool', providers.anthropic, { anthropic: { structuredOutputMode: 'jsonTool' } }, Answer],
 ];
 for (const [name, model, providerOptions, schema] of objectModels) {

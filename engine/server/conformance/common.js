@@ -40,10 +40,6 @@ export const Answer = z.object({
   sure: z.boolean(),
 });
 
-// Verdict has only types and required keys: no constraint a client could
-// move into descriptions.
-export const Verdict = z.object({ sure: z.boolean(), score: z.number().int() });
-
 // checkForecast asserts that arguments (an object or JSON text) satisfy
 // Forecast; days may be left out (forecastJSON makes it optional).
 export function checkForecast(args) {

@@ -6,7 +6,7 @@ import OpenAI from 'openai';
 import { zodFunction, zodResponseFormat, zodResponsesFunction } from 'openai/helpers/zod';
 import Anthropic from '@anthropic-ai/sdk';
 import { zodOutputFormat } from '@anthropic-ai/sdk/helpers/zod';
-import { Answer, Forecast, KEY, MODEL, QUESTION, Verdict, baseURL, checkForecast, forecastJSON } from './common.js';
+import { Answer, Forecast, KEY, MODEL, QUESTION, baseURL, checkForecast, forecastJSON } from './common.js';
 
 const WEATHER = {
   type: 'function',
@@ -305,12 +305,12 @@ test('anthropic: forced tools honour the schema; system turns and adaptive think
 
 test('anthropic: messages.parse with output_config.format; output_format', async () => {
   // The SDK moves string constraints (Answer's max length) into
-  // descriptions before sending, so the schema sent carries none: Verdict
-  // has only types and required keys, which the server enforces.
+  // descriptions before sending ("{maxLength: 40}"); the server enforces
+  // them as if they were in the schema (issue 26).
   const m = await anthropic.messages.parse({
-    model: 'claude-sonnet-4-5', max_tokens: 160, messages: [{ role: 'user', content: QUESTION }], output_config: { format: zodOutputFormat(Verdict) },
+    model: 'claude-sonnet-4-5', max_tokens: 160, messages: [{ role: 'user', content: QUESTION }], output_config: { format: zodOutputFormat(Answer) },
   });
-  assert.ok(Verdict.safeParse(m.parsed_output).success, JSON.stringify(m.content));
+  assert.ok(Answer.safeParse(m.parsed_output).success, JSON.stringify(m.content));
   const old = await anthropic.messages.create({
     model: 'claude-sonnet-4-5', max_tokens: 160, messages: [{ role: 'user', content: QUESTION }], output_format: { type: 'json_schema', schema: forecastJSON },
   });

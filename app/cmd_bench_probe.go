@@ -1,0 +1,171 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spoolhq/spool/engine/bench"
+	"github.com/spoolhq/spool/engine/container"
+	"github.com/spoolhq/spool/engine/experts"
+	"github.com/spoolhq/spool/engine/model"
+	"github.com/spoolhq/spool/engine/plan"
+	"github.com/spoolhq/spool/engine/speed"
+)
+
+// speedProbesPath is where `spool bench probe` caches this machine's
+// figures for `spool fit` and the Fit page: Spool/speed-probes.json in the
+// user's cache directory ("" when there is none).
+func speedProbesPath() string {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(cache, "Spool", "speed-probes.json")
+}
+
+func newBenchProbeCmd() *cobra.Command {
+	var (
+		dir        string
+		out        string
+		probeBytes string
+		seconds    float64
+		asJSON     bool
+		mem        memoryFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "probe --model DIR",
+		Short: "Measure what decode speed rests on and cache it for spool fit's prediction",
+		Long: `Probe measures the figures spool fit predicts speed from, and caches them
+(atomically) for fit and the Fit page: the disk's random whole-expert read
+rate from the model directory with the read pool's own requests and depth
+(direct I/O where the file system has it), and the int4 kernels' weight
+bytes per second on this machine's threads. Run it once on the volume the
+model will live on; any model directory there will do (a small
+'spool gen-bench' one too).`,
+		Example: `  spool bench probe --model ~/models/glm52
+  spool fit --model ~/models/glm52 --json   # now with a speed section`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if seconds <= 0 {
+				return fmt.Errorf("--seconds must be positive, got %g", seconds)
+			}
+			pb, err := plan.ParseSize(probeBytes)
+			if err != nil {
+				return fmt.Errorf("--probe: %w", err)
+			}
+			if out == "" {
+				if out = speedProbesPath(); out == "" {
+					return errors.New("no user cache directory for the probe file: pass --out")
+				}
+			}
+			p, err := runSpeedProbe(cmd.Context(), dir, &mem, pb, seconds)
+			if err != nil {
+				return err
+			}
+			if err := speed.Save(out, p); err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(w)
+				enc.SetIndent("", "  ")
+				return enc.Encode(p)
+			}
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintf(tw, "machine\t%s, %d threads\n", p.Machine, p.Threads)
+			fmt.Fprintf(tw, "disk, expert reads\t%.2f GB/s, %d requests at once (direct %v) from %s\n", p.DiskBytesPerSecond/1e9, p.DiskQueueDepth, p.DiskDirect, p.DiskPath)
+			fmt.Fprintf(tw, "int4 matvec\t%.2f GB/s of weights\n", p.KernelBytesPerSecond/1e9)
+			fmt.Fprintf(tw, "int4 matmul, 8 tokens\t%.2f GB/s of weights\n", p.MatMul8BytesPerSecond/1e9)
+			fmt.Fprintf(tw, "memory read\t%.2f GB/s\n", p.MemoryReadBytesPerSecond/1e9)
+			fmt.Fprintf(tw, "saved to\t%s\n", out)
+			return tw.Flush()
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&dir, "model", "", "a model directory on the volume to probe")
+	fl.StringVar(&out, "out", "", "probe file to write (default: Spool/speed-probes.json in the user cache directory)")
+	fl.StringVar(&probeBytes, "probe", "3GiB", "bytes the disk probes read (three rounds of a third, the median kept)")
+	fl.Float64Var(&seconds, "seconds", 0.5, "seconds per kernel measurement (8 measurements)")
+	fl.BoolVar(&asJSON, "json", false, "print the probe file's JSON")
+	mem.register(fl)
+	cmd.MarkFlagRequired("model")
+	return cmd
+}
+
+// probeRounds is how many disk probes bench probe takes the median of.
+const probeRounds = 3
+
+// runSpeedProbe measures the disk with decode's read pool on dir's experts
+// (the working bank the plan gives, so the pool's own depth) and the
+// kernels on every thread.
+func runSpeedProbe(ctx context.Context, dir string, mem *memoryFlags, probeBytes int64, seconds float64) (speed.Probes, error) {
+	cfg, w, err := weightsFromModel(dir)
+	if err != nil {
+		return speed.Probes{}, err
+	}
+	opts, err := mem.options()
+	if err != nil {
+		return speed.Probes{}, err
+	}
+	p, err := plan.New(cfg, w, opts)
+	if err != nil {
+		return speed.Probes{}, err
+	}
+	if err := p.Err(); err != nil {
+		return speed.Probes{}, err
+	}
+	c, err := container.Open(dir)
+	if err != nil {
+		return speed.Probes{}, err
+	}
+	defer c.Close()
+	src, err := experts.NewStreamed(ctx, c, cfg, model.ExpertLayers(cfg, false), experts.StreamOptions{WorkingSlots: p.WorkingSlots})
+	if err != nil {
+		return speed.Probes{}, err
+	}
+	// Three rounds, the median: one round on a busy machine can meet a
+	// burst of someone else's I/O or a page-cache write-back.
+	var rounds [probeRounds]experts.ReadProbe
+	seed := uint64(time.Now().UnixNano())
+	for i := range rounds {
+		if rounds[i], err = src.ProbeReads(ctx, max(probeBytes/probeRounds, 1), seed+uint64(i)); err != nil {
+			src.Close()
+			return speed.Probes{}, fmt.Errorf("disk probe: %w", err)
+		}
+	}
+	src.Close()
+	slices.SortFunc(rounds[:], func(a, b experts.ReadProbe) int { return cmp.Compare(a.BytesPerSecond, b.BytesPerSecond) })
+	disk := rounds[probeRounds/2]
+	k, err := bench.Kernels(ctx, bench.KernelOptions{Seconds: seconds})
+	if err != nil {
+		return speed.Probes{}, fmt.Errorf("kernel probe: %w", err)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		abs = dir
+	}
+	return speed.Probes{
+		Version:                  speed.ProbesVersion,
+		MeasuredAt:               time.Now().UTC(),
+		Machine:                  fmt.Sprintf("%s/%s %s", runtime.GOOS, k.GOARCH, k.CPUFeatures),
+		Threads:                  k.Threads,
+		DiskBytesPerSecond:       disk.BytesPerSecond,
+		DiskQueueDepth:           disk.Workers,
+		DiskDirect:               disk.Direct,
+		DiskPath:                 abs,
+		KernelBytesPerSecond:     k.Int4RowMatVecBytesPerS,
+		MatMul8BytesPerSecond:    k.Int4G64MatMul8BytesPerS,
+		MemoryReadBytesPerSecond: k.MemoryReadBytesPerS,
+	}, nil
+}

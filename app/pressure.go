@@ -1,0 +1,28 @@
+package main
+
+import (
+	"context"
+
+	"github.com/spoolhq/spool/engine/pressure"
+	"github.com/spoolhq/spool/native/mempressure"
+)
+
+// watchPressure lets the engine's expert cache and the prompt cache's
+// memory tier give way under the system's memory pressure until ctx ends
+// (engine/pressure); the returned stop waits for the watcher.
+func watchPressure(ctx context.Context, e *engine) (*pressure.Governor, func()) {
+	var g *pressure.Governor
+	if e.cache != nil {
+		g = pressure.New(e.src, e.cache)
+	} else {
+		g = pressure.New(e.src, nil)
+	}
+	g.Apply(mempressure.Normal) // the planned sizes, in Stats
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		g.Watch(ctx)
+	}()
+	return g, func() { cancel(); <-done }
+}

@@ -1,0 +1,232 @@
+package speed
+
+import (
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// p2 is the P2 bench model (gen-bench --sparse-layers 4 --experts 64) under
+// --memory 8GiB --expert-cache 160780288: 2 cache slots per layer.
+var p2 = Model{
+	DenseBytes: 135_000_000, ExpertLayers: 4, ExpertsPerLayer: 64, ExpertsPerToken: 8,
+	ExpertBytes: 18_915_328, CacheSlotsPerLayer: 2, PrefillChunk: 4096,
+}
+
+func TestPredictDecode(t *testing.T) {
+	eb := 18_915_328.0
+	for _, tc := range []struct {
+		name      string
+		m         Model
+		mc        Machine
+		wantTok   float64 // expected seconds per token, worked by hand below
+		wantBound string
+		wantHit   float64
+	}{
+		{
+			// disk-bound: 4 layers x (8 x 62/64 misses x eb / 1 GB/s + eb / 4 GB/s), dense 135 MB / 4 GB/s
+			name:    "disk-bound",
+			m:       p2,
+			mc:      Machine{Name: "vm", DiskBytesPerSecond: 1e9, KernelBytesPerSecond: 4e9, MatMul8BytesPerSecond: 1e9},
+			wantTok: 135e6/4e9 + 4*(8*(62.0/64)*eb/1e9+eb/4e9), wantBound: "disk", wantHit: 2.0 / 64,
+		},
+		{
+			// compute-bound: a disk far faster than the kernels: 4 layers x 8 x eb / 1 GB/s
+			name:    "compute-bound",
+			m:       p2,
+			mc:      Machine{Name: "fast disk", DiskBytesPerSecond: 100e9, KernelBytesPerSecond: 1e9, MatMul8BytesPerSecond: 1e9},
+			wantTok: 135e6/1e9 + 4*8*eb/1e9, wantBound: "compute", wantHit: 2.0 / 64,
+		},
+		{
+			// everything cached: no reads, the products alone
+			name:    "all cached",
+			m:       Model{DenseBytes: 0, ExpertLayers: 2, ExpertsPerLayer: 16, ExpertsPerToken: 4, ExpertBytes: 1e6, CacheSlotsPerLayer: 40, PrefillChunk: 64},
+			mc:      Machine{Name: "m", DiskBytesPerSecond: 1e9, KernelBytesPerSecond: 1e9, MatMul8BytesPerSecond: 1e9},
+			wantTok: 2 * 4 * 1e6 / 1e9, wantBound: "compute", wantHit: 1,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Predict(tc.m, tc.mc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := 1 / p.DecodeTokensPerSecond; math.Abs(got-tc.wantTok) > 1e-9*tc.wantTok {
+				t.Errorf("seconds per token %.9g, want %.9g", got, tc.wantTok)
+			}
+			if p.DecodeBound != tc.wantBound || p.ExpectedHitRate != tc.wantHit {
+				t.Errorf("bound %q hit %g, want %q %g", p.DecodeBound, p.ExpectedHitRate, tc.wantBound, tc.wantHit)
+			}
+			if len(p.Assumptions) < 4 || !strings.Contains(strings.Join(p.Assumptions, " "), tc.wantBound+"-bound") {
+				t.Errorf("assumptions do not say the bound: %q", p.Assumptions)
+			}
+			if !(p.PrefillTokensPerSecond > 0) || p.PrefillTokens != min(PromptTokens, tc.m.PrefillChunk) {
+				t.Errorf("prefill %g tok/s over %d tokens", p.PrefillTokensPerSecond, p.PrefillTokens)
+			}
+		})
+	}
+}
+
+func TestPredictPrefill(t *testing.T) {
+	// 512 tokens over 64 experts with 8 a token touch all but (56/64)^512
+	// of them: every expert is read (62 of 64 miss) and applied to its
+	// 64 rows in 8 passes of 8.
+	eb := 18_915_328.0
+	mc := Machine{Name: "vm", DiskBytesPerSecond: 1e9, KernelBytesPerSecond: 4e9, MatMul8BytesPerSecond: 0.5e9}
+	p, err := Predict(p2, mc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	touched := 64 * (1 - math.Pow(56.0/64, 512))
+	read := 4 * touched * (62.0 / 64) * eb / 1e9
+	compute := (135e6*64 + 4*touched*eb*8) / 0.5e9
+	if want := 512 / math.Max(read, compute); math.Abs(p.PrefillTokensPerSecond-want) > 1e-9*want {
+		t.Errorf("prefill %.9g tok/s, want %.9g", p.PrefillTokensPerSecond, want)
+	}
+	// On a GPU the products cost 2 flops a weight and token, 2 weights a byte.
+	mc.GPUFlops = 10e12
+	g, err := Predict(p2, mc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu := 2 * 2 * (135e6 + 4*8*eb) * 512 / 10e12
+	if want := 512 / math.Max(read, gpu); math.Abs(g.PrefillTokensPerSecond-want) > 1e-9*want {
+		t.Errorf("GPU prefill %.9g tok/s, want %.9g", g.PrefillTokensPerSecond, want)
+	}
+}
+
+func TestPredictRefusesBadInput(t *testing.T) {
+	ok := Machine{Name: "m", DiskBytesPerSecond: 1, KernelBytesPerSecond: 1, MatMul8BytesPerSecond: 1}
+	for name, tc := range map[string]struct {
+		m  Model
+		mc Machine
+	}{
+		"dense model":    {Model{DenseBytes: 1, PrefillChunk: 1}, ok},
+		"k above E":      {Model{ExpertLayers: 1, ExpertsPerLayer: 4, ExpertsPerToken: 5, ExpertBytes: 1, PrefillChunk: 1}, ok},
+		"no chunk":       {Model{ExpertLayers: 1, ExpertsPerLayer: 4, ExpertsPerToken: 2, ExpertBytes: 1}, ok},
+		"no disk":        {p2, Machine{KernelBytesPerSecond: 1, MatMul8BytesPerSecond: 1}},
+		"NaN kernel":     {p2, Machine{DiskBytesPerSecond: 1, KernelBytesPerSecond: math.NaN(), MatMul8BytesPerSecond: 1}},
+		"negative GPU":   {p2, Machine{DiskBytesPerSecond: 1, KernelBytesPerSecond: 1, MatMul8BytesPerSecond: 1, GPUFlops: -1}},
+		"negative slots": {Model{ExpertLayers: 1, ExpertsPerLayer: 4, ExpertsPerToken: 2, ExpertBytes: 1, PrefillChunk: 1, CacheSlotsPerLayer: -1}, ok},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := Predict(tc.m, tc.mc); err == nil || !strings.HasPrefix(err.Error(), "speed: ") {
+				t.Fatalf("err %v, want a speed: error", err)
+			}
+		})
+	}
+}
+
+func TestChips(t *testing.T) {
+	for _, tc := range []struct{ query, want string }{{"M4 Pro", "M4 Pro"}, {"m4-pro", "M4 Pro"}, {"Apple M1 Max", "M1 Max"}, {"m3", "M3"}} {
+		c, err := LookupChip(tc.query)
+		if err != nil || c.Name != tc.want {
+			t.Errorf("LookupChip(%q) = %q, %v; want %q", tc.query, c.Name, err, tc.want)
+		}
+	}
+	if _, err := LookupChip("M9 Ultra"); err == nil || !strings.Contains(err.Error(), "M4 Max") {
+		t.Errorf("unknown chip: %v, want an error listing the known ones", err)
+	}
+	for _, c := range Chips() {
+		mc := c.Machine()
+		if !(mc.DiskBytesPerSecond > 1e9 && mc.DiskBytesPerSecond < 10e9) || !(mc.KernelBytesPerSecond > 10e9) || !(mc.GPUFlops > 1e12) {
+			t.Errorf("%s: implausible figures %+v", c.Name, mc)
+		}
+		p, err := Predict(p2, mc)
+		if err != nil || len(p.Assumptions) != 6 || !strings.Contains(p.Machine, c.Name) {
+			t.Errorf("%s: %v, %d assumptions, machine %q", c.Name, err, len(p.Assumptions), p.Machine)
+		}
+	}
+	// A faster SSD decodes a disk-bound model faster.
+	m4, _ := LookupChip("M4")
+	m4max, _ := LookupChip("M4 Max")
+	a, _ := Predict(p2, m4.Machine())
+	b, _ := Predict(p2, m4max.Machine())
+	if !(b.DecodeTokensPerSecond > a.DecodeTokensPerSecond) {
+		t.Errorf("M4 Max %g tok/s not above M4 %g", b.DecodeTokensPerSecond, a.DecodeTokensPerSecond)
+	}
+}
+
+func validProbes() Probes {
+	return Probes{
+		Version: ProbesVersion, MeasuredAt: time.Date(2026, 12, 5, 1, 0, 0, 0, time.UTC), Machine: "linux/amd64", Threads: 2,
+		DiskBytesPerSecond: 1.2e9, DiskQueueDepth: 8, DiskDirect: true, DiskPath: "/models/p2",
+		KernelBytesPerSecond: 3e9, MatMul8BytesPerSecond: 0.5e9, MemoryReadBytesPerSecond: 7e9,
+	}
+}
+
+func TestProbeFileRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache", "Spool", "speed-probes.json")
+	if _, err := Load(path); !errors.Is(err, ErrNoProbes) {
+		t.Fatalf("missing file: %v, want ErrNoProbes", err)
+	}
+	want := validProbes()
+	if err := Save(path, want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(path)
+	if err != nil || got != want {
+		t.Fatalf("Load = %+v, %v; want %+v", got, err, want)
+	}
+	// A replacement leaves no temporary file beside it.
+	want.DiskBytesPerSecond = 5e9
+	if err := Save(path, want); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(filepath.Dir(path))
+	if err != nil || len(ents) != 1 {
+		t.Fatalf("directory holds %d entries (%v), want the probe file alone", len(ents), err)
+	}
+	if got, err = Load(path); err != nil || got.DiskBytesPerSecond != 5e9 {
+		t.Errorf("replaced file reads %g GB/s", got.DiskBytesPerSecond/1e9)
+	}
+	if mc := FromProbes(got); mc.DiskBytesPerSecond != 5e9 || !strings.Contains(mc.Name, "/models/p2") {
+		t.Errorf("FromProbes = %+v", mc)
+	}
+}
+
+func TestProbeFileRefusesBadContent(t *testing.T) {
+	dir := t.TempDir()
+	bad := validProbes()
+	bad.DiskBytesPerSecond = 0
+	if err := Save(filepath.Join(dir, "zero.json"), bad); err == nil {
+		t.Error("saved probes without a disk rate")
+	}
+	for name, body := range map[string]string{
+		"truncated":   `{"version": 1, "disk_bytes_per`,
+		"old version": `{"version": 0, "disk_bytes_per_second": 1e9, "kernel_bytes_per_second": 1e9, "matmul8_bytes_per_second": 1e9}`,
+		"no kernels":  `{"version": 1, "disk_bytes_per_second": 1e9}`,
+		"negative":    `{"version": 1, "disk_bytes_per_second": 1e9, "kernel_bytes_per_second": 1e9, "matmul8_bytes_per_second": 1e9, "gpu_flops": -5}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".json")
+			if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Load(path); err == nil || errors.Is(err, ErrNoProbes) || !strings.Contains(err.Error(), path) {
+				t.Fatalf("Load: %v, want an error naming %s", err, path)
+			}
+		})
+	}
+}
+
+func FuzzLoad(f *testing.F) {
+	f.Add([]byte(`{"version": 1, "disk_bytes_per_second": 1e9, "kernel_bytes_per_second": 1e9, "matmul8_bytes_per_second": 1e9}`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "p.json")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p, err := Load(path)
+		if err != nil {
+			return
+		}
+		if _, err := Predict(p2, FromProbes(p)); err != nil {
+			t.Fatalf("valid probes %+v do not predict: %v", p, err)
+		}
+	})
+}
