@@ -12,6 +12,7 @@ import (
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/plan"
+	"github.com/spoolhq/spool/internal/bytesize"
 )
 
 func newInspectCmd() *cobra.Command {
@@ -136,16 +137,10 @@ func inspectYesNo(b bool, yes, no string) string {
 
 // inspectBytes prints an exact byte count with a binary-unit approximation.
 func inspectBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
+	if n < 1024 {
 		return fmt.Sprintf("%d B", n)
 	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 4; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%d B (%.2f %ciB)", n, float64(n)/float64(div), "KMGTP"[exp])
+	return fmt.Sprintf("%d B (%s)", n, bytesize.IEC(n))
 }
 
 func inspectNames(names []string, n int) string {

@@ -29,6 +29,7 @@ type runFlags struct {
 	temperature float64
 	topP        float64
 	topK        int
+	minP        float64
 	seed        uint64
 	context     int
 	think       bool
@@ -63,6 +64,7 @@ func newRunCmd() *cobra.Command {
 	fl.Float64Var(&f.temperature, "temperature", -1, "sampling temperature; 0 is greedy (default: the model's generation_config)")
 	fl.Float64Var(&f.topP, "top-p", -1, "nucleus sampling mass (default: the model's generation_config)")
 	fl.IntVar(&f.topK, "top-k", -1, "keep the K most likely tokens (default: the model's generation_config)")
+	fl.Float64Var(&f.minP, "min-p", -1, "keep the tokens at least this fraction as likely as the most likely (default: the model's generation_config)")
 	fl.Uint64Var(&f.seed, "seed", 0, "random seed for sampling (default: random)")
 	fl.IntVar(&f.context, "context", 4096, "context length in tokens")
 	fl.BoolVar(&f.think, "think", false, "with --chat: let the model think before answering")
@@ -202,7 +204,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	loadTime := time.Since(loadStart)
 
 	params := generate.Params{MaxTokens: f.maxTokens, StopTokens: cfg.EOSTokenIDs, Speculative: speculate && m.HasMTP(), PrefillChunk: p.PrefillChunk, PromptCache: cache}
-	params.Sampling = samplingFor(cfg.Generation.DoSample, cfg.Generation.Temperature, cfg.Generation.TopP, cfg.Generation.TopK)
+	params.Sampling = generate.SamplingFor(cfg.Generation)
 	if f.temperature >= 0 {
 		params.Temperature = f.temperature
 	}
@@ -211,6 +213,9 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	}
 	if f.topK >= 0 {
 		params.TopK = f.topK
+	}
+	if f.minP >= 0 {
+		params.MinP = f.minP
 	}
 	params.Seed = f.seed
 	if !cmd.Flags().Changed("seed") {
@@ -312,19 +317,6 @@ func runPrompt(f *runFlags, lm *loadedModel, vocab int) ([]int, error) {
 		return nil, errors.New("the prompt is empty")
 	}
 	return prompt, nil
-}
-
-// samplingFor turns generation_config defaults into sampling parameters:
-// greedy unless the model asks for sampling.
-func samplingFor(doSample bool, temperature, topP float64, topK int) generate.Sampling {
-	if !doSample {
-		return generate.Sampling{}
-	}
-	s := generate.Sampling{Temperature: 1, TopP: topP, TopK: topK}
-	if temperature > 0 {
-		s.Temperature = temperature
-	}
-	return s
 }
 
 func tokensPerSecond(n int, d time.Duration) float64 {

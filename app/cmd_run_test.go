@@ -72,6 +72,8 @@ func TestRunRefusals(t *testing.T) {
 		{[]string{"--model", dir, "--prompt-ids", "99999"}, "outside the vocabulary"},
 		{[]string{"--model", dir, "--prompt", "hi", "--max-tokens", "0"}, "--max-tokens must be positive"},
 		{[]string{"--model", dir, "--prompt", "hi", "--temperature", "500"}, "temperature"},
+		{[]string{"--model", dir, "--prompt", "hi", "--temperature", "2.5"}, "temperature 2.5 is out of range (0..2)"},
+		{[]string{"--model", dir, "--prompt", "hi", "--min-p", "1.5"}, "min_p 1.5 is out of range"},
 		{[]string{"--model", dir, "--prompt", "hi", "--memory", "1GiB"}, "does not fit"},
 		{[]string{"--model", t.TempDir(), "--prompt", "hi"}, "config.json"},
 		{[]string{"--model", dir, "--prompt-ids", idsFlag(make([]int, 40)), "--context", "16"}, "does not fit the KV cache line"},

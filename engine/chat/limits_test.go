@@ -12,7 +12,10 @@ import (
 )
 
 // testLimits are small limits so that hostile templates are refused fast.
-var testLimits = Limits{MaxSteps: 2_000_000, MaxOutput: 1 << 20, MaxItems: 100_000, MaxDepth: 32, Timeout: 2 * time.Second}
+// testLimits' time limit is out of reach: every hostile template must be
+// refused by what it counts (steps, bytes, items, depth), the same on any
+// machine, never by the clock.
+var testLimits = Limits{MaxSteps: 2_000_000, MaxOutput: 1 << 20, MaxItems: 100_000, MaxDepth: 32, Timeout: time.Hour}
 
 // hostileTemplates are templates that, unbounded, exhaust memory, the stack
 // or a core. Each must be refused with ErrTemplateLimit.
@@ -60,9 +63,7 @@ func TestHostileTemplatesAreRefused(t *testing.T) {
 			}
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
-			start := time.Now()
 			out, err := tmpl.Render(msgs, Options{Limits: testLimits})
-			elapsed := time.Since(start)
 			runtime.ReadMemStats(&after)
 			if !errors.Is(err, ErrTemplateLimit) {
 				t.Fatalf("want a template limit error, got %v (output %d bytes)", err, len(out))
@@ -70,13 +71,14 @@ func TestHostileTemplatesAreRefused(t *testing.T) {
 			if !strings.Contains(err.Error(), "template limit exceeded") {
 				t.Errorf("error %q does not say which limit", err)
 			}
-			if elapsed > 3*testLimits.Timeout {
-				t.Errorf("refused after %s, want within %s", elapsed, 3*testLimits.Timeout)
+			var le *LimitError
+			if errors.As(err, &le) && le.Limit == "time" {
+				t.Errorf("refused by %v, want a counted limit", err)
 			}
 			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 512<<20 {
 				t.Errorf("allocated %d MiB before refusing", alloc>>20)
 			}
-			t.Logf("%v after %s", err, elapsed.Round(time.Millisecond))
+			t.Log(err)
 		})
 	}
 }
@@ -146,14 +148,11 @@ func TestRenderStopsWithItsContext(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)
-	start := time.Now()
-	// Limits high enough that only the context can stop it in time.
-	_, err = tmpl.RenderContext(ctx, nil, Options{Limits: Limits{MaxSteps: 1 << 62, Timeout: time.Hour}})
+	// Limits no render can reach: only the context can stop it (a render
+	// that ignored it would hang the test).
+	_, err = tmpl.RenderContext(ctx, nil, Options{Limits: Limits{MaxSteps: 1 << 62, Timeout: 24 * time.Hour}})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("want context.Canceled, got %v", err)
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Fatalf("the render went on %s after its context ended", d)
 	}
 
 	_, err = tmpl.RenderContext(context.Background(), nil, Options{Limits: Limits{MaxSteps: 1 << 62, Timeout: 100 * time.Millisecond}})
@@ -182,26 +181,23 @@ func TestLimitsKeepOrdinaryTemplates(t *testing.T) {
 }
 
 // FuzzTemplateLimits renders arbitrary templates under small limits: no
-// template may crash the process, run past its time limit or produce more
-// than its output limit.
+// template may crash the process, escape the counted limits (the time limit
+// is out of reach, so a render the steps do not bound hangs the fuzzer) or
+// produce more than its output limit.
 func FuzzTemplateLimits(f *testing.F) {
 	for _, tc := range hostileTemplates {
 		f.Add(tc.src)
 	}
 	f.Add(`{% for m in messages %}{{ m.content * 1000 }}{% endfor %}`)
 	f.Add(`{% set l = [1, 2] %}{% for x in l * 3 %}{{ x ~ l }}{% endfor %}`)
-	lim := Limits{MaxSteps: 200_000, MaxOutput: 64 << 10, MaxItems: 10_000, MaxDepth: 16, Timeout: 200 * time.Millisecond}
+	lim := Limits{MaxSteps: 200_000, MaxOutput: 64 << 10, MaxItems: 10_000, MaxDepth: 16, Timeout: time.Hour}
 	msgs := []Message{{Role: "user", Content: "hello"}, {Role: "assistant", Content: "hi"}}
 	f.Fuzz(func(t *testing.T, src string) {
 		tmpl, err := ParseTemplate(src)
 		if err != nil {
 			return
 		}
-		start := time.Now()
 		out, err := tmpl.Render(msgs, Options{Limits: lim, AddGenerationPrompt: true})
-		if d := time.Since(start); d > 2*time.Second {
-			t.Fatalf("render took %s under a %s limit", d, lim.Timeout)
-		}
 		if err == nil && len(out) > lim.MaxOutput {
 			t.Fatalf("output of %d bytes under a %d-byte limit", len(out), lim.MaxOutput)
 		}

@@ -79,6 +79,7 @@ type Generation struct {
 	Temperature float64 // 0 when unset
 	TopP        float64 // 0 when unset
 	TopK        int     // 0 when unset
+	MinP        float64 // 0 when unset
 }
 
 // QKHeadDim is the per-head query/key width (nope + rope).
@@ -195,6 +196,7 @@ type rawGeneration struct {
 	Temperature *float64        `json:"temperature"`
 	TopP        *float64        `json:"top_p"`
 	TopK        *int            `json:"top_k"`
+	MinP        *float64        `json:"min_p"`
 }
 
 // Parse builds a Config from the bytes of config.json and (optionally, nil
@@ -266,7 +268,7 @@ func Parse(configJSON, generationJSON []byte) (*Config, error) {
 		if c.EOSTokenIDs, err = appendIDs(c.EOSTokenIDs, g.EOSTokenID, "generation_config.json eos_token_id"); err != nil {
 			return nil, err
 		}
-		c.Generation = Generation{DoSample: g.DoSample, Temperature: deref(g.Temperature, 0), TopP: deref(g.TopP, 0), TopK: deref(g.TopK, 0)}
+		c.Generation = Generation{DoSample: g.DoSample, Temperature: deref(g.Temperature, 0), TopP: deref(g.TopP, 0), TopK: deref(g.TopK, 0), MinP: deref(g.MinP, 0)}
 	}
 	for _, id := range c.EOSTokenIDs {
 		if id < 0 || id >= c.VocabSize {

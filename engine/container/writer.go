@@ -9,8 +9,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"sort"
+
+	"github.com/spoolhq/spool/internal/atomicfile"
 )
 
 // TensorSpec declares one tensor of a safetensors file being written.
@@ -32,8 +33,7 @@ type Tensor struct {
 // at its path only when Close succeeds.
 type Writer struct {
 	path    string
-	tmp     string
-	f       *os.File
+	f       *atomicfile.File
 	bw      *bufio.Writer
 	hdr     int64 // bytes before the data section
 	total   int64
@@ -48,12 +48,11 @@ func NewWriter(path string, tensors []TensorSpec, metadata map[string]string) (*
 	if err != nil {
 		return nil, fmt.Errorf("container: writing %s: %w", path, err)
 	}
-	tmp := path + ".partial"
-	f, err := os.Create(tmp)
+	f, err := atomicfile.Create(path, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("container: %w", err)
 	}
-	w := &Writer{path: path, tmp: tmp, f: f, bw: bufio.NewWriterSize(f, 1<<20), hdr: 8 + int64(len(hdr)), total: total}
+	w := &Writer{path: path, f: f, bw: bufio.NewWriterSize(f, 1<<20), hdr: 8 + int64(len(hdr)), total: total}
 	var lenBuf [8]byte
 	binary.LittleEndian.PutUint64(lenBuf[:], uint64(len(hdr)))
 	if _, err := w.bw.Write(lenBuf[:]); err != nil {
@@ -206,17 +205,11 @@ func (w *Writer) Close() error {
 		err = w.f.Truncate(w.Size()) // a hole at the end has no bytes yet
 	}
 	if err == nil {
-		err = w.f.Sync()
+		err = w.f.Commit() // synced, renamed over path, directory synced
 	}
-	if cerr := w.f.Close(); err == nil {
-		err = cerr
-	}
+	w.f.Abort() // after a failure: the partial file goes
 	w.f = nil
-	if err == nil {
-		err = os.Rename(w.tmp, w.path)
-	}
 	if err != nil {
-		os.Remove(w.tmp)
 		if err == w.err {
 			return err
 		}
@@ -226,9 +219,8 @@ func (w *Writer) Close() error {
 }
 
 func (w *Writer) abort() {
-	w.f.Close()
+	w.f.Abort()
 	w.f = nil
-	os.Remove(w.tmp)
 }
 
 // WriteFile writes a whole safetensors file from in-memory tensors.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/engine/download/hub"
+	"github.com/spoolhq/spool/internal/bytesize"
 )
 
 // FileStatus says how much of a file is already in the cache.
@@ -268,18 +269,5 @@ func clampInt64(v uint64) int64 {
 }
 
 // FormatBytes writes n in decimal units as macOS shows sizes (1 GB = 10^9
-// bytes), with one decimal: "383.8 GB".
-func FormatBytes(n int64) string {
-	const unit = 1000
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	v := float64(n)
-	for _, u := range []string{"kB", "MB", "GB", "TB"} {
-		v /= unit
-		if v < unit || u == "TB" {
-			return fmt.Sprintf("%.1f %s", v, u)
-		}
-	}
-	return fmt.Sprintf("%d B", n)
-}
+// bytes), with one decimal: "383.8 GB" (bytesize.SI).
+func FormatBytes(n int64) string { return bytesize.SI(n) }

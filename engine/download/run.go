@@ -12,6 +12,8 @@ import (
 
 	"github.com/spoolhq/spool/engine/download/hfcache"
 	"github.com/spoolhq/spool/engine/download/hub"
+	"github.com/spoolhq/spool/internal/atomicfile"
+	"github.com/spoolhq/spool/native/sysinfo"
 )
 
 // runState is the state of one Run: the blobs to fetch and the counters.
@@ -429,7 +431,7 @@ func (j *Job) writeRecordLocked(rs *runState, t *blobTask) error {
 	if err != nil {
 		return fmt.Errorf("download: encode resume record of %s: %w", t.paths[0], err)
 	}
-	if err := hfcache.WriteFileAtomic(t.recordPath, b); err != nil {
+	if err := atomicfile.WriteFile(t.recordPath, b, 0o644); err != nil {
 		return j.diskErr(t, err)
 	}
 	rs.mu.Lock()
@@ -439,7 +441,7 @@ func (j *Job) writeRecordLocked(rs *runState, t *blobTask) error {
 }
 
 func (j *Job) diskErr(t *blobTask, err error) error {
-	if isDiskFull(err) {
+	if sysinfo.IsDiskFull(err) {
 		return &DiskFullError{Path: t.partialPath, Err: err}
 	}
 	return &writeError{t.partialPath, err}

@@ -1,12 +1,10 @@
 package download
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"syscall"
 
 	"github.com/spoolhq/spool/native/diskio"
 )
@@ -71,12 +69,6 @@ func (e *DiskFullError) toFree() int64 {
 
 // Unwrap returns ErrDiskFull and the underlying error.
 func (e *DiskFullError) Unwrap() []error { return []error{ErrDiskFull, e.Err} }
-
-// isDiskFull reports whether err is the operating system saying the volume
-// (or the user's quota) is full.
-func isDiskFull(err error) bool {
-	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
-}
 
 // IntegrityError reports a blob that failed verification more times than
 // allowed. The bad bytes were deleted; nothing was published.

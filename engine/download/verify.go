@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"hash"
 	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/spoolhq/spool/engine/download/hfcache"
 	"github.com/spoolhq/spool/engine/download/hub"
+	"github.com/spoolhq/spool/internal/atomicfile"
 	"github.com/spoolhq/spool/native/diskio"
 )
 
@@ -167,6 +169,9 @@ func (j *Job) publishLocked(commit string, t *blobTask) error {
 	t.f = nil
 	blob := j.cache.BlobPath(t.file.Etag())
 	if err := os.Rename(t.partialPath, blob); err != nil {
+		return fmt.Errorf("download: publish %s: %w", t.paths[0], err)
+	}
+	if err := atomicfile.SyncDir(filepath.Dir(blob)); err != nil {
 		return fmt.Errorf("download: publish %s: %w", t.paths[0], err)
 	}
 	if err := hfcache.RemoveIfExists(t.recordPath); err != nil {

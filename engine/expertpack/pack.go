@@ -16,6 +16,7 @@ import (
 
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/container"
+	"github.com/spoolhq/spool/internal/atomicfile"
 	"github.com/spoolhq/spool/native/diskio"
 )
 
@@ -313,23 +314,20 @@ func codeExpert(c *container.Container, loc container.ExpertLocation, force bool
 	return &coded{entry: e, rec: rec}, nil
 }
 
-// packWriter writes a pack to path.partial: records first, after room
-// reserved for the header and index, which finish writes last before
-// syncing and renaming the file over path.
+// packWriter writes a pack through an atomicfile replacement of path:
+// records first, after room reserved for the header and index, which
+// finish writes last before the file is synced and renamed over path.
 type packWriter struct {
-	f         *os.File
-	path, tmp string
+	f         *atomicfile.File
 	room, off int64
-	done      bool
 }
 
 func newPackWriter(path string, room int64) (*packWriter, error) {
-	tmp := path + ".partial"
-	f, err := os.Create(tmp)
+	f, err := atomicfile.Create(path, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("expertpack: %w", err)
 	}
-	return &packWriter{f: f, path: path, tmp: tmp, room: room, off: room}, nil
+	return &packWriter{f: f, room: room, off: room}, nil
 }
 
 // record writes one record at the next aligned offset and returns its
@@ -337,45 +335,34 @@ func newPackWriter(path string, room int64) (*packWriter, error) {
 func (w *packWriter) record(e Entry, rec []byte) (Entry, error) {
 	e.Offset = w.off
 	if _, err := w.f.WriteAt(rec, e.Offset); err != nil {
-		return e, fmt.Errorf("expertpack: writing %s: %w", w.tmp, err)
+		return e, fmt.Errorf("expertpack: writing %s: %w", w.f.Path(), err)
 	}
 	w.off = roundUp(e.Offset+int64(len(rec)), RecordAlign)
 	return e, nil
 }
 
 // finish writes the header and index, pads the file to whole direct-read
-// blocks (records are read in them), syncs it and renames it into place.
+// blocks (records are read in them) and commits it: synced, renamed into
+// place, directory synced.
 func (w *packWriter) finish(x *Index) error {
 	head := x.encode()
 	if int64(len(head)) > w.room {
 		return fmt.Errorf("expertpack: internal error: index of %d bytes in %d reserved", len(head), w.room)
 	}
 	if _, err := w.f.WriteAt(head, 0); err != nil {
-		return fmt.Errorf("expertpack: writing %s: %w", w.tmp, err)
+		return fmt.Errorf("expertpack: writing %s: %w", w.f.Path(), err)
 	}
 	if err := w.f.Truncate(max(w.off, roundUp(int64(len(head)), RecordAlign))); err != nil {
-		return fmt.Errorf("expertpack: writing %s: %w", w.tmp, err)
+		return fmt.Errorf("expertpack: writing %s: %w", w.f.Path(), err)
 	}
-	if err := w.f.Sync(); err != nil {
-		return fmt.Errorf("expertpack: syncing %s: %w", w.tmp, err)
-	}
-	if err := w.f.Close(); err != nil {
-		return fmt.Errorf("expertpack: closing %s: %w", w.tmp, err)
-	}
-	w.done = true
-	if err := os.Rename(w.tmp, w.path); err != nil {
+	if err := w.f.Commit(); err != nil {
 		return fmt.Errorf("expertpack: %w", err)
 	}
 	return nil
 }
 
-// abort removes an unfinished pack.
-func (w *packWriter) abort() {
-	if !w.done {
-		w.f.Close()
-		os.Remove(w.tmp)
-	}
-}
+// abort removes an unfinished pack (nothing after finish).
+func (w *packWriter) abort() { w.f.Abort() }
 
 // ExpertLayers lists the layers whose routed experts a model streams: its
 // sparse layers, then the MTP layer when the container has its experts.

@@ -15,7 +15,9 @@
 //	options.go   StreamOptions and their defaults
 //	layout.go    where an expert's bytes are on disk and in a slab (raw or packed)
 //	slots.go     slabs: slot classes, the working bank, LRU and pinned slots
-//	lru.go       Acquire and the per-layer LRU policy
+//	lru.go       Acquire: a lease's hits, misses and admissions per the layer's policy
+//	policy.go    CachePolicy, the seam of what the LRU slots keep; LRUPolicy
+//	policyreplay.go ReplayPolicy: a policy run on a recorded trace, no model
 //	lease.go     a lease: reads in flight, hand-out order, Done and Release
 //	unpack.go    decoding a packed expert in place as its reads land, checked
 //	             against its CRC; a damaged record is read from the shard

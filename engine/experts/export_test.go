@@ -2,6 +2,7 @@ package experts
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 )
@@ -156,4 +157,18 @@ func QuiescePrefetch(s *Streamed) {
 		time.Sleep(2 * time.Millisecond)
 		s.mu.Lock()
 	}
+}
+
+// LRUCapacity is the number of LRU slots of layer.
+func LRUCapacity(s *Streamed, layer int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.byLayer[layer].cap
+}
+
+// PinnedExperts lists the expert ids pinned in layer, ascending.
+func PinnedExperts(s *Streamed, layer int) []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(maps.Keys(s.byLayer[layer].pinned))
 }

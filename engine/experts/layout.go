@@ -256,7 +256,7 @@ func (s *Streamed) locate(c *container.Container, layers []int) error {
 		if _, dup := s.byLayer[l]; dup {
 			return fmt.Errorf("experts: layer %d listed twice", l)
 		}
-		lc := &layerCache{layer: l, row: row, pinned: map[int]*slot{}, lru: map[int]*slot{}, prefetched: map[int]*prefetch{}, class: main}
+		lc := &layerCache{layer: l, row: row, pinned: map[int]*slot{}, lru: map[int]*slot{}, prefetched: map[int]*prefetch{}, class: main, policy: s.opts.newPolicy()}
 		if l == s.cfg.NumLayers {
 			lc.class = mtp
 		}

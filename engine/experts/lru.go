@@ -51,8 +51,9 @@ func (s *Streamed) Acquire(ctx context.Context, layer int, ids []int) (Lease, er
 	return l, nil
 }
 
-// leaseLocked applies the policy to one request: hits are leased and
-// stamped, misses get LRU slots (evicting) or wait for working slots.
+// leaseLocked applies the layer's CachePolicy to one request: hits are
+// leased and reported to it, the misses it admits get the LRU slots it
+// picks (evicting), the others wait for working slots.
 func (s *Streamed) leaseLocked(ctx context.Context, lc *layerCache, ids []int) *streamLease {
 	l := &streamLease{s: s, lc: lc, ids: ids, items: make([]leaseItem, len(ids)), hitAtAcquire: make([]bool, len(ids))}
 	l.ctx, l.cancel = context.WithCancel(ctx)
@@ -80,8 +81,7 @@ func (s *Streamed) leaseLocked(ctx context.Context, lc *layerCache, ids []int) *
 		}
 		if sl, ok := lc.lru[id]; ok && sl.state == slotReady {
 			sl.refs++
-			s.clock++
-			sl.used = s.clock
+			lc.policy.Hit(sl)
 			it.slot, it.gen, it.state = sl, sl.gen, itemReady
 			l.ready = append(l.ready, i)
 			l.hitAtAcquire[i] = true
@@ -101,7 +101,7 @@ func (s *Streamed) leaseLocked(ctx context.Context, lc *layerCache, ids []int) *
 			free++
 		}
 	}
-	admit := min(free, len(misses))
+	admit := min(lc.policy.Admit(len(misses), free), free, len(misses))
 	for j, i := range misses {
 		if j < len(misses)-admit {
 			// Streams through the working bank: in the slot a prefetch
@@ -111,7 +111,7 @@ func (s *Streamed) leaseLocked(ctx context.Context, lc *layerCache, ids []int) *
 			}
 			continue
 		}
-		sl := lc.victim()
+		sl := lc.victim() // not nil: admit <= free
 		s.invalidate(sl)
 		id := ids[i]
 		if old, ok := lc.lru[id]; ok && old != sl {
@@ -119,9 +119,8 @@ func (s *Streamed) leaseLocked(ctx context.Context, lc *layerCache, ids []int) *
 			// lease keeps it; this one reads its own copy.
 			delete(lc.lru, id)
 		}
-		s.clock++
-		sl.used = s.clock
 		sl.expert, sl.state, sl.refs = id, slotReading, 1
+		lc.policy.Fill(sl)
 		lc.lru[id] = sl
 		l.items[i].slot, l.items[i].gen, l.items[i].state = sl, sl.gen, itemQueued
 		// Admitted: a prefetch of it hands its slab to the LRU slot.
@@ -150,22 +149,4 @@ func (s *Streamed) swapIntoLRU(it *leaseItem, sl *slot) {
 	it.slot, it.gen = sl, sl.gen
 	w.refs--
 	s.releaseWorking(w)
-}
-
-// victim picks the LRU slot an admitted miss takes: the first empty slot,
-// else the unleased one with the oldest stamp.
-func (lc *layerCache) victim() *slot {
-	var best *slot
-	for _, sl := range lc.slots {
-		if sl.refs != 0 {
-			continue
-		}
-		if sl.state == slotEmpty {
-			return sl
-		}
-		if best == nil || sl.used < best.used {
-			best = sl
-		}
-	}
-	return best
 }

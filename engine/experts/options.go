@@ -59,12 +59,23 @@ type StreamOptions struct {
 	Prefetch bool
 	// Trace, when set, records every Acquire (see RouteTrace).
 	Trace *RouteTrace
+	// Policy, when set, makes each layer's CachePolicy (one call per
+	// layer); nil: LRUPolicy.
+	Policy func() CachePolicy
 	// Buffered reads through the page cache instead of direct I/O (for file
 	// systems that refuse direct I/O; OpenDirect falls back by itself).
 	Buffered bool
 	// Logger hears about damaged pack records read from the shards
 	// instead, and usage histories set aside (nil: slog.Default()).
 	Logger *slog.Logger
+}
+
+// newPolicy makes one layer's cache policy.
+func (o *StreamOptions) newPolicy() CachePolicy {
+	if o.Policy != nil {
+		return o.Policy()
+	}
+	return &LRUPolicy{}
 }
 
 // normalize checks the options and fills in the defaults; k is the

@@ -22,14 +22,15 @@ import (
 // Acquire; the lease hands out resident experts first and misses as their
 // reads land.
 //
-// Policy (deterministic, per layer): a hit in the LRU is stamped with a
-// clock in ascending id order; then the misses are admitted into LRU slots
-// in ascending id order, at most as many as there are slots this lease does
-// not hold (the highest ids win when fewer), each taking an empty slot
-// (lowest first) or else evicting the unleased entry with the oldest
-// stamp, and being stamped. Eviction and admission happen at Acquire, a
-// safe point: a slot with a lease on it is never a victim. Misses not
-// admitted stream through the working bank and are dropped at Done.
+// Policy (deterministic, per layer, a CachePolicy: LRUPolicy unless
+// StreamOptions.Policy says otherwise): a hit in the LRU is reported to it
+// in ascending id order; then the misses it admits (at most as many as
+// there are slots this lease does not hold, the highest ids) take the
+// slots it picks, in ascending id order; LRUPolicy gives an empty slot
+// (lowest first) or else evicts the unleased entry with the oldest stamp.
+// Eviction and admission happen at Acquire, a safe point: a slot with a
+// lease on it is never a victim. Misses not admitted stream through the
+// working bank and are dropped at Done.
 type Streamed struct {
 	cfg     *config.Config
 	opts    StreamOptions
@@ -40,7 +41,6 @@ type Streamed struct {
 	classes []*slotClass
 
 	mu        sync.Mutex
-	clock     uint64
 	forwards  int
 	freed     chan struct{} // closed and replaced whenever a working slot frees
 	tel       telemetry
@@ -78,6 +78,7 @@ type layerCache struct {
 	order      []int   // the next Acquire's read order hint (Order)
 	slots      []*slot // every LRU slot, empty ones included
 	cap        int
+	policy     CachePolicy // what the LRU slots keep
 }
 
 // NewStreamed builds the streamed tier for the expert layers of the model

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/spoolhq/spool/internal/atomicfile"
 	"github.com/spoolhq/spool/internal/regularfile"
 )
 
@@ -183,21 +183,11 @@ func (u *Usage) Encode() []byte {
 	return b.Bytes()
 }
 
-// Save writes the history to path atomically: a temporary file in the same
-// directory, synced, then renamed over path.
+// Save writes the history to path atomically and durably
+// (internal/atomicfile).
 func (u *Usage) Save(path string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
-	if err != nil {
+	if err := atomicfile.WriteFile(path, u.Encode(), 0o644); err != nil {
 		return fmt.Errorf("experts: saving usage history: %w", err)
-	}
-	_, err = tmp.Write(u.Encode())
-	err = errors.Join(err, tmp.Sync(), tmp.Close())
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("experts: saving usage history %s: %w", path, err)
 	}
 	return nil
 }

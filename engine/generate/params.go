@@ -87,6 +87,22 @@ func (p *Params) Validate(prompt []int, vocab int) error {
 	if p.MaxTokens <= 0 {
 		return fmt.Errorf("max tokens %d must be positive", p.MaxTokens)
 	}
+	if err := p.ValidateSampling(vocab); err != nil {
+		return err
+	}
+	if p.TopLogprobs < 0 || p.TopLogprobs > 20 {
+		return fmt.Errorf("top_logprobs %d is out of range (0..20)", p.TopLogprobs)
+	}
+	if p.PrefillChunk < 0 {
+		return fmt.Errorf("prefill chunk %d must not be negative", p.PrefillChunk)
+	}
+	return nil
+}
+
+// ValidateSampling checks what shapes the draw (the sampler's parameters,
+// the penalties and the logit bias) against their ranges, the one set the
+// CLI and every API use; errors are *ParamError naming the parameter.
+func (p *Params) ValidateSampling(vocab int) error {
 	if err := p.Sampling.Validate(); err != nil {
 		return err
 	}
@@ -95,22 +111,16 @@ func (p *Params) Validate(prompt []int, vocab int) error {
 		v    float64
 	}{{"presence_penalty", p.PresencePenalty}, {"frequency_penalty", p.FrequencyPenalty}} {
 		if pen.v < -2 || pen.v > 2 || math.IsNaN(pen.v) {
-			return fmt.Errorf("%s %g is out of range (-2..2)", pen.name, pen.v)
+			return &ParamError{Param: pen.name, Msg: fmt.Sprintf("%s %g is out of range (-2..2)", pen.name, pen.v)}
 		}
 	}
 	for t, b := range p.LogitBias {
 		if t < 0 || t >= vocab {
-			return fmt.Errorf("logit_bias token id %d is outside the vocabulary (%d)", t, vocab)
+			return &ParamError{Param: "logit_bias", Msg: fmt.Sprintf("logit_bias key %d is not a token id of this model (0..%d)", t, vocab-1)}
 		}
 		if b < -100 || b > 100 || math.IsNaN(b) {
-			return fmt.Errorf("logit_bias %g for token %d is out of range (-100..100)", b, t)
+			return &ParamError{Param: "logit_bias", Msg: fmt.Sprintf("logit_bias %g for token %d is out of range (-100..100)", b, t)}
 		}
-	}
-	if p.TopLogprobs < 0 || p.TopLogprobs > 20 {
-		return fmt.Errorf("top_logprobs %d is out of range (0..20)", p.TopLogprobs)
-	}
-	if p.PrefillChunk < 0 {
-		return fmt.Errorf("prefill chunk %d must not be negative", p.PrefillChunk)
 	}
 	return nil
 }

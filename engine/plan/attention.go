@@ -5,6 +5,7 @@ import (
 	"math/bits"
 
 	"github.com/spoolhq/spool/engine/config"
+	"github.com/spoolhq/spool/internal/bytesize"
 )
 
 // ItemAttention names the attention workspace line.
@@ -152,12 +153,12 @@ func (l AttentionLayout) Bytes() int64 {
 // rows. It grows with rows and threads, not with the context.
 func AttentionWorkspace(cfg *config.Config, s AttentionSizing) Item {
 	l := NewAttentionLayout(cfg, s)
-	d := fmt.Sprintf("%d workers x (latent %s + expanded %s", l.Threads, sizeText(l.LatentWorkerBytes()), sizeText(l.ExpandedWorkerBytes()))
+	d := fmt.Sprintf("%d workers x (latent %s + expanded %s", l.Threads, bytesize.IEC(l.LatentWorkerBytes()), bytesize.IEC(l.ExpandedWorkerBytes()))
 	if l.Indexer {
-		d += fmt.Sprintf(" + indexer %s", sizeText(l.IndexerWorkerBytes()))
+		d += fmt.Sprintf(" + indexer %s", bytesize.IEC(l.IndexerWorkerBytes()))
 	}
 	d += fmt.Sprintf(") + shared %s: key tiles of %d/%d keys, %d-row expanded blocks, up to %d segments per decode row",
-		sizeText(l.SharedBytes()), l.LatentTile, l.ExpandedTile, l.BlockRows, l.MaxSegments)
+		bytesize.IEC(l.SharedBytes()), l.LatentTile, l.ExpandedTile, l.BlockRows, l.MaxSegments)
 	if l.Selects {
 		d += fmt.Sprintf(", top-%d heaps and the selection of %d rows", l.TopK, l.Rows)
 	}

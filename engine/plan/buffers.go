@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/spoolhq/spool/engine/config"
+	"github.com/spoolhq/spool/internal/bytesize"
 )
 
 // Constants of the engine that the buffer lines count. engine/model and
@@ -128,7 +129,7 @@ func activationItems(s Shape) []Item {
 	perForward := 4*(E+1) + 4*E + intBytes*E + 2*f32Bytes*E + E + intBytes*k + 2*f32Bytes*H
 	return []Item{{ItemActivations, int64(s.Rows)*perRow + perForward,
 		fmt.Sprintf("%d rows x %s: a %d-token prompt chunk and a decode row per other sequence; per row the residual stream, normed input, final norm and MLP output (4 x hidden %d), expert outputs (experts_per_tok %d x hidden), router scores (%d experts)%s, routes",
-			s.Rows, sizeText(perRow), s.Chunk, H, k, E, mtpInput(s))}}
+			s.Rows, bytesize.IEC(perRow), s.Chunk, H, k, E, mtpInput(s))}}
 }
 
 func mtpInput(s Shape) string {
@@ -153,7 +154,7 @@ func workerItems(s Shape) []Item {
 	I := int64(max(c.IntermediateSize, c.MoEIntermediateSize*max(1, c.NumSharedExperts)))
 	per := int64(ExpertBlockRows) * f32Bytes * (2*H + 2*I)
 	return []Item{{ItemWorkers, int64(s.Threads) * per,
-		fmt.Sprintf("%d workers x %s: a %d-row block's input, output, gate and up (widest MLP %d) each", s.Threads, sizeText(per), ExpertBlockRows, I)}}
+		fmt.Sprintf("%d workers x %s: a %d-row block's input, output, gate and up (widest MLP %d) each", s.Threads, bytesize.IEC(per), ExpertBlockRows, I)}}
 }
 
 // decoderItems is every sequence's decode state: the sampler's order and
@@ -168,5 +169,5 @@ func decoderItems(s Shape) []Item {
 		per += MTPPendingRows * (f32Bytes*H + sliceHeader + intBytes)
 	}
 	return []Item{{ItemDecoders, int64(s.Sequences) * per,
-		fmt.Sprintf("%d sequence(s) x %s: sampler order and probabilities (vocabulary %d), constraint mask, penalty counts, %d pending MTP states, and up to %d generated tokens with logprobs", s.Sequences, sizeText(per), V, MTPPendingRows, T)}}
+		fmt.Sprintf("%d sequence(s) x %s: sampler order and probabilities (vocabulary %d), constraint mask, penalty counts, %d pending MTP states, and up to %d generated tokens with logprobs", s.Sequences, bytesize.IEC(per), V, MTPPendingRows, T)}}
 }

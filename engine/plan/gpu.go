@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/spoolhq/spool/engine/config"
+	"github.com/spoolhq/spool/internal/bytesize"
 )
 
 // GPU line items: what the GPU backend (kernels/gpu) allocates for
@@ -114,7 +115,7 @@ func gpuPlan(cfg *config.Config, w Weights, s Shape) *GPUPlan {
 	g.HostBytes = g.Items[3].Bytes
 	if !dev.Unified && dev.Memory > 0 && g.DeviceBytes > dev.Memory/20*gpuDeviceShare {
 		g.Fits = false
-		g.Problem = fmt.Sprintf("the GPU lines need %s of device memory, more than 95%% of the device's %s", sizeText(g.DeviceBytes), sizeText(dev.Memory))
+		g.Problem = fmt.Sprintf("the GPU lines need %s of device memory, more than 95%% of the device's %s", bytesize.IEC(g.DeviceBytes), bytesize.IEC(dev.Memory))
 	}
 	return g
 }
@@ -143,7 +144,7 @@ func gpuWeights(cfg *config.Config, w Weights, dev *GPUDevice) Item {
 		what += " and the MTP layer"
 	}
 	bytes += int64(matrices)*2*gpuAlign + gpuArenaBytes
-	return Item{ItemGPUWeights, bytes, fmt.Sprintf("attention projections, dense and shared MLPs and routers of %s, copied once into device memory (in %s buffers)", what, sizeText(gpuArenaBytes))}
+	return Item{ItemGPUWeights, bytes, fmt.Sprintf("attention projections, dense and shared MLPs and routers of %s, copied once into device memory (in %s buffers)", what, bytesize.IEC(gpuArenaBytes))}
 }
 
 // gpuBank is the expert bank for forwards of rows rows.
@@ -154,16 +155,16 @@ func gpuBank(cfg *config.Config, w Weights, dev *GPUDevice, rows int) Item {
 	}
 	slot := max(w.MainExpertBytes(), w.MTPExpertBytes()) + 6*gpuAlign
 	n := min(int64(E), int64(rows*k))
-	detail := fmt.Sprintf("%d experts x %s: the routed experts of one layer's chunk, copied in as they arrive", n, sizeText(slot))
+	detail := fmt.Sprintf("%d experts x %s: the routed experts of one layer's chunk, copied in as they arrive", n, bytesize.IEC(slot))
 	if dev.Unified {
 		n = min(int64(E), int64(2*k))
-		detail = fmt.Sprintf("%d experts x %s: a layer's routed experts copied in and applied in batches of 2 x experts_per_tok (memory shared with the host)", n, sizeText(slot))
+		detail = fmt.Sprintf("%d experts x %s: a layer's routed experts copied in and applied in batches of 2 x experts_per_tok (memory shared with the host)", n, bytesize.IEC(slot))
 	}
 	bank := n * slot
 	if bank > gpuBindingLimit {
 		fit := gpuBindingLimit / max(slot, 1)
 		bank = fit * slot
-		detail = fmt.Sprintf("%d experts x %s: a layer's routed experts in batches of what one 4 GiB binding holds", fit, sizeText(slot))
+		detail = fmt.Sprintf("%d experts x %s: a layer's routed experts in batches of what one 4 GiB binding holds", fit, bytesize.IEC(slot))
 	}
 	return Item{ItemGPUBank, bank, detail}
 }
@@ -190,7 +191,7 @@ func gpuWork(s Shape) Item {
 	dense := f(r*H)*2 + f(2*r*int64(cfg.IntermediateSize))
 	work := max(moe, attn, dense) * 3 / 2
 	return Item{ItemGPUWork, work, fmt.Sprintf("scratch of the largest operation on a %d-row chunk over %d cache entries (attention with %s score blocks%s; the MoE layer; the dense MLP), with the half again it grows by",
-		s.Rows, s.Context, sizeText(score), dsaGPUNote(s))}
+		s.Rows, s.Context, bytesize.IEC(score), dsaGPUNote(s))}
 }
 
 // gpuSelects says rows of s can have DSA selections.
@@ -234,7 +235,7 @@ func gpuStaging(s Shape) Item {
 	in := max(f(r*H), f(r*nh*dq)+f(t*wd)+f(attentionVisFloats(s)))
 	out := max(f(r*H), f(r*nh*dq))
 	return Item{ItemGPUStaging, GPUStageRingBytes + (in+out)*3/2,
-		fmt.Sprintf("host-visible upload ring (%s) and the activations one operation of a %d-row chunk sends and reads back, with growth headroom", sizeText(GPUStageRingBytes), s.Rows)}
+		fmt.Sprintf("host-visible upload ring (%s) and the activations one operation of a %d-row chunk sends and reads back, with growth headroom", bytesize.IEC(GPUStageRingBytes), s.Rows)}
 }
 
 // int4For guesses the int4 layout of w's resident matrices from its

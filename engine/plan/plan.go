@@ -7,6 +7,7 @@ import (
 
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/kvcache"
+	"github.com/spoolhq/spool/internal/bytesize"
 )
 
 const (
@@ -292,10 +293,10 @@ func build(cfg *config.Config, w Weights, opts Options) (*Plan, error) {
 
 	p.Items = []Item{
 		{ItemResident, w.ResidentBytes, "every non-routed tensor, read once into memory outside the Go heap: embedding, lm_head, attention, norms, dense MLPs, routers and shared experts" + mtpNote(w)},
-		{ItemWorking, int64(p.WorkingSlots) * p.ExpertSlotBytes, fmt.Sprintf("%d slots x %s: misses of one layer stream through them, each slot recycled once its expert is applied (2 x experts_per_tok %d)", p.WorkingSlots, sizeText(p.ExpertSlotBytes), k)},
+		{ItemWorking, int64(p.WorkingSlots) * p.ExpertSlotBytes, fmt.Sprintf("%d slots x %s: misses of one layer stream through them, each slot recycled once its expert is applied (2 x experts_per_tok %d)", p.WorkingSlots, bytesize.IEC(p.ExpertSlotBytes), k)},
 	}
 	if p.MTPSlots > 0 {
-		p.Items = append(p.Items, Item{ItemMTPBank, int64(p.MTPSlots) * p.MTPSlotBytes, fmt.Sprintf("%d slots x %s: the MTP layer's experts for one draft row per sequence, min(%d, %d x %d)", p.MTPSlots, sizeText(p.MTPSlotBytes), E, k, p.Sequences)})
+		p.Items = append(p.Items, Item{ItemMTPBank, int64(p.MTPSlots) * p.MTPSlotBytes, fmt.Sprintf("%d slots x %s: the MTP layer's experts for one draft row per sequence, min(%d, %d x %d)", p.MTPSlots, bytesize.IEC(p.MTPSlotBytes), E, k, p.Sequences)})
 	}
 	p.Items = append(p.Items,
 		Item{ItemKV, p.KVBytes, fmt.Sprintf("%d sequence(s) x %d tokens x %d bytes per token (compressed MLA latent and rope key of %d layers%s, float32)", p.Sequences, p.Context, p.KVBytesPerToken, kvLayers(geo), dsaNote(geo))},
@@ -345,9 +346,9 @@ func (p *Plan) CheckPrompt(n int) error {
 // reserve takes the whole budget, that nothing is left.
 func (p *Plan) limitText() string {
 	if p.MemoryLimitBytes <= 0 {
-		return fmt.Sprintf("nothing is left: the OS reserve of %s takes the whole %s budget", sizeText(p.OSReserveBytes), sizeText(p.MemoryBytes))
+		return fmt.Sprintf("nothing is left: the OS reserve of %s takes the whole %s budget", bytesize.IEC(p.OSReserveBytes), bytesize.IEC(p.MemoryBytes))
 	}
-	return "the limit is " + sizeText(p.MemoryLimitBytes)
+	return "the limit is " + bytesize.IEC(p.MemoryLimitBytes)
 }
 
 // size decides the cache slots per expert layer from what fixed leaves.
@@ -356,7 +357,7 @@ func (p *Plan) size(fixed, requested int64) {
 	if p.ExpertLayers == 0 {
 		p.Fits = avail >= 0
 		if !p.Fits {
-			p.Problem = fmt.Sprintf("the fixed items need %s but %s", sizeText(fixed), p.limitText())
+			p.Problem = fmt.Sprintf("the fixed items need %s but %s", bytesize.IEC(fixed), p.limitText())
 		}
 		return
 	}
@@ -367,13 +368,13 @@ func (p *Plan) size(fixed, requested int64) {
 	if requested > 0 {
 		want := requested / p.SlotRowBytes
 		if want < 1 {
-			p.Problem = fmt.Sprintf("an expert cache of %s holds less than one slot in each of the %d expert layers (%s)", sizeText(requested), p.ExpertLayers, sizeText(p.SlotRowBytes))
+			p.Problem = fmt.Sprintf("an expert cache of %s holds less than one slot in each of the %d expert layers (%s)", bytesize.IEC(requested), p.ExpertLayers, bytesize.IEC(p.SlotRowBytes))
 			return
 		}
 		if want > slots {
 			p.CacheSlotsPerLayer = int(min(want, int64(p.ExpertsPerLayer)))
 			p.ExpertCacheBytes = int64(p.CacheSlotsPerLayer) * p.SlotRowBytes
-			p.Problem = fmt.Sprintf("an expert cache of %d slots per layer (%s) plus the fixed items (%s) exceeds the limit of %s", p.CacheSlotsPerLayer, sizeText(p.ExpertCacheBytes), sizeText(fixed), sizeText(p.MemoryLimitBytes))
+			p.Problem = fmt.Sprintf("an expert cache of %d slots per layer (%s) plus the fixed items (%s) exceeds the limit of %s", p.CacheSlotsPerLayer, bytesize.IEC(p.ExpertCacheBytes), bytesize.IEC(fixed), bytesize.IEC(p.MemoryLimitBytes))
 			return
 		}
 		slots = want
@@ -382,7 +383,7 @@ func (p *Plan) size(fixed, requested int64) {
 	p.CacheSlotsPerLayer = int(slots)
 	p.ExpertCacheBytes = slots * p.SlotRowBytes
 	if slots < 1 {
-		p.Problem = fmt.Sprintf("not even one expert cache slot per expert layer fits: the fixed items need %s, %s, one slot in each of the %d expert layers needs %s more", sizeText(fixed), p.limitText(), p.ExpertLayers, sizeText(p.SlotRowBytes))
+		p.Problem = fmt.Sprintf("not even one expert cache slot per expert layer fits: the fixed items need %s, %s, one slot in each of the %d expert layers needs %s more", bytesize.IEC(fixed), p.limitText(), p.ExpertLayers, bytesize.IEC(p.SlotRowBytes))
 		return
 	}
 	p.Fits = true
@@ -393,7 +394,7 @@ func (p *Plan) cacheDetail(w Weights) string {
 		return "no routed experts"
 	}
 	pct := 100 * float64(p.CacheSlotsPerLayer) / float64(max(1, p.ExpertsPerLayer))
-	d := fmt.Sprintf("%d slots in each of %d expert layers (%.1f%% of the experts), %s per slot row", p.CacheSlotsPerLayer, p.ExpertLayers, pct, sizeText(p.SlotRowBytes))
+	d := fmt.Sprintf("%d slots in each of %d expert layers (%.1f%% of the experts), %s per slot row", p.CacheSlotsPerLayer, p.ExpertLayers, pct, bytesize.IEC(p.SlotRowBytes))
 	if w.MTP {
 		d += " (MTP slot included)"
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/kvcache"
+	"github.com/spoolhq/spool/internal/bytesize"
 )
 
 // Prompt cache line items.
@@ -58,14 +59,14 @@ func (p *Plan) promptCacheItems(m PromptCacheMemory, fixed int64) []Item {
 func PromptCacheItems(m PromptCacheMemory) []Item {
 	var items []Item
 	if tier := m.TierBytes + m.BacklogBytes; tier > 0 {
-		d := fmt.Sprintf("memory tier cap %s (%d-token blocks of %s)", sizeText(m.TierBytes), m.BlockTokens, sizeText(m.BlockBytes))
+		d := fmt.Sprintf("memory tier cap %s (%d-token blocks of %s)", bytesize.IEC(m.TierBytes), m.BlockTokens, bytesize.IEC(m.BlockBytes))
 		if m.BacklogBytes > 0 {
-			d += fmt.Sprintf(" + %s of evicted blocks waiting to be written to disk", sizeText(m.BacklogBytes))
+			d += fmt.Sprintf(" + %s of evicted blocks waiting to be written to disk", bytesize.IEC(m.BacklogBytes))
 		}
 		items = append(items, Item{ItemPromptCache, tier, d})
 	}
 	if io := int64(m.ReadBuffers)*m.ReadBufferBytes + m.WriteBufferBytes; io > 0 {
-		items = append(items, Item{ItemPromptCacheIO, io, fmt.Sprintf("%d direct-read slabs with their decoded blocks x %s, one encoded block %s", m.ReadBuffers, sizeText(m.ReadBufferBytes), sizeText(m.WriteBufferBytes))})
+		items = append(items, Item{ItemPromptCacheIO, io, fmt.Sprintf("%d direct-read slabs with their decoded blocks x %s, one encoded block %s", m.ReadBuffers, bytesize.IEC(m.ReadBufferBytes), bytesize.IEC(m.WriteBufferBytes))})
 	}
 	return items
 }

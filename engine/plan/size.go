@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/dustin/go-humanize"
+
+	"github.com/spoolhq/spool/internal/bytesize"
 )
 
 // ParseSize parses a positive byte count such as "32GiB", "24GB",
@@ -30,34 +32,9 @@ func ParseSize(s string) (int64, error) {
 	return int64(n), nil
 }
 
-// sizeText formats a byte count in binary units with two decimals:
-// "10.13 GiB", "18.06 MiB".
-func sizeText(n int64) string {
-	const (
-		kib = 1 << 10
-		mib = 1 << 20
-		gib = 1 << 30
-		tib = 1 << 40
-	)
-	a := n
-	if a < 0 {
-		a = -a
-	}
-	switch {
-	case a >= tib:
-		return fmt.Sprintf("%.2f TiB", float64(n)/tib)
-	case a >= gib:
-		return fmt.Sprintf("%.2f GiB", float64(n)/gib)
-	case a >= mib:
-		return fmt.Sprintf("%.2f MiB", float64(n)/mib)
-	case a >= kib:
-		return fmt.Sprintf("%.2f KiB", float64(n)/kib)
-	}
-	return fmt.Sprintf("%d B", n)
-}
-
-// SizeText formats a byte count as the plan's table does ("10.13 GiB").
-func SizeText(n int64) string { return sizeText(n) }
+// SizeText formats a byte count as the plan's table does ("10.13 GiB"):
+// bytesize.IEC.
+func SizeText(n int64) string { return bytesize.IEC(n) }
 
 // Table renders the plan as a human-readable table: every line item with
 // its size, exact bytes and explanation, the total against the limit, and
@@ -66,7 +43,7 @@ func (p *Plan) Table() string {
 	type line struct{ name, size, bytes, detail string }
 	var lines []line
 	add := func(name string, n int64, detail string) {
-		lines = append(lines, line{name, sizeText(n), humanize.Comma(n), detail})
+		lines = append(lines, line{name, bytesize.IEC(n), humanize.Comma(n), detail})
 	}
 	for _, it := range p.Items {
 		add(it.Name, it.Bytes, it.Detail)
@@ -88,7 +65,7 @@ func (p *Plan) Table() string {
 		fmt.Fprintf(&b, "  %-*s  %*s  %*s  %s\n", wn, l.name, ws, l.size, wb, l.bytes, l.detail)
 	}
 	if p.Fits {
-		fmt.Fprintf(&b, "fits: yes, %d expert cache slots per layer, %s free under the limit\n", p.CacheSlotsPerLayer, sizeText(p.MemoryLimitBytes-p.PlannedProcessBytes))
+		fmt.Fprintf(&b, "fits: yes, %d expert cache slots per layer, %s free under the limit\n", p.CacheSlotsPerLayer, bytesize.IEC(p.MemoryLimitBytes-p.PlannedProcessBytes))
 	} else {
 		fmt.Fprintf(&b, "fits: no: %s\n", p.Problem)
 	}

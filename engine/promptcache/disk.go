@@ -263,7 +263,9 @@ func (d *diskTier) reserve(size int64) ([]string, bool) {
 
 // writeFile writes data as the block file of h: a temporary file in the
 // same directory, synced, then renamed over the final name, with its
-// modification time set to mtime.
+// modification time set to mtime, and the directory synced: the protocol
+// of internal/atomicfile, through FS so that tests can put a full disk in
+// front of it.
 func (d *diskTier) writeFile(h Hash, data []byte, mtime time.Time) (path string, err error) {
 	path = filepath.Join(d.dir, h.String()+blockExt)
 	tmp, err := d.fs.CreateTemp(d.dir, h.String()+".*"+tempExt)
@@ -283,6 +285,10 @@ func (d *diskTier) writeFile(h Hash, data []byte, mtime time.Time) (path string,
 	}
 	if err != nil {
 		d.fs.Remove(tmp.Name())
+		return "", err
+	}
+	if err := d.fs.SyncDir(d.dir); err != nil {
+		d.fs.Remove(path) // not durable: not counted, so not kept
 		return "", err
 	}
 	return path, nil

@@ -1,12 +1,11 @@
 package promptcache
 
 import (
-	"errors"
 	"io/fs"
 	"os"
-	"syscall"
 	"time"
 
+	"github.com/spoolhq/spool/internal/atomicfile"
 	"github.com/spoolhq/spool/native/diskio"
 	"github.com/spoolhq/spool/native/sysinfo"
 )
@@ -20,6 +19,9 @@ type FS interface {
 	// CreateTemp creates a new file in dir for writing (see os.CreateTemp).
 	CreateTemp(dir, pattern string) (File, error)
 	Rename(from, to string) error
+	// SyncDir makes the entries renamed into dir durable
+	// (atomicfile.SyncDir).
+	SyncDir(dir string) error
 	Remove(path string) error
 	ReadDir(dir string) ([]fs.DirEntry, error)
 	// Chtimes sets a file's modification time, which keeps its recency
@@ -61,6 +63,9 @@ func (OS) CreateTemp(dir, pattern string) (File, error) {
 // Rename implements FS.
 func (OS) Rename(from, to string) error { return os.Rename(from, to) }
 
+// SyncDir implements FS.
+func (OS) SyncDir(dir string) error { return atomicfile.SyncDir(dir) }
+
 // Remove implements FS.
 func (OS) Remove(path string) error { return os.Remove(path) }
 
@@ -77,10 +82,4 @@ func (OS) Available(dir string) (int64, error) {
 		return 0, err
 	}
 	return int64(min(sp.Available, 1<<62)), nil
-}
-
-// isDiskFull reports whether err is the volume (or the user's quota) being
-// full.
-func isDiskFull(err error) bool {
-	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io/fs"
 	"time"
+
+	"github.com/spoolhq/spool/native/sysinfo"
 )
 
 // writer is the cache's one goroutine: it writes the blocks evicted from
@@ -133,7 +135,7 @@ func (c *Cache) writeEntry(e *memEntry, buf []byte) []byte {
 	case err != nil:
 		c.disk.used -= allocSize(size)
 		c.st.WriteErrors++
-		if isDiskFull(err) {
+		if sysinfo.IsDiskFull(err) {
 			c.st.DiskFull++
 		}
 		c.diskTrouble(err)
@@ -182,7 +184,7 @@ var errNoRoom = errors.New("no room for the block within the disk tier's cap and
 // disk, pauses writes for a while; c.mu held.
 func (c *Cache) diskTrouble(err error) {
 	d := c.disk
-	if isDiskFull(err) || errors.Is(err, errNoRoom) {
+	if sysinfo.IsDiskFull(err) || errors.Is(err, errNoRoom) {
 		d.pauseUntil = time.Now().Add(fullBackoff)
 	}
 	if !d.failing {

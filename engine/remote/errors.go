@@ -8,7 +8,10 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
+
+	"github.com/spoolhq/spool/internal/retryafter"
 )
 
 // Kind classifies a failure to get an answer from the remote.
@@ -273,12 +276,8 @@ func IsContextExceeded(e *Error) bool {
 	return e.Status == http.StatusBadRequest && (strings.Contains(m, "maximum context length") || strings.Contains(m, "context length is"))
 }
 
-// RetryAfterSeconds is the remote's Retry-After in seconds (0 when absent
-// or a date).
+// RetryAfterSeconds is the remote's Retry-After in seconds, whether it
+// sent seconds or an HTTP date (0 when absent or past; at most an hour).
 func (e *Error) RetryAfterSeconds() int {
-	n, err := strconv.Atoi(strings.TrimSpace(e.RetryAfter))
-	if err != nil || n < 0 {
-		return 0
-	}
-	return n
+	return retryafter.Seconds(e.RetryAfter, time.Now(), time.Hour)
 }

@@ -285,7 +285,7 @@ func (s *Server) messagesTurn(ctx context.Context, req *messagesRequest) (*turn,
 		return nil, err
 	}
 	sp := samplingParams{Temperature: req.Temperature, TopP: req.TopP, TopK: req.TopK}
-	if err := s.applySampling(sp, 1, &t.req); err != nil {
+	if err := s.applySampling(sp, &t.req); err != nil {
 		return nil, err
 	}
 	constrained, err := s.messagesFormat(req, t)

@@ -90,7 +90,7 @@ func (s *Server) completionTurn(req *completionRequest) (*turn, string, error) {
 	if t.stops, err = parseStop("stop", req.Stop); err != nil {
 		return nil, "", err
 	}
-	if err := s.applySampling(req.samplingParams, 2, &t.req); err != nil {
+	if err := s.applySampling(req.samplingParams, &t.req); err != nil {
 		return nil, "", err
 	}
 	if req.Logprobs != nil {

@@ -28,6 +28,8 @@ func TestErrorCases(t *testing.T) {
 		{"temperature range", "POST", "/v1/chat/completions", chatBody(map[string]any{"temperature": 3}), 400, "temperature", ""},
 		{"top_p range", "POST", "/v1/chat/completions", chatBody(map[string]any{"top_p": 1.5}), 400, "top_p", ""},
 		{"top_k negative", "POST", "/v1/chat/completions", chatBody(map[string]any{"top_k": -5}), 400, "top_k", ""},
+		{"min_p range", "POST", "/v1/chat/completions", chatBody(map[string]any{"min_p": 1.5}), 400, "min_p", ""},
+		{"min_p range on completions", "POST", "/v1/completions", map[string]any{"prompt": "x", "min_p": -1}, 400, "min_p", ""},
 		{"penalty range", "POST", "/v1/chat/completions", chatBody(map[string]any{"presence_penalty": 9}), 400, "presence_penalty", ""},
 		{"logit_bias key", "POST", "/v1/chat/completions", chatBody(map[string]any{"logit_bias": map[string]any{"x": 1}}), 400, "logit_bias", ""},
 		{"logit_bias value", "POST", "/v1/chat/completions", chatBody(map[string]any{"logit_bias": map[string]any{"5": 500}}), 400, "logit_bias", ""},
@@ -91,7 +93,7 @@ func TestErrorCases(t *testing.T) {
 		{"bad role", map[string]any{"max_tokens": 5, "messages": []any{map[string]any{"role": "robot", "content": "hi"}}}, 400, "invalid_request_error"},
 		{"image block", map[string]any{"max_tokens": 5, "messages": []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "image"}}}}}, 400, "invalid_request_error"},
 		{"unknown model", map[string]any{"model": "gpt-9", "max_tokens": 5, "messages": []any{map[string]any{"role": "user", "content": "hi"}}}, 404, "not_found_error"},
-		{"temperature above 1", map[string]any{"max_tokens": 5, "temperature": 1.5, "messages": []any{map[string]any{"role": "user", "content": "hi"}}}, 400, "invalid_request_error"},
+		{"temperature above 2", map[string]any{"max_tokens": 5, "temperature": 2.5, "messages": []any{map[string]any{"role": "user", "content": "hi"}}}, 400, "invalid_request_error"},
 	}
 	for _, c := range anth {
 		t.Run("anthropic "+c.name, func(t *testing.T) {

@@ -159,6 +159,9 @@ func maxTokenBytes(tok *tokenizer.Tokenizer) int {
 // its work grows with the messages.
 func (s *Server) templateLimits(ctxLen, messages int) chat.Limits {
 	lim := chat.DefaultLimits
+	if s.renderBase != (chat.Limits{}) {
+		lim = s.renderBase
+	}
 	lim.MaxOutput = int(min(int64(ctxLen)*int64(s.tokenBytes)+4096, 64<<20))
 	lim.MaxSteps += 512 * int64(messages)
 	return lim

@@ -361,13 +361,13 @@ func TestOllamaOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	if *o.sampling.Temperature != 0.5 || *o.sampling.TopK != -1 || *o.sampling.TopP != 0.9 || *o.sampling.Seed != 7 ||
-		len(o.stop) != 1 || *o.numPredict != -1 || *o.numCtx != 4096 || *o.minP != 0.05 {
+		len(o.stop) != 1 || *o.numPredict != -1 || *o.numCtx != 4096 || *o.sampling.MinP != 0.05 {
 		t.Errorf("parsed %+v", o)
 	}
-	if strings.Join(o.ignored, ",") != "min_p,mirostat,num_gpu" {
+	if strings.Join(o.ignored, ",") != "mirostat,num_gpu" {
 		t.Errorf("ignored %v", o.ignored)
 	}
-	for _, bad := range []string{`{"seed":1.5}`, `{"num_predict":0}`, `{"num_ctx":0}`, `{"stop":"x"}`, `{"stop":[""]}`, `{"min_p":2}`, `[1]`, `{"top_k":"4"}`} {
+	for _, bad := range []string{`{"seed":1.5}`, `{"num_predict":0}`, `{"num_ctx":0}`, `{"stop":"x"}`, `{"stop":[""]}`, `{"min_p":"x"}`, `[1]`, `{"top_k":"4"}`} {
 		if _, err := parseOllamaOptions(json.RawMessage(bad)); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
@@ -382,6 +382,29 @@ func TestOllamaOptions(t *testing.T) {
 	}
 	if tu.req.MaxTokens != 64-len(tu.prompt) {
 		t.Errorf("max tokens %d, want %d", tu.req.MaxTokens, 64-len(tu.prompt))
+	}
+}
+
+// TestOllamaMinPIsCarried: options.min_p reaches the sampler, checked
+// against the one set of ranges the other APIs use.
+func TestOllamaMinPIsCarried(t *testing.T) {
+	ts := newTestServer(t, serverOpts{noRun: true})
+	turn := func(body string) (*turn, error) {
+		var req ollamaChatRequest
+		if err := decodeJSON([]byte(body), &req); err != nil {
+			t.Fatal(err)
+		}
+		return ts.srv.ollamaChatTurn(context.Background(), &req, &ollamaCommon{})
+	}
+	tu, err := turn(`{"model":"glm52-mini","messages":[{"role":"user","content":"hi"}],"options":{"temperature":0.7,"min_p":0.05}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tu.req.Sampling.MinP != 0.05 {
+		t.Errorf("sampling %+v, want min_p 0.05", tu.req.Sampling)
+	}
+	if _, err := turn(`{"model":"glm52-mini","messages":[{"role":"user","content":"hi"}],"options":{"min_p":2}}`); err == nil || !strings.Contains(err.Error(), "min_p 2 is out of range") {
+		t.Errorf("min_p 2: %v", err)
 	}
 }
 

@@ -206,7 +206,7 @@ func (s *Server) ollamaBegin(c *ollamaCommon, model string, stream *bool, option
 // ollamaLimits applies the options that bound a turn once its prompt is
 // known: num_ctx and num_predict.
 func (s *Server) ollamaLimits(c *ollamaCommon, t *turn) error {
-	if err := s.applySampling(c.opts.sampling, 2, &t.req); err != nil {
+	if err := s.applySampling(c.opts.sampling, &t.req); err != nil {
 		return err
 	}
 	t.stops = c.opts.stop

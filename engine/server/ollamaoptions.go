@@ -11,7 +11,6 @@ import (
 // Spool applies.
 type ollamaOptions struct {
 	sampling   samplingParams
-	minP       *float64
 	stop       []string
 	numPredict *int
 	numCtx     *int
@@ -53,13 +52,7 @@ func parseOllamaOptions(raw json.RawMessage) (ollamaOptions, error) {
 		case "top_p":
 			o.sampling.TopP, err = ollamaNumber(param, v)
 		case "min_p":
-			if o.minP, err = ollamaNumber(param, v); err == nil && (*o.minP < 0 || *o.minP > 1) {
-				err = invalid(param, "%s %g is out of range (0..1)", param, *o.minP)
-			}
-			if err == nil && *o.minP > 0 {
-				// Validated and kept; the sampler has no min-p cut yet.
-				o.ignored = append(o.ignored, k)
-			}
+			o.sampling.MinP, err = ollamaNumber(param, v)
 		case "presence_penalty":
 			o.sampling.PresencePenalty, err = ollamaNumber(param, v)
 		case "frequency_penalty":

@@ -59,7 +59,7 @@ func (s *Server) chatTurn(ctx context.Context, req *chatRequest) (*turn, error) 
 	if t.stops, err = parseStop("stop", req.Stop); err != nil {
 		return nil, err
 	}
-	if err := s.applySampling(req.samplingParams, 2, &t.req); err != nil {
+	if err := s.applySampling(req.samplingParams, &t.req); err != nil {
 		return nil, err
 	}
 	if req.TopLogprobs != nil {

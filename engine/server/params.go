@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	mrand "math/rand/v2"
 	"net/http"
 	"strconv"
@@ -82,38 +81,30 @@ type samplingParams struct {
 	Temperature      *float64           `json:"temperature"`
 	TopP             *float64           `json:"top_p"`
 	TopK             *int               `json:"top_k"`
+	MinP             *float64           `json:"min_p"`
 	Seed             *int64             `json:"seed"`
 	PresencePenalty  *float64           `json:"presence_penalty"`
 	FrequencyPenalty *float64           `json:"frequency_penalty"`
 	LogitBias        map[string]float64 `json:"logit_bias"`
 }
 
-// apply validates the parameters into req; maxTemperature is 2 for OpenAI
-// and 1 for Anthropic. Unset fields take the model's generation_config.
-func (s *Server) applySampling(p samplingParams, maxTemperature float64, req *scheduler.Request) error {
-	g := s.eng.Scheduler.Model().Config().Generation
-	smp := generate.Sampling{}
-	if g.DoSample {
-		smp = generate.Sampling{Temperature: 1, TopP: g.TopP, TopK: g.TopK}
-		if g.Temperature > 0 {
-			smp.Temperature = g.Temperature
+// applySampling puts the parameters into req over the model's
+// generation_config defaults (generate.SamplingFor) and checks them
+// against generate's ranges, the one set every API shares.
+func (s *Server) applySampling(p samplingParams, req *scheduler.Request) error {
+	cfg := s.eng.Scheduler.Model().Config()
+	smp := generate.SamplingFor(cfg.Generation)
+	set := func(dst *float64, v *float64) {
+		if v != nil {
+			*dst = *v
 		}
 	}
-	if t := p.Temperature; t != nil {
-		if *t < 0 || *t > maxTemperature || math.IsNaN(*t) {
-			return invalid("temperature", "temperature %g is out of range (0..%g)", *t, maxTemperature)
-		}
-		smp.Temperature = *t
-	}
-	if t := p.TopP; t != nil {
-		if *t < 0 || *t > 1 || math.IsNaN(*t) {
-			return invalid("top_p", "top_p %g is out of range (0..1)", *t)
-		}
-		smp.TopP = *t
-	}
+	set(&smp.Temperature, p.Temperature)
+	set(&smp.TopP, p.TopP)
+	set(&smp.MinP, p.MinP)
 	if k := p.TopK; k != nil {
 		switch {
-		case *k == -1:
+		case *k == -1: // OpenAI-compatible servers' "no limit"
 			smp.TopK = 0
 		case *k < 0:
 			return invalid("top_k", "top_k %d must be positive (or -1 for no limit)", *k)
@@ -127,32 +118,24 @@ func (s *Server) applySampling(p samplingParams, maxTemperature float64, req *sc
 		smp.Seed = mrand.Uint64()
 	}
 	req.Sampling = smp
-	for _, pen := range []struct {
-		name string
-		v    *float64
-		dst  *float64
-	}{{"presence_penalty", p.PresencePenalty, &req.PresencePenalty}, {"frequency_penalty", p.FrequencyPenalty, &req.FrequencyPenalty}} {
-		if pen.v == nil {
-			continue
-		}
-		if *pen.v < -2 || *pen.v > 2 || math.IsNaN(*pen.v) {
-			return invalid(pen.name, "%s %g is out of range (-2..2)", pen.name, *pen.v)
-		}
-		*pen.dst = *pen.v
-	}
+	set(&req.PresencePenalty, p.PresencePenalty)
+	set(&req.FrequencyPenalty, p.FrequencyPenalty)
 	if len(p.LogitBias) > 0 {
-		vocab := s.eng.Scheduler.Model().Config().VocabSize
 		req.LogitBias = make(map[int]float64, len(p.LogitBias))
 		for k, b := range p.LogitBias {
 			id, err := strconv.Atoi(k)
-			if err != nil || id < 0 || id >= vocab {
-				return invalid("logit_bias", "logit_bias key %q is not a token id of this model (0..%d)", k, vocab-1)
-			}
-			if b < -100 || b > 100 || math.IsNaN(b) {
-				return invalid("logit_bias", "logit_bias %g for token %d is out of range (-100..100)", b, id)
+			if err != nil || id < 0 || id >= cfg.VocabSize {
+				return invalid("logit_bias", "logit_bias key %q is not a token id of this model (0..%d)", k, cfg.VocabSize-1)
 			}
 			req.LogitBias[id] = b
 		}
+	}
+	if err := req.ValidateSampling(cfg.VocabSize); err != nil {
+		var pe *generate.ParamError
+		if errors.As(err, &pe) {
+			return invalid(pe.Param, "%s", pe.Msg)
+		}
+		return invalid("", "%v", err)
 	}
 	return nil
 }

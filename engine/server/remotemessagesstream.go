@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/spoolhq/spool/engine/anthropicsse"
 	"github.com/spoolhq/spool/engine/remote"
 )
 
@@ -25,7 +26,7 @@ type remoteToolStream struct {
 // messagesTranslation turns the remote's chat chunks into Anthropic
 // events.
 type messagesTranslation struct {
-	blocks  anthropicBlocks
+	blocks  *anthropicsse.Message
 	tools   map[int]*remoteToolStream
 	finish  string
 	stopRaw json.RawMessage
@@ -52,13 +53,13 @@ func (m *messagesTranslation) chunk(c *remoteCompletion) (bool, error) {
 		}
 		if th := d.reasoning(); th != "" {
 			output = true
-			if err := m.blocks.thinking(th); err != nil {
+			if err := m.blocks.Thinking(th); err != nil {
 				return output, err
 			}
 		}
 		if text := d.content(); text != "" {
 			output = true
-			if err := m.blocks.text(text); err != nil {
+			if err := m.blocks.Text(text); err != nil {
 				return output, err
 			}
 		}
@@ -92,20 +93,20 @@ func (m *messagesTranslation) toolDelta(tc toolCallDelta) error {
 	}
 	t.pending += tc.Function.Arguments
 	if t.block < 0 && t.name != "" {
-		if err := m.blocks.startToolUse(callID(t.id), t.name); err != nil {
+		if err := m.blocks.StartToolUse(callID(t.id), t.name); err != nil {
 			return err
 		}
-		t.block = m.blocks.index
+		t.block = m.blocks.Index()
 	}
 	if t.block < 0 || t.pending == "" {
 		return nil
 	}
-	if m.blocks.open != "tool_use" || m.blocks.index != t.block {
+	if m.blocks.Open() != "tool_use" || m.blocks.Index() != t.block {
 		return errToolOrder
 	}
 	p := t.pending
 	t.pending = ""
-	return m.blocks.delta(map[string]any{"type": "input_json_delta", "partial_json": p})
+	return m.blocks.InputJSON(p)
 }
 
 // end checks that every tool call got its name.
@@ -130,19 +131,16 @@ func (s *Server) streamRemoteMessages(w http.ResponseWriter, r *http.Request, re
 		call.End(err)
 		return
 	}
-	fail := func(err error) {
-		call.End(err)
-		sse.event("error", anthropicRemoteError(err).anthropic())
-	}
-	start := map[string]any{"type": "message_start", "message": map[string]any{
-		"id": newID("msg_"), "type": "message", "role": "assistant", "model": oreq.Model, "content": []any{},
-		"stop_reason": nil, "stop_sequence": nil, "usage": remoteMessagesUsage{},
-	}}
-	if sse.event("message_start", start) != nil {
+	msg, err := anthropicsse.Start(sse, newID("msg_"), oreq.Model, remoteMessagesUsage{})
+	if err != nil {
 		call.End(context.Canceled)
 		return
 	}
-	m := &messagesTranslation{blocks: anthropicBlocks{sse: sse, index: -1}, tools: map[int]*remoteToolStream{}}
+	fail := func(err error) {
+		call.End(err)
+		msg.Error(anthropicRemoteError(err).anthropic())
+	}
+	m := &messagesTranslation{blocks: msg, tools: map[int]*remoteToolStream{}}
 	tick := time.NewTicker(s.cfg.KeepAlive)
 	defer tick.Stop()
 	last := time.Now()
@@ -153,7 +151,7 @@ func (s *Server) streamRemoteMessages(w http.ResponseWriter, r *http.Request, re
 			return
 		case <-tick.C:
 			if time.Since(last) >= s.cfg.KeepAlive {
-				if sse.event("ping", map[string]string{"type": "ping"}) != nil {
+				if msg.Ping() != nil {
 					call.End(context.Canceled)
 					return
 				}
@@ -204,17 +202,12 @@ func (s *Server) streamRemoteMessages(w http.ResponseWriter, r *http.Request, re
 		fail(err)
 		return
 	}
-	if m.blocks.finish() != nil {
-		call.End(context.Canceled)
-		return
-	}
 	recordChatUsage(call, m.usage)
 	reason, seq := remoteStop(m.finish, m.stopRaw, oreq.Stop, m.calls)
-	if sse.event("message_delta", map[string]any{"type": "message_delta",
-		"delta": map[string]any{"stop_reason": reason, "stop_sequence": seq}, "usage": messagesUsageOf(m.usage)}) != nil {
+	if msg.Finish(reason, seq, messagesUsageOf(m.usage)) != nil {
 		call.End(context.Canceled)
 		return
 	}
 	call.End(nil)
-	sse.event("message_stop", map[string]string{"type": "message_stop"})
+	msg.End()
 }

@@ -202,7 +202,7 @@ func (s *Server) responsesTurn(ctx context.Context, req *responsesRequest) (*tur
 		return nil, nil, checkParam("reasoning.effort", err)
 	}
 	t := &turn{id: newID("resp_")}
-	if err := s.applySampling(samplingParams{Temperature: req.Temperature, TopP: req.TopP}, 2, &t.req); err != nil {
+	if err := s.applySampling(samplingParams{Temperature: req.Temperature, TopP: req.TopP}, &t.req); err != nil {
 		return nil, nil, err
 	}
 	var format *responseFormat

@@ -163,6 +163,9 @@ type Server struct {
 	conns        atomic.Pointer[connGuard] // the running Serve's
 	// tokenBytes is the length of the tokenizer's longest token.
 	tokenBytes int
+	// renderBase, when set, replaces chat.DefaultLimits as the base of
+	// templateLimits (tests make a render unbounded but for its context).
+	renderBase chat.Limits
 	// remote, when set, is the remote engine the server forwards to
 	// instead of eng (see NewRemote).
 	remote *remote.Client

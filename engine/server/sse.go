@@ -60,6 +60,10 @@ func (s *sseWriter) event(name string, v any) error {
 	return s.write(out)
 }
 
+// Event is event, for the framers outside the package
+// (anthropicsse.EventWriter).
+func (s *sseWriter) Event(name string, v any) error { return s.event(name, v) }
+
 // done writes the OpenAI end marker.
 func (s *sseWriter) done() error { return s.write([]byte("data: [DONE]\n\n")) }
 

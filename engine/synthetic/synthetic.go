@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/spoolhq/spool/internal/atomicfile"
 )
 
 // Real GLM-5.2 per-expert sizes on disk (weights plus scales).
@@ -171,12 +173,7 @@ func prepareDir(dir string) error {
 }
 
 func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".partial"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return fmt.Errorf("synthetic: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	if err := atomicfile.WriteFile(path, data, 0o644); err != nil {
 		return fmt.Errorf("synthetic: %w", err)
 	}
 	return nil

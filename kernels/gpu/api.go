@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/spoolhq/spool/internal/bytesize"
 	"github.com/spoolhq/spool/kernels"
 )
 
@@ -60,9 +61,7 @@ func (i Info) String() string {
 	return fmt.Sprintf("%s (%s, Vulkan %s, %s)", i.Name, i.Type, i.API, memText(i.DeviceMemory))
 }
 
-func memText(n int64) string {
-	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-}
+func memText(n int64) string { return bytesize.IEC(n) }
 
 // MLP is a gated SiLU MLP: down(silu(gate x) * up x).
 type MLP struct {

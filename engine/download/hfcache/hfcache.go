@@ -10,6 +10,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/spoolhq/spool/internal/atomicfile"
 )
 
 // Repo is one model repository's folder in a cache.
@@ -92,18 +94,21 @@ func (r Repo) Link(commit, file, etag string) error {
 		os.Remove(tmp)
 		return fmt.Errorf("hfcache: link %s -> %s: %w", dst, target, err)
 	}
+	if err := atomicfile.SyncDir(filepath.Dir(dst)); err != nil {
+		return fmt.Errorf("hfcache: link %s -> %s: %w", dst, target, err)
+	}
 	return nil
 }
 
 // WriteRef records that revision points to commit, writing refs/<revision>
-// atomically (temporary file, sync, rename). huggingface_hub writes no ref
+// atomically and durably (internal/atomicfile). huggingface_hub writes no ref
 // when the revision is the commit itself; neither should callers.
 func (r Repo) WriteRef(revision, commit string) error {
 	p := r.RefPath(revision)
 	if b, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(b)) == commit {
 		return nil
 	}
-	if err := WriteFileAtomic(p, []byte(commit)); err != nil {
+	if err := atomicfile.WriteFile(p, []byte(commit), 0o644); err != nil {
 		return fmt.Errorf("hfcache: write ref %s: %w", revision, err)
 	}
 	return nil
@@ -124,39 +129,6 @@ func (r Repo) ResolveRevision(revision string) (string, error) {
 		return "", fmt.Errorf("hfcache: refs/%s of %s holds %q, not a commit id", revision, r.ID, c)
 	}
 	return c, nil
-}
-
-// WriteFileAtomic writes data to path through a temporary file in the same
-// directory that is synced and renamed over path, creating the directory if
-// needed. Readers see the old contents or the new, never a mix.
-func WriteFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
 }
 
 // RemoveIfExists removes path, treating a missing file as success.

@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/spoolhq/spool/internal/retryafter"
 )
 
 // Errors a StatusError matches with errors.Is.
@@ -39,7 +40,7 @@ func newStatusError(resp *http.Response) *StatusError {
 		ErrorCode:  resp.Header.Get("X-Error-Code"),
 		Message:    resp.Header.Get("X-Error-Message"),
 		URL:        resp.Request.URL.Redacted(),
-		RetryAfter: parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()),
+		RetryAfter: retryafter.Parse(resp.Header.Get("Retry-After"), time.Now(), time.Hour),
 	}
 	if e.Message == "" {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
@@ -96,31 +97,6 @@ func (e *StatusError) Error() string {
 		s += " (hub says: " + e.Message + ")"
 	}
 	return s
-}
-
-// parseRetryAfter reads a Retry-After value: seconds or an HTTP date.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if secs < 0 {
-			return 0
-		}
-		if secs > 3600 {
-			secs = 3600
-		}
-		return time.Duration(secs) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		d := t.Sub(now)
-		if d > time.Hour {
-			d = time.Hour
-		}
-		return d
-	}
-	return 0
 }
 
 // SizeError reports that the server's idea of a file's size differs from the

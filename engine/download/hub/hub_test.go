@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 )
 
 var (
@@ -189,23 +188,6 @@ func FuzzParseContentRange(f *testing.F) {
 			t.Fatalf("accepted %q as %d-%d/%d", v, a, b, n)
 		}
 	})
-}
-
-func TestParseRetryAfter(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	tests := []struct {
-		in   string
-		want time.Duration
-	}{
-		{"", 0}, {"0", 0}, {"7", 7 * time.Second}, {"-3", 0}, {"99999", time.Hour},
-		{now.Add(30 * time.Second).Format(http.TimeFormat), 30 * time.Second},
-		{"soon", 0},
-	}
-	for _, tt := range tests {
-		if got := parseRetryAfter(tt.in, now); got != tt.want {
-			t.Errorf("parseRetryAfter(%q) = %s, want %s", tt.in, got, tt.want)
-		}
-	}
 }
 
 func TestStatusError(t *testing.T) {
