@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/spoolhq/spool/engine/httpguard"
 	"github.com/spoolhq/spool/engine/kvcache"
 	"github.com/spoolhq/spool/engine/scheduler"
 )
@@ -98,9 +99,12 @@ func asAPIError(err error) *apiError {
 	var ae *apiError
 	var ce *kvcache.ContextError
 	var mb *http.MaxBytesError
+	var ge *httpguard.Error
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.As(err, &ge):
+		return &apiError{Status: ge.Status, Type: ge.Type, Code: ge.Code, Param: ge.Param, Message: ge.Message, RetryAfter: ge.RetryAfter}
 	case errors.Is(err, scheduler.ErrQueueFull):
 		return queueFull()
 	case errors.Is(err, scheduler.ErrClosed):
