@@ -19,6 +19,7 @@ import (
 	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/experts"
 	"github.com/spoolhq/spool/engine/generate"
+	"github.com/spoolhq/spool/engine/host"
 	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/plan"
@@ -63,10 +64,10 @@ type prefillBench struct {
 	// GPU (--gpu; decode and the CPU leg stay as they are), GPU the device,
 	// its plan lines or why it was not used, and GPUSpeedup the CPU leg's
 	// seconds over the GPU leg's (best of each).
-	GPUPrefill        *prefillLeg `json:"gpu_prefill,omitempty"`
-	GPU               gpuStatus   `json:"gpu"`
-	GPUSpeedup        float64     `json:"gpu_speedup,omitempty"`
-	GPUSameFirstToken *bool       `json:"gpu_same_first_token,omitempty"`
+	GPUPrefill        *prefillLeg    `json:"gpu_prefill,omitempty"`
+	GPU               host.GPUStatus `json:"gpu"`
+	GPUSpeedup        float64        `json:"gpu_speedup,omitempty"`
+	GPUSameFirstToken *bool          `json:"gpu_same_first_token,omitempty"`
 
 	PlannedProcessBytes     int64 `json:"planned_process_bytes"`
 	AttentionWorkspaceBytes int64 `json:"attention_workspace_bytes"`
@@ -179,7 +180,7 @@ real geometry.`,
 			if f.cacheSlots < 0 {
 				return fmt.Errorf("--cache-slots must not be negative, got %d", f.cacheSlots)
 			}
-			if f.cacheSlots > 0 && f.mem.expertCache != "" {
+			if f.cacheSlots > 0 && f.mem.ExpertCache != "" {
 				return errors.New("--cache-slots and --expert-cache both size the expert cache; give one")
 			}
 			if f.context == 0 {
@@ -187,13 +188,13 @@ real geometry.`,
 			}
 			if mode, err := f.gpu.check(); err != nil {
 				return err
-			} else if f.gpuOnly && (mode == gpuOff || f.allKeys) {
+			} else if f.gpuOnly && (mode == host.GPUOff || f.allKeys) {
 				return errors.New("--gpu-only needs --gpu auto or on, and no --compare-all-keys")
 			}
 			if f.context <= f.tokens {
 				return fmt.Errorf("--context %d must exceed --tokens %d (the prompt and the token sampled after it)", f.context, f.tokens)
 			}
-			dir, err := resolveModelDir(f.model)
+			dir, err := host.ResolveModelDir(f.model)
 			if err != nil {
 				return err
 			}
@@ -212,7 +213,7 @@ real geometry.`,
 	fl.IntVar(&f.cacheSlots, "cache-slots", 0, "expert cache slots per expert layer (instead of --expert-cache)")
 	fl.BoolVar(&f.stream, "stream", false, "stream experts from disk even when the plan could keep them all")
 	fl.BoolVar(&f.allKeys, "compare-all-keys", false, "also run the prefill with every key computed on DSA layers and report the speedup")
-	fl.StringVar(&f.gpu.mode, "gpu", gpuAuto, "also run the prefill on the GPU and report the speedup: auto (when a GPU, not a CPU Vulkan device, holds the plan), on (any Vulkan device; fail without one), off")
+	fl.StringVar(&f.gpu.mode, "gpu", host.GPUAuto, "also run the prefill on the GPU and report the speedup: auto (when a GPU, not a CPU Vulkan device, holds the plan), on (any Vulkan device; fail without one), off")
 	fl.StringVar(&f.warm, "warm", "", "prefill the prompt once, untimed, before each timed run (warm expert cache and GPU pipelines); --warm=gpu: the GPU leg only")
 	fl.Lookup("warm").NoOptDefVal = "all"
 	fl.IntVar(&f.repeat, "repeat", 1, "runs of each leg (alternated; the fastest counts)")
@@ -307,7 +308,7 @@ func runPrefillBench(ctx context.Context, dir string, f *prefillFlags) (*prefill
 // expert cache of --cache-slots or the memory flags, and the lines of dev
 // when prefill runs on a GPU.
 func planPrefill(cfg *config.Config, w plan.Weights, f *prefillFlags, dev *plan.GPUDevice, chunk int) (*plan.Plan, error) {
-	opts, err := f.mem.options()
+	opts, err := f.mem.Options()
 	if err != nil {
 		return nil, err
 	}
@@ -329,32 +330,32 @@ func planPrefill(cfg *config.Config, w plan.Weights, f *prefillFlags, dev *plan.
 // planGPUPrefill plans the GPU leg of --gpu: the device's lines for
 // chunks of the CPU leg's rows. It returns no plan, and the reason in the
 // status, where the GPU is not used (an error with --gpu on).
-func planGPUPrefill(cfg *config.Config, w plan.Weights, f *prefillFlags, chunk int) (*plan.Plan, gpuStatus, error) {
+func planGPUPrefill(cfg *config.Config, w plan.Weights, f *prefillFlags, chunk int) (*plan.Plan, host.GPUStatus, error) {
 	mode, _ := f.gpu.check()
-	g := openGPU(mode, nil)
+	g := host.OpenGPU(mode, nil)
 	defer g.Close() // each GPU run opens the device afresh
-	if g.dev == nil {
+	if g.Device() == nil {
 		st := g.Status()
-		if mode == gpuOn {
+		if mode == host.GPUOn {
 			return nil, st, fmt.Errorf("--gpu on: no GPU: %s", st.Reason)
 		}
 		return nil, st, nil
 	}
-	p, err := planPrefill(cfg, w, f, g.device(), chunk)
+	p, err := planPrefill(cfg, w, f, g.Device(), chunk)
 	var fit *plan.FitError
 	switch {
 	case errors.As(err, &fit):
-		g.drop("the memory plan with the GPU lines does not fit: " + fit.Plan.Problem)
+		g.Drop("the memory plan with the GPU lines does not fit: " + fit.Plan.Problem)
 	case err != nil:
 		return nil, g.Status(), err
 	default:
-		if reason := g.misfit(p); reason != "" {
-			g.drop(reason)
+		if reason := g.Misfit(p); reason != "" {
+			g.Drop(reason)
 			p = nil
 		}
 	}
 	st := g.Status()
-	if p == nil && mode == gpuOn {
+	if p == nil && mode == host.GPUOn {
 		return nil, st, fmt.Errorf("--gpu on: the GPU is not used: %s", st.Reason)
 	}
 	st.Active = p != nil
@@ -383,7 +384,7 @@ type prefillMode struct {
 func (b *prefillRun) run(ctx context.Context, mode prefillMode, first bool) error {
 	p, f, res, prompt, leg := mode.plan, b.flags, b.res, b.prompt, mode.leg
 	var src *experts.Streamed
-	opts := loader.Options{Model: plannedModel(p, model.Options{DisableMTP: true, ComputeAllKeys: mode.allKeys})}
+	opts := loader.Options{Model: host.PlannedModel(p, model.Options{DisableMTP: true, ComputeAllKeys: mode.allKeys})}
 	if f.stream || !p.AllExpertsCached() {
 		opts.Experts = func(ctx context.Context, c *container.Container, cfg *config.Config, layers []int) (experts.Source, error) {
 			var err error
@@ -402,11 +403,11 @@ func (b *prefillRun) run(ctx context.Context, mode prefillMode, first bool) erro
 	}
 	defer d.Close()
 	m := d.Model
-	var g *gpuBackend
+	var g *host.GPU
 	if mode.gpu {
-		g = openGPU(gpuOn, nil)
+		g = host.OpenGPU(host.GPUOn, nil)
 		defer g.Close() // before the model's memory goes
-		if g.attach(m, p); !m.Accelerated() {
+		if g.Attach(m, p); !m.Accelerated() {
 			return fmt.Errorf("the GPU leg: %s", g.Status().Reason)
 		}
 	}
@@ -425,7 +426,7 @@ func (b *prefillRun) run(ctx context.Context, mode prefillMode, first bool) erro
 	}
 	steps := &model.StepTimes{}
 	m.SetStepTimes(steps)
-	gpu0 := g.times()
+	gpu0 := g.Times()
 	stopProfile, err := b.startProfile(mode, first)
 	if err != nil {
 		return err
@@ -445,7 +446,7 @@ func (b *prefillRun) run(ctx context.Context, mode prefillMode, first bool) erro
 		leg.TokensPerSecond = float64(len(prompt)) / s
 		leg.StepSeconds = steps.Seconds()
 		if g != nil {
-			t := g.times().Sub(gpu0)
+			t := g.Times().Sub(gpu0)
 			leg.GPUTimes = &t
 		}
 	}
@@ -540,7 +541,7 @@ func printPrefillBench(cmd *cobra.Command, r *prefillBench, asJSON bool) error {
 		if r.GPUSameFirstToken != nil {
 			fmt.Fprintf(tw, "GPU speedup\t%.2fx\t(CPU / GPU on %s, %d CPU threads; same first token %v)\n", r.GPUSpeedup, r.GPU.Device, r.Threads, *r.GPUSameFirstToken)
 		}
-	} else if r.GPU.Mode != gpuOff {
+	} else if r.GPU.Mode != host.GPUOff {
 		fmt.Fprintf(tw, "GPU\tnot used: %s\n", r.GPU.Reason)
 	}
 	if r.Streamed {

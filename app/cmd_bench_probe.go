@@ -114,7 +114,7 @@ func runSpeedProbe(ctx context.Context, dir string, mem *memoryFlags, probeBytes
 	if err != nil {
 		return speed.Probes{}, err
 	}
-	opts, err := mem.options()
+	opts, err := mem.Options()
 	if err != nil {
 		return speed.Probes{}, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spoolhq/spool/engine/generate"
+	"github.com/spoolhq/spool/engine/host"
 	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/engine/promptcache"
 	"github.com/spoolhq/spool/engine/scheduler"
@@ -113,7 +114,7 @@ names one; it should be on the disk whose speed you want to see.`,
 }
 
 func runPromptCacheBench(ctx context.Context, modelFlag string, mem memoryFlags, stream bool, tokens, turn int, dir string, seed uint64) (*promptCacheBench, error) {
-	path, err := resolveModelDir(modelFlag)
+	path, err := host.ResolveModelDir(modelFlag)
 	if err != nil {
 		return nil, err
 	}
@@ -123,26 +124,26 @@ func runPromptCacheBench(ctx context.Context, modelFlag string, mem memoryFlags,
 		}
 		defer os.RemoveAll(dir)
 	}
-	cfg := hostConfig{
-		ModelDir: path, Memory: mem, Context: tokens + turn + 8, MaxBatch: 1, IdleSequences: -1,
-		PromptCache: promptCacheSetup{Dir: dir, DiskBytes: promptcache.DefaultDiskBytes(dir)},
+	cfg := host.Config{
+		ModelDir: path, Memory: mem.Memory, Context: tokens + turn + 8, MaxBatch: 1, IdleSequences: -1,
+		PromptCache: host.PromptCache{Dir: dir, DiskBytes: promptcache.DefaultDiskBytes(dir), Build: engineBuild()},
 	}
-	lm, err := openModel(path)
+	lm, err := host.OpenModel(path)
 	if err != nil {
 		return nil, err
 	}
-	vocab := lm.dir.Config.VocabSize
-	if cfg.Context > lm.dir.Config.MaxPositionEmbeddings {
+	vocab := lm.Dir.Config.VocabSize
+	if cfg.Context > lm.Dir.Config.MaxPositionEmbeddings {
 		lm.Close()
-		return nil, fmt.Errorf("--tokens %d + --turn %d exceed the model's %d positions", tokens, turn, lm.dir.Config.MaxPositionEmbeddings)
+		return nil, fmt.Errorf("--tokens %d + --turn %d exceed the model's %d positions", tokens, turn, lm.Dir.Config.MaxPositionEmbeddings)
 	}
 	if stream {
-		p, err := hostPlan(lm.dir, cfg, nil)
+		p, err := host.PlanFor(lm.Dir, cfg, nil)
 		if err != nil {
 			lm.Close()
 			return nil, err
 		}
-		cfg.Memory.expertCache = strconv.FormatInt(p.SlotRowBytes, 10)
+		cfg.Memory.ExpertCache = strconv.FormatInt(p.SlotRowBytes, 10)
 	}
 	lm.Close()
 
@@ -166,8 +167,8 @@ func runPromptCacheBench(ctx context.Context, modelFlag string, mem memoryFlags,
 	if err != nil {
 		return nil, err
 	}
-	r.BlockTokens = e.cache.BlockTokens()
-	r.ExpertCacheBytes, r.MemoryTierBytes = e.plan.ExpertCacheBytes, e.plan.PromptCacheBytes
+	r.BlockTokens = e.PromptCache.BlockTokens()
+	r.ExpertCacheBytes, r.MemoryTierBytes = e.Plan.ExpertCacheBytes, e.Plan.PromptCacheBytes
 	var memRes, diskRes *scheduler.Result
 	err = func() error {
 		if _, _, err := e.firstToken(ctx, warmup[0]); err != nil {
@@ -189,7 +190,7 @@ func runPromptCacheBench(ctx context.Context, modelFlag string, mem memoryFlags,
 		err = cerr
 	}
 	r.SpillSeconds = time.Since(t).Seconds()
-	st := e.cache.Stats()
+	st := e.PromptCache.Stats()
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +210,7 @@ func runPromptCacheBench(ctx context.Context, modelFlag string, mem memoryFlags,
 		r.WarmDiskTTFTSeconds, diskRes = warm.Seconds(), res
 		return err
 	}()
-	st = e.cache.Stats()
+	st = e.PromptCache.Stats()
 	if cerr := e.stop(); err == nil {
 		err = cerr
 	}
@@ -232,25 +233,25 @@ func runPromptCacheBench(ctx context.Context, modelFlag string, mem memoryFlags,
 
 // benchEngine is an engine whose scheduler runs until stop.
 type benchEngine struct {
-	*engine
+	*host.Engine
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-func startBenchEngine(ctx context.Context, cfg hostConfig) (*benchEngine, error) {
-	e, err := openEngine(ctx, cfg, nil)
+func startBenchEngine(ctx context.Context, cfg host.Config) (*benchEngine, error) {
+	e, err := host.Open(ctx, cfg, nil)
 	if err != nil {
 		return nil, err
 	}
-	if e.cache == nil {
+	if e.PromptCache == nil {
 		e.Close()
 		return nil, errors.New("the prompt cache is off")
 	}
 	runCtx, cancel := context.WithCancel(ctx)
-	b := &benchEngine{engine: e, cancel: cancel, done: make(chan struct{})}
+	b := &benchEngine{Engine: e, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(b.done)
-		e.sched.Run(runCtx)
+		e.Scheduler.Run(runCtx)
 	}()
 	return b, nil
 }
@@ -267,9 +268,9 @@ func (b *benchEngine) stop() error {
 // the model's end tokens) and times submission to its first token; it
 // returns the finished request's result too.
 func (b *benchEngine) firstToken(ctx context.Context, prompt []int) (time.Duration, *scheduler.Result, error) {
-	m := b.sched.Model()
+	m := b.Scheduler.Model()
 	start := time.Now()
-	st, err := b.sched.Submit(ctx, scheduler.Request{Prompt: prompt, Params: generate.Params{MaxTokens: 2, StopTokens: m.Config().EOSTokenIDs, Speculative: true}})
+	st, err := b.Scheduler.Submit(ctx, scheduler.Request{Prompt: prompt, Params: generate.Params{MaxTokens: 2, StopTokens: m.Config().EOSTokenIDs, Speculative: true}})
 	if err != nil {
 		return 0, nil, err
 	}

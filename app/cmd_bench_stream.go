@@ -208,7 +208,7 @@ func runStreamBench(ctx context.Context, dir string, mem *memoryFlags, tokens in
 	if err != nil {
 		return nil, err
 	}
-	opts, err := mem.options()
+	opts, err := mem.Options()
 	if err != nil {
 		return nil, err
 	}

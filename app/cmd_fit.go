@@ -104,7 +104,7 @@ func runFit(cmd *cobra.Command, f *fitFlags) error {
 	if err != nil {
 		return err
 	}
-	opts, err := f.memoryArgs.options()
+	opts, err := f.memoryArgs.Options()
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func runFit(cmd *cobra.Command, f *fitFlags) error {
 	if err != nil {
 		return err
 	}
-	if opts.PromptCache, err = pc.planMemory(cfg, w); err != nil {
+	if opts.PromptCache, err = pc.PlanMemory(cfg, w); err != nil {
 		return err
 	}
 	p, err := plan.New(cfg, w, opts)

@@ -1,4 +1,4 @@
-package main
+package host
 
 import (
 	"fmt"
@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-
-	"github.com/spf13/pflag"
 
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/loader"
@@ -21,26 +19,26 @@ import (
 // its prompt cache), and what the plan sizes at load (the forwards' limits,
 // the Go memory limit).
 
-// planOpened plans running the model whose headers d holds open (before any
+// PlanOpened plans running the model whose headers d holds open (before any
 // weight is read) with the --memory and --expert-cache flags m; it returns
 // the plan, or a *plan.FitError carrying the table and a suggestion when
 // not even one expert cache slot per layer fits. spool run calls it before
 // loading. gpu is the device prefill runs on (nil: the CPU).
-func planOpened(d *loader.Dir, m *memoryFlags, pc promptCacheSetup, context, sequences int, gpu *plan.GPUDevice) (*plan.Plan, error) {
+func PlanOpened(d *loader.Dir, m *Memory, pc PromptCache, context, sequences int, gpu *plan.GPUDevice) (*plan.Plan, error) {
 	w, err := plan.FromContainer(d.Container, d.Config, d.Summary)
 	if err != nil {
 		return nil, err
 	}
-	return planWeights(d.Config, w, m, pc, context, sequences, gpu)
+	return PlanWeights(d.Config, w, m, pc, context, sequences, gpu)
 }
 
-func planWeights(cfg *config.Config, w plan.Weights, m *memoryFlags, pc promptCacheSetup, context, sequences int, gpu *plan.GPUDevice) (*plan.Plan, error) {
-	opts, err := m.options()
+func PlanWeights(cfg *config.Config, w plan.Weights, m *Memory, pc PromptCache, context, sequences int, gpu *plan.GPUDevice) (*plan.Plan, error) {
+	opts, err := m.Options()
 	if err != nil {
 		return nil, err
 	}
 	opts.Context, opts.Sequences, opts.GPU = context, sequences, gpu
-	if opts.PromptCache, err = pc.planMemory(cfg, w); err != nil {
+	if opts.PromptCache, err = pc.PlanMemory(cfg, w); err != nil {
 		return nil, err
 	}
 	p, err := plan.New(cfg, w, opts)
@@ -50,41 +48,36 @@ func planWeights(cfg *config.Config, w plan.Weights, m *memoryFlags, pc promptCa
 	return p, p.Err()
 }
 
-// memoryFlags are the --memory and --expert-cache flags shared by fit, run
-// and serve.
-type memoryFlags struct {
-	memory      string
-	expertCache string
+// Memory is the memory budget and the expert cache size, as the --memory
+// and --expert-cache flags of fit, run and serve give them (plan.ParseSize
+// sizes; empty: the default).
+type Memory struct {
+	Budget      string
+	ExpertCache string
 }
 
-// register adds --memory and --expert-cache to fs.
-func (m *memoryFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&m.memory, "memory", "", "memory budget, OS reserve included, e.g. 32GiB or 24GB (default: the machine's memory)")
-	fs.StringVar(&m.expertCache, "expert-cache", "", "LRU + pinned expert slot memory beyond the working bank, e.g. 8GiB (default: what the plan leaves)")
-}
-
-// options turns the flags into plan options; an unset --memory asks the
+// Options turns the flags into plan options; an unset --memory asks the
 // machine.
-func (m *memoryFlags) options() (plan.Options, error) {
+func (m *Memory) Options() (plan.Options, error) {
 	var o plan.Options
 	var err error
-	if m.memory != "" {
-		if o.Memory, err = plan.ParseSize(m.memory); err != nil {
+	if m.Budget != "" {
+		if o.Memory, err = plan.ParseSize(m.Budget); err != nil {
 			return o, fmt.Errorf("--memory: %w", err)
 		}
 	}
-	if m.expertCache != "" {
-		if o.ExpertCache, err = plan.ParseSize(m.expertCache); err != nil {
+	if m.ExpertCache != "" {
+		if o.ExpertCache, err = plan.ParseSize(m.ExpertCache); err != nil {
 			return o, fmt.Errorf("--expert-cache: %w", err)
 		}
 	}
-	o.MachineMemory = machineMemory
+	o.MachineMemory = MachineMemory
 	o.Threads = runtime.GOMAXPROCS(0)
 	return o, nil
 }
 
-// machineMemory is the machine's total memory.
-func machineMemory() (int64, error) {
+// MachineMemory is the machine's total memory.
+func MachineMemory() (int64, error) {
 	total, _, err := sysinfo.MachineMemory()
 	if err != nil {
 		return 0, err
@@ -95,15 +88,15 @@ func machineMemory() (int64, error) {
 	return int64(total), nil
 }
 
-// hostPlan lays out the memory equation for cfg, prefill on gpu (nil: the
+// PlanFor lays out the memory equation for cfg, prefill on gpu (nil: the
 // CPU), and refuses a plan that does not fit.
-func hostPlan(d *loader.Dir, cfg hostConfig, gpu *plan.GPUDevice) (*plan.Plan, error) {
+func PlanFor(d *loader.Dir, cfg Config, gpu *plan.GPUDevice) (*plan.Plan, error) {
 	mc := d.Config
 	w, err := plan.FromContainer(d.Container, mc, d.Summary)
 	if err != nil {
 		return nil, err
 	}
-	opts, err := cfg.Memory.options()
+	opts, err := cfg.Memory.Options()
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +107,7 @@ func hostPlan(d *loader.Dir, cfg hostConfig, gpu *plan.GPUDevice) (*plan.Plan, e
 	opts.Context = min(opts.Context, mc.MaxPositionEmbeddings)
 	opts.Sequences = max(cfg.MaxBatch, 1)
 	opts.GPU = gpu
-	if opts.PromptCache, err = cfg.PromptCache.planMemory(mc, w); err != nil {
+	if opts.PromptCache, err = cfg.PromptCache.PlanMemory(mc, w); err != nil {
 		return nil, err
 	}
 	p, err := plan.New(mc, w, opts)
@@ -127,14 +120,14 @@ func hostPlan(d *loader.Dir, cfg hostConfig, gpu *plan.GPUDevice) (*plan.Plan, e
 	return p, nil
 }
 
-// plannedModel is opts with the forward limits the plan sized: the rows
+// PlannedModel is opts with the forward limits the plan sized: the rows
 // and logit rows of one forward and the expert workers.
-func plannedModel(p *plan.Plan, opts model.Options) model.Options {
+func PlannedModel(p *plan.Plan, opts model.Options) model.Options {
 	opts.Limits = model.Limits{Rows: p.BatchRows, LogitRows: p.LogitRows, Workers: p.Threads, Context: p.Context}
 	return opts
 }
 
-// setMemoryLimit bounds the Go runtime to the plan's heap lines.
-func setMemoryLimit(p *plan.Plan) {
+// SetMemoryLimit bounds the Go runtime to the plan's heap lines.
+func SetMemoryLimit(p *plan.Plan) {
 	debug.SetMemoryLimit(p.GoMemoryLimitBytes)
 }
