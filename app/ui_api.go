@@ -143,7 +143,7 @@ func (u *uiAPI) planInputs(dir string) (planInput, error) {
 	if in, ok := u.weights[dir]; ok {
 		return in, nil
 	}
-	cfg, w, err := weightsFromModel(dir)
+	cfg, w, err := host.WeightsOf(dir)
 	if err != nil {
 		return planInput{}, err
 	}

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 
 	"github.com/spoolhq/spool/engine/config"
+	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/plan"
@@ -130,4 +131,24 @@ func PlannedModel(p *plan.Plan, opts model.Options) model.Options {
 // SetMemoryLimit bounds the Go runtime to the plan's heap lines.
 func SetMemoryLimit(p *plan.Plan) {
 	debug.SetMemoryLimit(p.GoMemoryLimitBytes)
+}
+
+// WeightsOf validates the container of dir and takes the weights
+// from its headers.
+func WeightsOf(dir string) (*config.Config, plan.Weights, error) {
+	cfg, err := config.Load(dir)
+	if err != nil {
+		return nil, plan.Weights{}, err
+	}
+	c, err := container.Open(dir)
+	if err != nil {
+		return nil, plan.Weights{}, err
+	}
+	defer c.Close()
+	sum, err := container.Validate(c, cfg)
+	if err != nil {
+		return nil, plan.Weights{}, err
+	}
+	w, err := plan.FromContainer(c, cfg, sum)
+	return cfg, w, err
 }
