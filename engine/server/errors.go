@@ -37,11 +37,6 @@ func notFound(code, format string, args ...any) *apiError {
 	return &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-func unauthorized() *apiError {
-	return &apiError{Status: http.StatusUnauthorized, Type: "invalid_request_error", Code: "invalid_api_key",
-		Message: "missing or incorrect API key: send it as 'Authorization: Bearer KEY' or 'x-api-key: KEY'"}
-}
-
 func forbidden(format string, args ...any) *apiError {
 	return &apiError{Status: http.StatusForbidden, Type: "permission_error", Code: "forbidden", Message: fmt.Sprintf(format, args...)}
 }
