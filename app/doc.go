@@ -24,7 +24,7 @@
 //	                              GLM-5.2 artifact; memory, context and sequences ask what-ifs
 //	GET  /ui/atlas                the expert atlas (experts.json) of the model
 //	GET  /ui/settings             the saved settings
-//	PUT  /ui/settings             saves them; a new download folder applies at once
+//	PUT  /ui/settings             replaces them (applied at the next start; a new download folder at once)
 //	GET  /ui/download             the download's state: plan, progress, cache folder
 //	POST /ui/download/{action}    plan, start, pause, resume or cancel the download
 //	POST /ui/download/folder      {"dir"} downloads to another folder from now on

@@ -44,7 +44,7 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxConnections bounds open connections (default 64). Past it, idle
 	// keep-alives are closed to make room, and a few more connections are
-	// served /health, the UI and 503s (see conns.go).
+	// served /health, the UI and 503s (see engine/httpguard).
 	MaxConnections int
 	// MaxSubscribers bounds the events websockets (default
 	// DefaultMaxSubscribers), apart from MaxConnections: a websocket
