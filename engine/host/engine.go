@@ -54,6 +54,8 @@ func ResolveModelDir(flag string) (string, error) {
 	return "", errors.New("no model directory: pass --model DIR or set SPOOL_MODEL")
 }
 
+// LoadModel opens the model in dir (OpenModel) and loads its weights with
+// opts.
 func LoadModel(ctx context.Context, dir string, opts loader.Options) (*LoadedModel, error) {
 	lm, err := OpenModel(dir)
 	if err != nil {
@@ -90,7 +92,7 @@ func OpenModel(dir string) (*LoadedModel, error) {
 	return lm, nil
 }
 
-// load reads the weights; it closes the model directory on error.
+// Load reads the weights; it closes the model directory on error.
 func (lm *LoadedModel) Load(ctx context.Context, opts loader.Options) error {
 	if err := lm.Dir.Load(ctx, opts); err != nil {
 		lm.Dir.Close()
@@ -130,9 +132,10 @@ func StreamedExperts(p *plan.Plan, usage string) func(context.Context, *containe
 	}
 }
 
-// engine is a loaded model with its memory plan, its streamed expert tier,
-// its prompt cache and the scheduler that serves it: what the host serves
-// and what spool bench prompt-cache measures, built the same way for both.
+// Engine is a loaded model with its memory plan, its streamed expert tier,
+// its prompt cache and the scheduler that serves it: what the app's host
+// serves and what spool bench prompt-cache measures, built the same way
+// for both.
 type Engine struct {
 	Model       *LoadedModel
 	Plan        *plan.Plan

@@ -88,7 +88,7 @@ func OpenGPU(mode string, log io.Writer) *GPU {
 	return g
 }
 
-// device is what the memory plan needs to know of the open device (nil
+// Device is what the memory plan needs to know of the open device (nil
 // when the GPU is not used): its lines go into the plan (plan.Plan.GPU),
 // sized for the plan's own prefill chunk.
 func (g *GPU) Device() *plan.GPUDevice {
@@ -99,7 +99,7 @@ func (g *GPU) Device() *plan.GPUDevice {
 	return &plan.GPUDevice{Unified: info.Unified, InPlace: info.InPlace, Memory: info.DeviceMemory}
 }
 
-// plan plans the run with the device's GPU lines (planFor is called with
+// Plan plans the run with the device's GPU lines (planFor is called with
 // the device, or nil for the CPU). A plan that does not fit with them
 // drops the GPU, saying why, and is made again for the CPU.
 func (g *GPU) Plan(planFor func(*plan.GPUDevice) (*plan.Plan, error)) (*plan.Plan, error) {
@@ -117,7 +117,7 @@ func (g *GPU) Plan(planFor func(*plan.GPUDevice) (*plan.Plan, error)) (*plan.Pla
 	return planFor(nil)
 }
 
-// attach gives m the device as its backend when the plan's GPU lines fit
+// Attach gives m the device as its backend when the plan's GPU lines fit
 // it, or says why not and stops using the device. p is the run's plan,
 // made with device().
 func (g *GPU) Attach(m *model.Model, p *plan.Plan) {
@@ -190,7 +190,7 @@ func (g *GPU) Status() GPUStatus {
 	return g.status
 }
 
-// times returns where the device's operations spent their time so far
+// Times returns where the device's operations spent their time so far
 // (zero when the GPU is not used or g is nil).
 func (g *GPU) Times() gpu.Times {
 	if g == nil {

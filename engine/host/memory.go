@@ -15,13 +15,13 @@ import (
 	"github.com/spoolhq/spool/native/sysinfo"
 )
 
-// Memory planning for the commands that load a model (run, serve, app):
-// the --memory and --expert-cache flags, the plan of an opened model (with
-// its prompt cache), and what the plan sizes at load (the forwards' limits,
+// Memory planning for the engines that load a model (run, serve, app,
+// the benchmarks): the plan of an opened model (with its prompt cache) for
+// a Memory setting, and what the plan sizes at load (the forwards' limits,
 // the Go memory limit).
 
 // PlanOpened plans running the model whose headers d holds open (before any
-// weight is read) with the --memory and --expert-cache flags m; it returns
+// weight is read) with the memory setting m; it returns
 // the plan, or a *plan.FitError carrying the table and a suggestion when
 // not even one expert cache slot per layer fits. spool run calls it before
 // loading. gpu is the device prefill runs on (nil: the CPU).
@@ -33,6 +33,8 @@ func PlanOpened(d *loader.Dir, m *Memory, pc PromptCache, context, sequences int
 	return PlanWeights(d.Config, w, m, pc, context, sequences, gpu)
 }
 
+// PlanWeights plans running the model of cfg with weights w, as
+// PlanOpened does.
 func PlanWeights(cfg *config.Config, w plan.Weights, m *Memory, pc PromptCache, context, sequences int, gpu *plan.GPUDevice) (*plan.Plan, error) {
 	opts, err := m.Options()
 	if err != nil {
@@ -57,7 +59,7 @@ type Memory struct {
 	ExpertCache string
 }
 
-// Options turns the flags into plan options; an unset --memory asks the
+// Options turns the setting into plan options; an unset budget asks the
 // machine.
 func (m *Memory) Options() (plan.Options, error) {
 	var o plan.Options
