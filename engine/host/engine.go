@@ -101,6 +101,7 @@ func (lm *LoadedModel) Load(ctx context.Context, opts loader.Options) error {
 	return nil
 }
 
+// Close closes the model directory and what was loaded from it.
 func (lm *LoadedModel) Close() error { return lm.Dir.Close() }
 
 // StreamedExperts builds the streamed expert tier the plan sizes, keeping
