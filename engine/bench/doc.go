@@ -6,7 +6,8 @@
 // expert bytes read and the peak footprint against the plan (Prefill),
 // decode with streamed experts against the disk's bandwidth probed in the
 // same run (Stream), and the prompt cache's memory and disk restores
-// against a cold prefill (PromptCache). The harnesses that load a model
+// against a cold prefill (PromptCache), and the disk and kernel figures
+// spool fit predicts speed from (SpeedProbe). The harnesses that load a model
 // open it through engine/host, as the app does.
 //
 // It measures; it does not decide what a result means. Figures are ratios to
