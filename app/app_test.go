@@ -15,6 +15,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/spoolhq/spool/engine/host"
 	"github.com/spoolhq/spool/engine/server"
 )
 
@@ -253,9 +254,8 @@ func TestEngineHost(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("HF_HUB_OFFLINE", "1")
 	cfg := hostConfig{
-		ModelDir: model, Context: 512, MaxBatch: 2,
-		Server:   server.Config{Host: "127.0.0.1", Port: freePort(t)},
-		UsageDir: filepath.Join(tmp, "usage"),
+		Config: host.Config{ModelDir: model, Context: 512, MaxBatch: 2, UsageDir: filepath.Join(tmp, "usage")},
+		Server: server.Config{Host: "127.0.0.1", Port: freePort(t)},
 	}
 	assets := fstest.MapFS{"index.html": {Data: []byte("<!doctype html>spool ui")}}
 	dm := newDownloadManager(nil)
@@ -313,7 +313,7 @@ func TestEngineHost(t *testing.T) {
 
 func TestEngineHostFailure(t *testing.T) {
 	model := demoModel(t)
-	cfg := hostConfig{ModelDir: model, Server: server.Config{Host: "0.0.0.0", Port: freePort(t)}}
+	cfg := hostConfig{Config: host.Config{ModelDir: model}, Server: server.Config{Host: "0.0.0.0", Port: freePort(t)}}
 	dm := newDownloadManager(nil)
 	defer dm.Close()
 	h := newEngineHost(cfg, fstest.MapFS{}, newUIAPI(model, newSettingsStore(filepath.Join(t.TempDir(), "s.json")), dm), nil)

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/spoolhq/spool/engine/host"
 	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/server"
 	"github.com/spoolhq/spool/frontend"
@@ -142,9 +143,9 @@ func (rt *appRuntime) checkModel() error {
 	}
 	defer d.Close()
 	if cfg.MaxBatch <= 0 {
-		cfg.MaxBatch = defaultMaxBatch
+		cfg.MaxBatch = host.DefaultMaxBatch
 	}
-	_, err = hostPlan(d, cfg, nil) // the CPU plan: a start falls back to it when the GPU lines do not fit
+	_, err = host.PlanFor(d, cfg.Config, nil) // the CPU plan: a start falls back to it when the GPU lines do not fit
 	return err
 }
 
@@ -171,7 +172,7 @@ func (rt *appRuntime) config() (hostConfig, error) {
 	if err != nil {
 		return hostConfig{}, err
 	}
-	dir, err := resolveModelDir(s.ModelDir)
+	dir, err := host.ResolveModelDir(s.ModelDir)
 	if err != nil && rcfg.URL == "" {
 		return hostConfig{}, err
 	}
@@ -195,14 +196,16 @@ func (rt *appRuntime) config() (hostConfig, error) {
 		return hostConfig{}, err
 	}
 	return hostConfig{
-		Remote:      rcfg,
-		ModelDir:    dir,
-		Server:      server.Config{Host: s.Host, Port: s.Port, APIKey: s.APIKey, ModelID: modelIDFor(dir)},
-		Memory:      memoryFlags{memory: s.Memory},
-		Context:     s.Context,
-		UsageDir:    usageDir(),
-		PromptCache: pc,
-		GPU:         gpuMode,
+		Remote: rcfg,
+		Server: server.Config{Host: s.Host, Port: s.Port, APIKey: s.APIKey, ModelID: modelIDFor(dir)},
+		Config: host.Config{
+			ModelDir:    dir,
+			Memory:      host.Memory{Budget: s.Memory},
+			Context:     s.Context,
+			UsageDir:    usageDir(),
+			PromptCache: pc,
+			GPU:         gpuMode,
+		},
 	}, nil
 }
 

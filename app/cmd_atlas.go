@@ -13,6 +13,7 @@ import (
 
 	"github.com/spoolhq/spool/engine/atlas"
 	"github.com/spoolhq/spool/engine/chat"
+	"github.com/spoolhq/spool/engine/host"
 	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/internal/regularfile"
@@ -56,16 +57,16 @@ draws it.`,
 
 func runAtlas(cmd *cobra.Command, f *atlasFlags) error {
 	ctx := cmd.Context()
-	dir, err := resolveModelDir(f.model)
+	dir, err := host.ResolveModelDir(f.model)
 	if err != nil {
 		return err
 	}
-	lm, err := loadModel(ctx, dir, loader.Options{Model: model.Options{DisableMTP: true}})
+	lm, err := host.LoadModel(ctx, dir, loader.Options{Model: model.Options{DisableMTP: true}})
 	if err != nil {
 		return err
 	}
 	defer lm.Close()
-	if lm.template == nil {
+	if lm.Template == nil {
 		return fmt.Errorf("%s has no chat template; the atlas probe asks chat questions", dir)
 	}
 	cats := atlas.DemoCategories()
@@ -74,15 +75,15 @@ func runAtlas(cmd *cobra.Command, f *atlasFlags) error {
 	noThink := false
 	for _, c := range cats {
 		for _, q := range c.Questions {
-			text, err := lm.template.Render([]chat.Message{{Role: "user", Content: q}}, chat.Options{AddGenerationPrompt: true, EnableThinking: &noThink})
+			text, err := lm.Template.Render([]chat.Message{{Role: "user", Content: q}}, chat.Options{AddGenerationPrompt: true, EnableThinking: &noThink})
 			if err != nil {
 				return err
 			}
-			prompts = append(prompts, atlas.Prompt{Category: c.Name, Text: q, Tokens: lm.tokenizer.Encode(text)})
+			prompts = append(prompts, atlas.Prompt{Category: c.Name, Text: q, Tokens: lm.Tokenizer.Encode(text)})
 			asked[c.Name] = append(asked[c.Name], q)
 		}
 	}
-	m := lm.dir.Model
+	m := lm.Dir.Model
 	runs, err := atlas.Probe(ctx, m, prompts, atlas.ProbeOptions{Generate: f.generate, StopTokens: m.Config().EOSTokenIDs})
 	if err != nil {
 		return err

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/spoolhq/spool/engine/bench"
 )
 
 // TestBenchPrefill runs spool bench prefill on the demo model: past
@@ -16,7 +18,7 @@ func TestBenchPrefill(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	var r prefillBench
+	var r bench.PrefillResult
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("output is not one JSON object: %v\n%s", err, out)
 	}
@@ -38,7 +40,7 @@ func TestBenchPrefill(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	r = prefillBench{}
+	r = bench.PrefillResult{}
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("output is not one JSON object: %v\n%s", err, out)
 	}
@@ -63,7 +65,7 @@ func TestBenchPrefill(t *testing.T) {
 // checkSteps checks that a leg says where its time went: every step of
 // the layer forward is named, the layers' steps took time, and the steps
 // add up to no more than the run.
-func checkSteps(t *testing.T, name string, l *prefillLeg) {
+func checkSteps(t *testing.T, name string, l *bench.PrefillLeg) {
 	t.Helper()
 	var sum float64
 	for _, s := range []string{"embed", "norm", "project", "attn_host", "indexer", "attend", "prefetch", "mlp", "head"} {

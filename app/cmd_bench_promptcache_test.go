@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/spoolhq/spool/engine/bench"
 	"github.com/spoolhq/spool/internal/fixtures"
 )
 
@@ -20,7 +21,7 @@ func TestBenchPromptCache(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	var r promptCacheBench
+	var r bench.PromptCacheResult
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
 		t.Fatalf("output is not one JSON object: %v\n%s", err, out.String())
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spoolhq/spool/engine/config"
-	"github.com/spoolhq/spool/engine/container"
+	"github.com/spoolhq/spool/engine/host"
 	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/engine/speed"
 	"github.com/spoolhq/spool/internal/regularfile"
@@ -97,14 +97,14 @@ func runFit(cmd *cobra.Command, f *fitFlags) error {
 		err error
 	)
 	if f.model != "" {
-		cfg, w, err = weightsFromModel(f.model)
+		cfg, w, err = host.WeightsOf(f.model)
 	} else {
 		cfg, w, err = weightsFromConfig(f.config, f.groupSize, f.indexer, f.noMTP)
 	}
 	if err != nil {
 		return err
 	}
-	opts, err := f.memoryArgs.options()
+	opts, err := f.memoryArgs.Options()
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func runFit(cmd *cobra.Command, f *fitFlags) error {
 	if err != nil {
 		return err
 	}
-	if opts.PromptCache, err = pc.planMemory(cfg, w); err != nil {
+	if opts.PromptCache, err = pc.PlanMemory(cfg, w); err != nil {
 		return err
 	}
 	p, err := plan.New(cfg, w, opts)
@@ -211,26 +211,6 @@ func predictSpeed(cfg *config.Config, w plan.Weights, p *plan.Plan, chip, probes
 		return &fitSpeed{Unavailable: err.Error()}, nil
 	}
 	return &fitSpeed{Prediction: &pred}, nil
-}
-
-// weightsFromModel validates the container of dir and takes the weights
-// from its headers.
-func weightsFromModel(dir string) (*config.Config, plan.Weights, error) {
-	cfg, err := config.Load(dir)
-	if err != nil {
-		return nil, plan.Weights{}, err
-	}
-	c, err := container.Open(dir)
-	if err != nil {
-		return nil, plan.Weights{}, err
-	}
-	defer c.Close()
-	sum, err := container.Validate(c, cfg)
-	if err != nil {
-		return nil, plan.Weights{}, err
-	}
-	w, err := plan.FromContainer(c, cfg, sum)
-	return cfg, w, err
 }
 
 // maxFitConfigBytes bounds a config.json given to fit (a real one is a few

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/container"
+	"github.com/spoolhq/spool/engine/host"
 	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/internal/bytesize"
 )
@@ -43,12 +44,12 @@ container prints every problem found and exits with status 1.`,
 			if err != nil {
 				return err
 			}
-			g := inspectGPU(mode, cfg, w)
+			g := host.InspectGPU(mode, cfg, w)
 			if jsonOut {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				return enc.Encode(struct {
 					*container.Summary
-					GPU gpuStatus `json:"gpu"`
+					GPU host.GPUStatus `json:"gpu"`
 				}{sum, g})
 			}
 			if err := printInspectSummary(cmd.OutOrStdout(), sum, cfg); err != nil {

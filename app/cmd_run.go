@@ -14,6 +14,7 @@ import (
 	"github.com/spoolhq/spool/engine/chat"
 	"github.com/spoolhq/spool/engine/experts"
 	"github.com/spoolhq/spool/engine/generate"
+	"github.com/spoolhq/spool/engine/host"
 	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/plan"
@@ -120,12 +121,12 @@ type runResult struct {
 	PlannedProcessBytes int64 `json:"planned_process_bytes"`
 	PeakRSSBytes        int64 `json:"peak_rss_bytes"`
 	// GPU says where prefill ran and why.
-	GPU gpuStatus `json:"gpu"`
+	GPU host.GPUStatus `json:"gpu"`
 }
 
 func runRun(cmd *cobra.Command, f *runFlags) error {
 	ctx := cmd.Context()
-	dir, err := resolveModelDir(f.model)
+	dir, err := host.ResolveModelDir(f.model)
 	if err != nil {
 		return err
 	}
@@ -145,20 +146,20 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	loadStart := time.Now()
 	// Every file is checked, the memory planned and the prompt measured
 	// before any weight is read.
-	lm, err := openModel(dir)
+	lm, err := host.OpenModel(dir)
 	if err != nil {
 		return err
 	}
-	g := openGPU(gpuMode, cmd.ErrOrStderr())
+	g := host.OpenGPU(gpuMode, cmd.ErrOrStderr())
 	defer g.Close() // on the way out before the load; a no-op after the Close below
-	p, err := g.plan(func(dev *plan.GPUDevice) (*plan.Plan, error) {
-		return planOpened(lm.dir, &f.mem, pc, f.context, 1, dev)
+	p, err := g.Plan(func(dev *plan.GPUDevice) (*plan.Plan, error) {
+		return host.PlanOpened(lm.Dir, &f.mem.Memory, pc, f.context, 1, dev)
 	})
 	if err != nil {
 		lm.Close()
 		return err
 	}
-	cfg := lm.dir.Config
+	cfg := lm.Dir.Config
 	prompt, err := runPrompt(f, lm, cfg.VocabSize)
 	if err == nil {
 		err = p.CheckPrompt(len(prompt))
@@ -167,31 +168,31 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		lm.Close()
 		return err
 	}
-	opts := loader.Options{Model: plannedModel(p, model.Options{DisableMTP: f.noMTP, DisableDSA: f.noDSA})}
+	opts := loader.Options{Model: host.PlannedModel(p, model.Options{DisableMTP: f.noMTP, DisableDSA: f.noDSA})}
 	streaming := f.stream || !p.AllExpertsCached()
 	if streaming {
-		usage, err := usageFile(ctx, lm.dir, usageDir())
+		usage, err := host.UsageFile(ctx, lm.Dir, usageDir())
 		if err != nil {
 			lm.Close()
 			return err
 		}
-		opts.Experts = streamedExperts(p, usage)
+		opts.Experts = host.StreamedExperts(p, usage)
 	}
 	speculate := streaming
 	if cmd.Flags().Changed("speculative") {
 		speculate = f.speculative
 	}
-	setMemoryLimit(p)
-	if err := lm.load(ctx, opts); err != nil {
+	host.SetMemoryLimit(p)
+	if err := lm.Load(ctx, opts); err != nil {
 		return err
 	}
 	defer lm.Close()
 	defer g.Close() // before the model's memory goes
 	var pool *diskio.ReadPool
-	if s, ok := lm.dir.Experts.(*experts.Streamed); ok {
+	if s, ok := lm.Dir.Experts.(*experts.Streamed); ok {
 		pool = s.ReadPool()
 	}
-	cache, err := pc.open(ctx, lm.dir, p, pool)
+	cache, err := pc.Open(ctx, lm.Dir, p, pool)
 	if err != nil {
 		return err
 	}
@@ -199,8 +200,8 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		// Closing writes the blocks to disk, for the next run.
 		defer cache.Close()
 	}
-	m := lm.dir.Model
-	g.attach(m, p)
+	m := lm.Dir.Model
+	g.Attach(m, p)
 	loadTime := time.Since(loadStart)
 
 	params := generate.Params{MaxTokens: f.maxTokens, StopTokens: cfg.EOSTokenIDs, Speculative: speculate && m.HasMTP(), PrefillChunk: p.PrefillChunk, PromptCache: cache}
@@ -223,7 +224,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	}
 
 	out := cmd.OutOrStdout()
-	dec := lm.tokenizer.NewStreamDecoder(true)
+	dec := lm.Tokenizer.NewStreamDecoder(true)
 	var onToken func(int) error
 	if !f.jsonOut {
 		onToken = func(id int) error {
@@ -252,7 +253,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		CacheCreationTokens:    res.CacheCreationTokens,
 		CompletionTokens:       len(res.Tokens),
 		TokenIDs:               res.Tokens,
-		Text:                   lm.tokenizer.Decode(res.Tokens, true),
+		Text:                   lm.Tokenizer.Decode(res.Tokens, true),
 		FinishReason:           res.FinishReason,
 		Seed:                   params.Seed,
 		Temperature:            params.Temperature,
@@ -292,7 +293,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 }
 
 // runPrompt is the prompt of f's --prompt-ids, --prompt or --chat.
-func runPrompt(f *runFlags, lm *loadedModel, vocab int) ([]int, error) {
+func runPrompt(f *runFlags, lm *host.LoadedModel, vocab int) ([]int, error) {
 	var prompt []int
 	switch {
 	case f.promptIDs != "":
@@ -301,17 +302,17 @@ func runPrompt(f *runFlags, lm *loadedModel, vocab int) ([]int, error) {
 			return nil, err
 		}
 	case f.prompt != "":
-		prompt = lm.tokenizer.Encode(f.prompt)
+		prompt = lm.Tokenizer.Encode(f.prompt)
 	default:
-		if lm.template == nil {
-			return nil, fmt.Errorf("%s has no chat template; use --prompt", lm.dir.Path)
+		if lm.Template == nil {
+			return nil, fmt.Errorf("%s has no chat template; use --prompt", lm.Dir.Path)
 		}
 		think := f.think
-		text, err := lm.template.Render([]chat.Message{{Role: "user", Content: f.chat}}, chat.Options{AddGenerationPrompt: true, EnableThinking: &think})
+		text, err := lm.Template.Render([]chat.Message{{Role: "user", Content: f.chat}}, chat.Options{AddGenerationPrompt: true, EnableThinking: &think})
 		if err != nil {
 			return nil, err
 		}
-		prompt = lm.tokenizer.Encode(text)
+		prompt = lm.Tokenizer.Encode(text)
 	}
 	if len(prompt) == 0 {
 		return nil, errors.New("the prompt is empty")

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/spoolhq/spool/engine/host"
 	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/server"
 	"github.com/spoolhq/spool/frontend"
@@ -29,7 +30,7 @@ func serveContext(dir string, cfg hostConfig) (int, error) {
 	fits := func(n int) error {
 		c := cfg
 		c.Context = n
-		_, err := hostPlan(d, c, nil)
+		_, err := host.PlanFor(d, c.Config, nil)
 		return err
 	}
 	if cfg.Context > 0 {
@@ -147,7 +148,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	}
 	// A remote engine needs no model here (one found still feeds the
 	// UI's fit page).
-	dir, err := resolveModelDir(f.model)
+	dir, err := host.ResolveModelDir(f.model)
 	if err != nil && rcfg.URL == "" {
 		return err
 	}
@@ -163,22 +164,24 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 		return err
 	}
 	cfg := hostConfig{
-		ModelDir: dir,
 		Server: server.Config{
 			Host: f.host, Port: f.port, APIKey: f.apiKey, ModelID: f.modelID,
 			AllowedOrigins: f.origins, AllowedHosts: f.allowedHosts, MaxTokens: f.maxTokens,
 		},
-		Memory:      f.mem,
-		Context:     f.context,
-		MaxBatch:    f.maxBatch,
-		MaxQueue:    f.maxQueue,
-		NoMTP:       f.noMTP,
-		NoDSA:       f.noDSA,
-		UsageDir:    usageDir(),
-		PromptCache: pc,
-		GPU:         f.gpu.mode,
-		Remote:      rcfg,
-		OllamaPort:  f.ollamaPort,
+		Config: host.Config{
+			ModelDir:    dir,
+			Memory:      f.mem.Memory,
+			Context:     f.context,
+			MaxBatch:    f.maxBatch,
+			MaxQueue:    f.maxQueue,
+			NoMTP:       f.noMTP,
+			NoDSA:       f.noDSA,
+			UsageDir:    usageDir(),
+			PromptCache: pc,
+			GPU:         f.gpu.mode,
+		},
+		Remote:     rcfg,
+		OllamaPort: f.ollamaPort,
 	}
 	if rcfg.URL == "" {
 		if cfg.Context, err = serveContext(dir, cfg); err != nil {

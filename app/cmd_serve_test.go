@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spoolhq/spool/engine/host"
 	sharedfixtures "github.com/spoolhq/spool/internal/fixtures"
 )
 
@@ -12,7 +13,7 @@ import (
 // without it serve plans the largest context that fits, up to 32k.
 func TestServeContext(t *testing.T) {
 	dir := sharedfixtures.Path(t, "glm52-mini")
-	cfg := hostConfig{ModelDir: dir, MaxBatch: 4, Memory: memoryFlags{memory: "8GiB"}}
+	cfg := hostConfig{Config: host.Config{ModelDir: dir, MaxBatch: 4, Memory: host.Memory{Budget: "8GiB"}}}
 	if got, err := serveContext(dir, cfg); err != nil || got != maxDefaultContext {
 		t.Errorf("default: %d %v, want %d", got, err, maxDefaultContext)
 	}
@@ -26,7 +27,7 @@ func TestServeContext(t *testing.T) {
 	}
 	// 64 sequences at 32k do not fit 6 GiB: the default shrinks to the
 	// largest multiple of 1024 that does, and asking for more is refused.
-	cfg = hostConfig{ModelDir: dir, MaxBatch: 64, Memory: memoryFlags{memory: "6GiB"}}
+	cfg = hostConfig{Config: host.Config{ModelDir: dir, MaxBatch: 64, Memory: host.Memory{Budget: "6GiB"}}}
 	got, err := serveContext(dir, cfg)
 	if err != nil || got >= maxDefaultContext || got < 1024 || got%1024 != 0 {
 		t.Fatalf("shrunk default: %d %v", got, err)

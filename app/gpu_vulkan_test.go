@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spoolhq/spool/engine/bench"
 	"github.com/spoolhq/spool/internal/fixtures"
 )
 
@@ -62,7 +63,7 @@ func TestRunOnGPU(t *testing.T) {
 // prefill of the same prompt (past index_topk, so DSA rows gather their
 // keys on the GPU) in one run, with the same first token.
 func TestBenchPrefillGPU(t *testing.T) {
-	var r prefillBench
+	var r bench.PrefillResult
 	runJSON(t, &r, "bench", "prefill", "--model", "../assets/models/glm52-mini", "--tokens", "160", "--memory", "4GiB", "--gpu", "on", "--json")
 	if r.GPUPrefill == nil || !r.GPU.Active || r.GPUSpeedup <= 0 || r.GPUSameFirstToken == nil || !*r.GPUSameFirstToken {
 		t.Fatalf("the GPU leg is missing or disagrees: %+v", r)
@@ -77,7 +78,7 @@ func TestBenchPrefillGPU(t *testing.T) {
 
 	// --gpu-only: the GPU leg alone, profiled.
 	prof := filepath.Join(t.TempDir(), "gpu.prof")
-	var only prefillBench
+	var only bench.PrefillResult
 	runJSON(t, &only, "bench", "prefill", "--model", "../assets/models/glm52-mini", "--tokens", "24", "--memory", "4GiB", "--gpu", "on", "--gpu-only", "--cpuprofile", prof, "--json")
 	if only.GPUPrefill == nil || only.GPUPrefill.Seconds <= 0 || only.Prefill.Seconds != 0 || only.GPUSpeedup != 0 {
 		t.Errorf("--gpu-only: CPU %+v, GPU %+v, speedup %v", only.Prefill, only.GPUPrefill, only.GPUSpeedup)
@@ -85,7 +86,7 @@ func TestBenchPrefillGPU(t *testing.T) {
 	if fi, err := os.Stat(prof); err != nil || fi.Size() == 0 {
 		t.Errorf("--cpuprofile wrote no profile: %v", err)
 	}
-	var off prefillBench
+	var off bench.PrefillResult
 	runJSON(t, &off, "bench", "prefill", "--model", "../assets/models/glm52-mini", "--tokens", "16", "--memory", "4GiB", "--gpu", "off", "--warm", "--stream", "--json")
 	if off.GPUPrefill != nil || off.GPU.Reason != "--gpu off" {
 		t.Errorf("--gpu off: %+v", off.GPU)

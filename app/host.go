@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/spoolhq/spool/engine/host"
 	"github.com/spoolhq/spool/engine/remote"
 	"github.com/spoolhq/spool/engine/scheduler"
 	"github.com/spoolhq/spool/engine/server"
@@ -23,34 +24,11 @@ const (
 	hostFailed     = "failed"
 )
 
-// defaultMaxBatch is the sequences the app's engine decodes together when
-// the configuration does not say.
-const defaultMaxBatch = 4
-
-// hostConfig is what an engineHost runs.
+// hostConfig is what an engineHost runs: the engine, and the server in
+// front of it.
 type hostConfig struct {
-	ModelDir string
-	Server   server.Config
-	Memory   memoryFlags
-	// Context is each sequence's token limit (default plan.DefaultContext,
-	// at most the model's); MaxBatch the sequences decoded together.
-	Context  int
-	MaxBatch int
-	// MaxQueue bounds requests waiting for a slot (0: the scheduler's default).
-	MaxQueue int
-	// IdleSequences is the finished sequences kept for prefix reuse (0:
-	// the scheduler's default; negative: none).
-	IdleSequences int
-	NoMTP         bool
-	NoDSA         bool
-	// UsageDir is where routed-expert usage histories are kept, one per
-	// model identity (usageFile; "" keeps none).
-	UsageDir string
-	// PromptCache is the prompt cache's disk tier (or off); the plan sizes
-	// its memory tier.
-	PromptCache promptCacheSetup
-	// GPU is the --gpu mode ("" is auto).
-	GPU string
+	host.Config
+	Server server.Config
 	// Remote, when its URL is set, is a remote engine to forward to
 	// instead of loading the model (see runRemote).
 	Remote remote.Config
@@ -225,30 +203,30 @@ func (h *engineHost) run(ctx context.Context, cfg hostConfig) error {
 	if err := server.CheckBind(cfg.Server.Host, cfg.Server.APIKey); err != nil {
 		return err
 	}
-	e, err := openEngine(ctx, cfg, func(detail string, progress float64) {
+	e, err := host.Open(ctx, cfg.Config, func(detail string, progress float64) {
 		h.set(hostStatus{State: hostLoading, Detail: detail, Progress: progress})
 	})
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	lm, p, src, cache, sched := e.lm, e.plan, e.src, e.cache, e.sched
+	lm, p, src, cache, sched := e.Model, e.Plan, e.Experts, e.PromptCache, e.Scheduler
 	gov, stopPressure := watchPressure(ctx, e)
 	defer stopPressure()
 
 	h.set(hostStatus{State: hostLoading, Detail: "starting the server", Progress: 0.9})
-	m := lm.dir.Model
+	m := lm.Dir.Model
 	eng := server.Engine{
-		Scheduler: sched, Tokenizer: lm.tokenizer, Template: lm.template, Experts: src,
+		Scheduler: sched, Tokenizer: lm.Tokenizer, Template: lm.Template, Experts: src,
 		Extra: func() map[string]any {
-			extra := map[string]any{"plan": p, "tiers": src.Stats(), "gpu": e.gpu.Status(), "memory_pressure": gov.Stats()}
+			extra := map[string]any{"plan": p, "tiers": src.Stats(), "gpu": e.GPU.Status(), "memory_pressure": gov.Stats()}
 			if cache != nil {
 				extra["prompt_cache"] = cache.Stats()
 			}
 			return extra
 		},
 	}
-	if eng.Constraints, err = server.GrammarConstraints(lm.tokenizer, m.Config().EOSTokenIDs); err != nil {
+	if eng.Constraints, err = server.GrammarConstraints(lm.Tokenizer, m.Config().EOSTokenIDs); err != nil {
 		return err
 	}
 	scfg := cfg.Server

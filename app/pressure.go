@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 
+	"github.com/spoolhq/spool/engine/host"
 	"github.com/spoolhq/spool/engine/pressure"
 	"github.com/spoolhq/spool/native/mempressure"
 )
@@ -10,12 +11,12 @@ import (
 // watchPressure lets the engine's expert cache and the prompt cache's
 // memory tier give way under the system's memory pressure until ctx ends
 // (engine/pressure); the returned stop waits for the watcher.
-func watchPressure(ctx context.Context, e *engine) (*pressure.Governor, func()) {
+func watchPressure(ctx context.Context, e *host.Engine) (*pressure.Governor, func()) {
 	var g *pressure.Governor
-	if e.cache != nil {
-		g = pressure.New(e.src, e.cache)
+	if e.PromptCache != nil {
+		g = pressure.New(e.Experts, e.PromptCache)
 	} else {
-		g = pressure.New(e.src, nil)
+		g = pressure.New(e.Experts, nil)
 	}
 	g.Apply(mempressure.Normal) // the planned sizes, in Stats
 	ctx, cancel := context.WithCancel(ctx)

@@ -16,6 +16,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/spoolhq/spool/engine/host"
 	"github.com/spoolhq/spool/engine/remote"
 	"github.com/spoolhq/spool/engine/remote/standin"
 	"github.com/spoolhq/spool/engine/server"
@@ -159,8 +160,8 @@ func TestEngineHostRemote(t *testing.T) {
 	dm := newDownloadManager(nil)
 	defer dm.Close()
 	cfg := hostConfig{
-		ModelDir: filepath.Join(t.TempDir(), "no-model"),
-		Server:   server.Config{Host: "127.0.0.1", Port: freePort(t)},
+		Config: host.Config{ModelDir: filepath.Join(t.TempDir(), "no-model")},
+		Server: server.Config{Host: "127.0.0.1", Port: freePort(t)},
 	}
 	cfg.Remote.URL, cfg.Remote.Key = url, testRemoteKey
 	assets := fstest.MapFS{"index.html": {Data: []byte("<!doctype html>spool ui")}}

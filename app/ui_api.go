@@ -14,6 +14,7 @@ import (
 
 	"github.com/spoolhq/spool/engine/atlas"
 	"github.com/spoolhq/spool/engine/config"
+	"github.com/spoolhq/spool/engine/host"
 	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/engine/speed"
 	"github.com/spoolhq/spool/internal/regularfile"
@@ -142,7 +143,7 @@ func (u *uiAPI) planInputs(dir string) (planInput, error) {
 	if in, ok := u.weights[dir]; ok {
 		return in, nil
 	}
-	cfg, w, err := weightsFromModel(dir)
+	cfg, w, err := host.WeightsOf(dir)
 	if err != nil {
 		return planInput{}, err
 	}
@@ -162,8 +163,8 @@ func (u *uiAPI) handlePlan(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var mf memoryFlags
-	mf.memory, mf.expertCache = q.Get("memory"), q.Get("expert_cache")
-	opts, err := mf.options()
+	mf.Budget, mf.ExpertCache = q.Get("memory"), q.Get("expert_cache")
+	opts, err := mf.Options()
 	if err != nil {
 		uiError(w, http.StatusBadRequest, "%v", err)
 		return
@@ -193,7 +194,7 @@ func (u *uiAPI) handlePlan(w http.ResponseWriter, r *http.Request) {
 		uiError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	machine, _ := machineMemory()
+	machine, _ := host.MachineMemory()
 	uiJSON(w, http.StatusOK, map[string]any{
 		"plan": p, "machine_memory_bytes": machine, "max_context": in.cfg.MaxPositionEmbeddings,
 		"model": name, "served_model": filepath.Base(filepath.Clean(u.dir())),

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/download"
+	"github.com/spoolhq/spool/engine/host"
 	"github.com/spoolhq/spool/engine/plan"
 )
 
@@ -41,7 +42,7 @@ func glm52PlanInput() (planInput, error) {
 // planShape is the context and the sequence count the engine runs with:
 // the ones a plan for this machine must use.
 func (u *uiAPI) planShape() (context, sequences int) {
-	context, sequences = plan.DefaultContext, defaultMaxBatch
+	context, sequences = plan.DefaultContext, host.DefaultMaxBatch
 	if u.host == nil {
 		return context, sequences
 	}

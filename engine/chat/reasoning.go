@@ -49,9 +49,6 @@ func PromptOpensThink(prompt string) bool {
 	return open >= 0 && open > strings.LastIndex(prompt, thinkClose)
 }
 
-// InThink reports whether the text so far ends inside a reasoning block.
-func (s *ReasoningSplitter) InThink() bool { return s.inThink }
-
 // Write consumes the next piece of generated text and returns the
 // reasoning and content that can be emitted now.
 func (s *ReasoningSplitter) Write(text string) (reasoning, content string) {

@@ -56,13 +56,13 @@ func TestSplitReasoningStreamsEarly(t *testing.T) {
 	if r, c := s.Write("d</thi"); r != "d" || c != "" {
 		t.Errorf("Write(d</thi) = %q, %q; want d with the partial tag held", r, c)
 	}
-	if !s.InThink() {
+	if !s.inThink {
 		t.Error("InThink() = false before </think> completed")
 	}
 	if r, c := s.Write("nk>e"); r != "" || c != "e" {
 		t.Errorf("Write(nk>e) = %q, %q", r, c)
 	}
-	if s.InThink() {
+	if s.inThink {
 		t.Error("InThink() = true after </think>")
 	}
 }

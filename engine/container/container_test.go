@@ -193,7 +193,7 @@ func TestF32(t *testing.T) {
 	}
 	dir := t.TempDir()
 	n := int64(len(vals))
-	err := WriteFile(filepath.Join(dir, "m.safetensors"), []Tensor{
+	err := writeFile(filepath.Join(dir, "m.safetensors"), []Tensor{
 		{TensorSpec{"f32", "F32", []int64{n}}, f32Bytes(vals...)},
 		{TensorSpec{"f16", "F16", []int64{n}}, f16raw},
 		{TensorSpec{"bf16", "BF16", []int64{n}}, bf16raw},

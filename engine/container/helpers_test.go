@@ -69,7 +69,7 @@ func copyModel(t *testing.T, model string, muts map[string]mutation) string {
 			continue
 		}
 		ts := readShard(t, filepath.Join(src, name))
-		if err := WriteFile(filepath.Join(dst, name), mut(ts), nil); err != nil {
+		if err := writeFile(filepath.Join(dst, name), mut(ts), nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -50,7 +50,7 @@ func TestMatrixInfoFormats(t *testing.T) {
 		Tensor{TensorSpec{"f32q.qs", "F32", []int64{2}}, make([]byte, 8)},
 	)
 	dir := t.TempDir()
-	if err := WriteFile(filepath.Join(dir, "m.safetensors"), ts, map[string]string{"format": "pt"}); err != nil {
+	if err := writeFile(filepath.Join(dir, "m.safetensors"), ts, map[string]string{"format": "pt"}); err != nil {
 		t.Fatal(err)
 	}
 	c, err := Open(dir)

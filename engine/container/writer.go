@@ -223,8 +223,8 @@ func (w *Writer) abort() {
 	w.f = nil
 }
 
-// WriteFile writes a whole safetensors file from in-memory tensors.
-func WriteFile(path string, tensors []Tensor, metadata map[string]string) error {
+// writeFile writes a whole safetensors file from in-memory tensors.
+func writeFile(path string, tensors []Tensor, metadata map[string]string) error {
 	specs := make([]TensorSpec, len(tensors))
 	for i, t := range tensors {
 		specs[i] = t.TensorSpec

@@ -110,8 +110,8 @@ func TestWriterRefusals(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("failed writes left files behind: %v", entries)
 	}
-	if err := WriteFile(path, []Tensor{{TensorSpec{"a", "F32", []int64{2}}, make([]byte, 4)}}, nil); err == nil || !strings.Contains(err.Error(), "needs 8 bytes, got 4") {
-		t.Errorf("WriteFile with a short payload: %v", err)
+	if err := writeFile(path, []Tensor{{TensorSpec{"a", "F32", []int64{2}}, make([]byte, 4)}}, nil); err == nil || !strings.Contains(err.Error(), "needs 8 bytes, got 4") {
+		t.Errorf("writeFile with a short payload: %v", err)
 	}
 }
 

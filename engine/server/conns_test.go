@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spoolhq/spool/engine/httpguard"
 )
 
 // serveReal runs srv.Serve on a loopback listener (the connection guard is
@@ -129,8 +131,8 @@ func TestOverCapacityAnswers503(t *testing.T) {
 	}
 
 	// Past the overflow headroom too, a connection gets a bare 503.
-	stalled(t, addr, overflowConns)
-	waitOpen(t, ts.srv, 4+overflowConns)
+	stalled(t, addr, httpguard.OverflowConnections)
+	waitOpen(t, ts.srv, 4+httpguard.OverflowConnections)
 	resp, _ = rawRequest(t, addr, "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || !resp.Close {
 		t.Fatalf("past every limit: status %d, Retry-After %q, close %v", resp.StatusCode, resp.Header.Get("Retry-After"), resp.Close)
@@ -154,7 +156,7 @@ func waitOpen(t *testing.T, srv *Server, n int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		if g := srv.conns.Load(); g != nil && g.open() >= n {
+		if srv.guard.OpenConnections() >= n {
 			return
 		}
 		time.Sleep(5 * time.Millisecond)

@@ -1,9 +1,11 @@
 // Package server owns Spool's local HTTP API: the OpenAI chat completions,
 // completions and Responses endpoints (and the Responses WebSocket mode),
 // the Anthropic messages endpoint, Ollama's native API (/api/...), model
-// listing, health and stats, server-sent event streaming, the
-// websocket that pushes live engine events to the UI, and the security
-// defaults (loopback bind, API key, DNS-rebinding guard, CORS, limits).
+// listing, health and stats, server-sent event streaming, the websocket
+// that pushes live engine events to the UI. One route table (endpoints in
+// server.go) serves both modes; the transport guards in front of it
+// (loopback bind, API key, DNS-rebinding guard, CORS, connection and body
+// limits) are engine/httpguard's.
 //
 // It turns requests into prompts with the model's chat template and
 // tokenizer, hands them to an engine/scheduler Scheduler, and turns tokens

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/spoolhq/spool/engine/httpguard"
 	"github.com/spoolhq/spool/engine/kvcache"
 	"github.com/spoolhq/spool/engine/scheduler"
 )
@@ -34,11 +35,6 @@ func invalid(param, format string, args ...any) *apiError {
 
 func notFound(code, format string, args ...any) *apiError {
 	return &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: code, Message: fmt.Sprintf(format, args...)}
-}
-
-func unauthorized() *apiError {
-	return &apiError{Status: http.StatusUnauthorized, Type: "invalid_request_error", Code: "invalid_api_key",
-		Message: "missing or incorrect API key: send it as 'Authorization: Bearer KEY' or 'x-api-key: KEY'"}
 }
 
 func forbidden(format string, args ...any) *apiError {
@@ -98,9 +94,12 @@ func asAPIError(err error) *apiError {
 	var ae *apiError
 	var ce *kvcache.ContextError
 	var mb *http.MaxBytesError
+	var ge *httpguard.Error
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.As(err, &ge):
+		return &apiError{Status: ge.Status, Type: ge.Type, Code: ge.Code, Param: ge.Param, Message: ge.Message, RetryAfter: ge.RetryAfter}
 	case errors.Is(err, scheduler.ErrQueueFull):
 		return queueFull()
 	case errors.Is(err, scheduler.ErrClosed):

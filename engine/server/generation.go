@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/engine/chat"
+	"github.com/spoolhq/spool/engine/httpguard"
 	"github.com/spoolhq/spool/engine/scheduler"
 )
 
@@ -53,7 +54,7 @@ type outcome struct {
 
 // submit queues a turn; the UI's status follows it from here.
 func (s *Server) submit(ctx context.Context, t *turn) (*scheduler.Stream, error) {
-	endParsing(ctx)
+	httpguard.EndParsing(ctx)
 	s.beginRequest(ctx, t)
 	st, err := s.eng.Scheduler.Submit(ctx, t.req)
 	if err != nil {

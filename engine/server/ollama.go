@@ -41,19 +41,6 @@ const ollamaVersion = "0.13.0"
 // ollamaPrefix is the path prefix of Ollama's API.
 const ollamaPrefix = "/api/"
 
-// ollamaRoutes registers Ollama's API on mux.
-func (s *Server) ollamaRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /api/version", s.handleOllamaVersion)
-	mux.HandleFunc("GET /api/tags", s.handleOllamaTags)
-	mux.HandleFunc("POST /api/show", s.handleOllamaShow)
-	mux.HandleFunc("GET /api/ps", s.handleOllamaPS)
-	mux.HandleFunc("POST /api/chat", s.handleOllamaChat)
-	mux.HandleFunc("POST /api/generate", s.handleOllamaGenerate)
-	mux.HandleFunc("POST /api/embed", s.handleOllamaEmbed)
-	mux.HandleFunc("POST /api/embeddings", s.handleOllamaEmbed)
-	mux.HandleFunc("POST /api/pull", s.handleOllamaPull)
-}
-
 // isOllamaPath reports whether path belongs to Ollama's API (its errors
 // take Ollama's {"error": "..."} shape).
 func isOllamaPath(path string) bool { return strings.HasPrefix(path, ollamaPrefix) }

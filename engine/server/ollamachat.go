@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/engine/chat"
+	"github.com/spoolhq/spool/engine/httpguard"
 	"github.com/spoolhq/spool/engine/scheduler"
 )
 
@@ -396,7 +397,7 @@ func (s *Server) ollamaChatReply(w http.ResponseWriter, r *http.Request, c *olla
 		return ollamaChatChunk{Model: model, CreatedAt: ollamaTime(time.Now()), Message: m, Done: done}
 	}
 	if t == nil {
-		endParsing(r.Context())
+		httpguard.EndParsing(r.Context())
 		last := chunk(ollamaMessage{}, true)
 		last.DoneReason = "load"
 		writeJSON(w, http.StatusOK, last)
@@ -454,7 +455,7 @@ func (s *Server) handleOllamaGenerate(w http.ResponseWriter, r *http.Request) {
 		return ollamaGenerateChunk{Model: req.Model, CreatedAt: ollamaTime(time.Now()), Response: resp, Thinking: thinking, Done: done}
 	}
 	if t == nil {
-		endParsing(r.Context())
+		httpguard.EndParsing(r.Context())
 		last := chunk("", "", true)
 		last.DoneReason = "load"
 		writeJSON(w, http.StatusOK, last)

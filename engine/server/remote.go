@@ -31,17 +31,14 @@ func NewRemote(cfg Config, rc *remote.Client) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg:          cfg,
-		ids:          append([]string{cfg.ModelID, "spool"}, cfg.Aliases...),
-		origins:      append(append([]string{}, DefaultOrigins...), cfg.AllowedOrigins...),
-		allowedHosts: allowedHostsOf(cfg),
-		loopbackBind: isLoopbackHost(cfg.Host),
-		created:      time.Now().Unix(),
-		hub:          newHub(),
-		parsing:      newParseGate(cfg.MaxParsing),
-		remote:       rc,
+		cfg:     cfg,
+		ids:     append([]string{cfg.ModelID, "spool"}, cfg.Aliases...),
+		created: time.Now().Unix(),
+		hub:     newHub(),
+		remote:  rc,
 	}
-	s.handler = s.guard(s.remoteRoutes())
+	s.guard = s.newGuard()
+	s.handler = s.guard.Handler(s.routes())
 	return s, nil
 }
 
@@ -54,24 +51,8 @@ func (s *Server) RemoteStatus() (st remote.Status, ok bool) {
 	return s.remote.Status(), true
 }
 
-// proxiedPaths pass through to the remote with the model resolved.
-var proxiedPaths = []string{"/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/embeddings"}
-
-func (s *Server) remoteRoutes() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /health", s.handleHealth)
-	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, s.remoteStats()) })
-	mux.HandleFunc("GET "+eventsPath, s.handleEventsRoute)
-	mux.HandleFunc("GET /v1/models", s.handleRemoteModels)
-	mux.HandleFunc("GET /v1/models/{id...}", s.handleRemoteModel)
-	for _, p := range proxiedPaths {
-		mux.HandleFunc("POST "+p, s.handleRemoteProxy)
-	}
-	mux.HandleFunc("GET /v1/responses/{id}", s.handleRemoteGet)
-	mux.HandleFunc("POST /v1/messages", s.handleRemoteMessages)
-	mux.HandleFunc("POST /v1/messages/count_tokens", s.handleRemoteCountTokens)
-	mux.HandleFunc("/", s.handleFallback)
-	return mux
+func (s *Server) handleRemoteStats(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.remoteStats())
 }
 
 // remoteModel resolves the model a request names to one the remote

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/spoolhq/spool/engine/chat"
+	"github.com/spoolhq/spool/engine/httpguard"
 	"github.com/spoolhq/spool/engine/remote"
 )
 
@@ -275,7 +276,7 @@ func (s *Server) handleRemoteMessages(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, anthropicRemoteError(err))
 		return
 	}
-	endParsing(r.Context())
+	httpguard.EndParsing(r.Context())
 	call := s.remote.Begin(r.URL.Path, oreq.Model, oreq.Stream)
 	resp, err := s.sendChat(r, oreq)
 	if err != nil {
@@ -351,7 +352,7 @@ func (s *Server) handleRemoteCountTokens(w http.ResponseWriter, r *http.Request)
 		tok["chat_template_kwargs"] = oreq.ChatTemplateKwargs
 	}
 	body, _ := json.Marshal(tok)
-	endParsing(r.Context())
+	httpguard.EndParsing(r.Context())
 	resp, err := s.remote.Do(r.Context(), http.MethodPost, "/tokenize", body)
 	if err != nil {
 		var re *remote.Error

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spoolhq/spool/engine/httpguard"
 	"github.com/spoolhq/spool/engine/remote"
 )
 
@@ -111,7 +112,7 @@ func (s *Server) handleRemoteGet(w http.ResponseWriter, r *http.Request) {
 // remote and passes the answer on: a stream as it arrives, else whole.
 func (s *Server) forward(w http.ResponseWriter, r *http.Request, call *remote.Call, body []byte, dropUsage bool) {
 	// The body is read: the next request may be parsed.
-	endParsing(r.Context())
+	httpguard.EndParsing(r.Context())
 	resp, err := s.remote.Do(r.Context(), r.Method, r.URL.Path, body)
 	if err != nil {
 		failCall(w, r, call, err)

@@ -135,7 +135,7 @@ func (s *Server) handleResponsesSocket(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	up := websocket.Upgrader{CheckOrigin: s.validOrigin}
+	up := websocket.Upgrader{CheckOrigin: s.guard.ValidOrigin}
 	conn, err := up.Upgrade(w, r, nil)
 	if err != nil {
 		return // the upgrader has answered
@@ -207,15 +207,9 @@ func (s *Server) responseFrame(ctx context.Context, conn *websocket.Conn, upgrad
 	req.Header = upgrade.Header.Clone()
 	req.Header.Set("Content-Type", "application/json")
 	req.Host, req.RemoteAddr = upgrade.Host, upgrade.RemoteAddr
-	req.Body = bufferedBody{Reader: bytes.NewReader(body), data: body}
-	req.ContentLength = int64(len(body))
 	// The same limits as a POST: the conversation pre-scan and a parse
 	// slot while the body is decoded and tokenized.
-	req, ok := s.prescan(rs, req)
-	if !ok {
-		return rs.finish()
-	}
-	req, done, ok := s.withParseSlot(rs, req, func() {})
+	req, done, ok := s.guard.Admit(rs, req, body)
 	if !ok {
 		return rs.finish()
 	}

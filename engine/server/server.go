@@ -11,12 +11,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
 
 	"github.com/spoolhq/spool/engine/chat"
+	"github.com/spoolhq/spool/engine/httpguard"
 	"github.com/spoolhq/spool/engine/remote"
 	"github.com/spoolhq/spool/engine/scheduler"
 	"github.com/spoolhq/spool/engine/tokenizer"
@@ -35,7 +35,7 @@ type Config struct {
 	// accepted too; "spool" always is.
 	ModelID string
 	Aliases []string
-	// AllowedOrigins are CORS origins allowed besides DefaultOrigins
+	// AllowedOrigins are CORS origins allowed besides httpguard.DefaultOrigins
 	// ("scheme://host:*" matches any port; "*" allows all).
 	AllowedOrigins []string
 	// AllowedHosts are Host header names accepted besides loopback ones.
@@ -44,7 +44,7 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxConnections bounds open connections (default 64). Past it, idle
 	// keep-alives are closed to make room, and a few more connections are
-	// served /health, the UI and 503s (see conns.go).
+	// served /health, the UI and 503s (see engine/httpguard).
 	MaxConnections int
 	// MaxSubscribers bounds the events websockets (default
 	// DefaultMaxSubscribers), apart from MaxConnections: a websocket
@@ -88,7 +88,7 @@ func (c Config) withDefaults() Config {
 		c.MaxSubscribers = DefaultMaxSubscribers
 	}
 	if c.MaxParsing <= 0 {
-		c.MaxParsing = defaultParsing()
+		c.MaxParsing = httpguard.DefaultParsing()
 	}
 	if c.ReadHeaderTimeout <= 0 {
 		c.ReadHeaderTimeout = 10 * time.Second
@@ -148,19 +148,15 @@ type Engine struct {
 
 // Server is the HTTP API. Create it with New.
 type Server struct {
-	cfg          Config
-	eng          Engine
-	ids          []string
-	origins      []string
-	allowedHosts []string
-	loopbackBind bool
-	created      int64
-	hub          *hub
-	responses    *responseStore
-	toolVocab    *toolVocab
-	handler      http.Handler
-	parsing      *parseGate
-	conns        atomic.Pointer[connGuard] // the running Serve's
+	cfg       Config
+	eng       Engine
+	ids       []string
+	created   int64
+	hub       *hub
+	responses *responseStore
+	toolVocab *toolVocab
+	handler   http.Handler
+	guard     *httpguard.Guard
 	// tokenBytes is the length of the tokenizer's longest token.
 	tokenBytes int
 	// renderBase, when set, replaces chat.DefaultLimits as the base of
@@ -178,50 +174,34 @@ func New(cfg Config, eng Engine) (*Server, error) {
 		return nil, errors.New("server: the engine needs a scheduler and a tokenizer")
 	}
 	s := &Server{
-		cfg:          cfg,
-		eng:          eng,
-		ids:          append([]string{cfg.ModelID, "spool"}, cfg.Aliases...),
-		origins:      append(append([]string{}, DefaultOrigins...), cfg.AllowedOrigins...),
-		loopbackBind: isLoopbackHost(cfg.Host),
-		created:      time.Now().Unix(),
-		hub:          newHub(),
-		responses:    newResponseStore(cfg.StoredResponses),
-		toolVocab:    newToolVocab(eng.Tokenizer, eng.Scheduler.Model().Config().EOSTokenIDs),
-		allowedHosts: allowedHostsOf(cfg),
-		parsing:      newParseGate(cfg.MaxParsing),
-		tokenBytes:   maxTokenBytes(eng.Tokenizer),
+		cfg:        cfg,
+		eng:        eng,
+		ids:        append([]string{cfg.ModelID, "spool"}, cfg.Aliases...),
+		created:    time.Now().Unix(),
+		hub:        newHub(),
+		responses:  newResponseStore(cfg.StoredResponses),
+		toolVocab:  newToolVocab(eng.Tokenizer, eng.Scheduler.Model().Config().EOSTokenIDs),
+		tokenBytes: maxTokenBytes(eng.Tokenizer),
 	}
 	if err := CheckBind(cfg.Host, cfg.APIKey); err != nil {
 		return nil, err
 	}
-	s.handler = s.guard(s.routes())
+	s.guard = s.newGuard()
+	s.handler = s.guard.Handler(s.routes())
 	return s, nil
 }
 
-// allowedHostsOf lists the Host header names accepted besides loopback
-// ones: the configured ones and the listen address's.
-func allowedHostsOf(cfg Config) []string {
-	var out []string
-	for _, h := range cfg.AllowedHosts {
-		out = append(out, strings.Trim(strings.ToLower(h), "[]"))
-	}
-	if h := strings.Trim(strings.ToLower(cfg.Host), "[]"); h != "" && !isUnspecified(h) {
-		out = append(out, h)
-	}
-	return out
-}
-
 // CheckBind refuses a non-loopback listen address without an API key.
-func CheckBind(host, apiKey string) error {
-	if host == "" || isLoopbackHost(host) || apiKey != "" {
-		return nil
-	}
-	return fmt.Errorf("server: refusing to listen on %s without an API key: pass --api-key (or bind 127.0.0.1)", host)
-}
+func CheckBind(host, apiKey string) error { return httpguard.CheckBind(host, apiKey) }
 
-func isUnspecified(host string) bool {
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsUnspecified()
+// newGuard builds the transport guard of s's configuration.
+func (s *Server) newGuard() *httpguard.Guard {
+	c := s.cfg
+	return httpguard.New(httpguard.Config{
+		Host: c.Host, APIKey: c.APIKey, AllowedOrigins: c.AllowedOrigins, AllowedHosts: c.AllowedHosts,
+		MaxBodyBytes: c.MaxBodyBytes, MaxConnections: c.MaxConnections, MaxParsing: c.MaxParsing,
+		EventsPath: eventsPath, Conversation: s.conversation, WriteError: writeError,
+	})
 }
 
 // Handler returns the HTTP handler with every route and guard.
@@ -242,12 +222,8 @@ func (s *Server) Listen() (net.Listener, error) {
 // Serve answers requests on ln until ctx ends, then shuts down gracefully
 // (open streams are given a few seconds).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	guard := newConnGuard(ln, s.cfg.MaxConnections)
-	s.conns.Store(guard)
 	srv := &http.Server{
-		Handler:           connAware(s.handler),
-		ConnState:         guard.setState,
-		ConnContext:       connContext,
+		Handler:           s.handler,
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		ReadTimeout:       s.cfg.ReadTimeout,
 		IdleTimeout:       s.cfg.IdleTimeout,
@@ -258,7 +234,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer stopHub()
 	go s.hub.run(hubCtx, s)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(guard) }()
+	guarded := s.guard.Serve(srv, ln)
+	go func() { errc <- srv.Serve(guarded) }()
 	select {
 	case err := <-errc:
 		return err
@@ -277,27 +254,80 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // progress: Event{Type: "download", Data: ...}).
 func (s *Server) Publish(ev Event) { s.hub.publish(ev) }
 
-// routes is the route table.
+// endpoint is one route of the API. Both modes serve the one table:
+// local runs the served engine's handler, remote the handler that
+// forwards to a remote engine (see NewRemote); an endpoint without a
+// handler for a mode is not served in it.
+type endpoint struct {
+	pattern string
+	// conversation is the top-level field that holds the request's
+	// conversation, pre-scanned against the context before the body is
+	// decoded ("" for none).
+	conversation  string
+	local, remote func(*Server, http.ResponseWriter, *http.Request)
+}
+
+// endpoints is the route table: a new endpoint is added here.
+var endpoints = []endpoint{
+	{pattern: "GET /health", local: (*Server).handleHealth, remote: (*Server).handleHealth},
+	{pattern: "GET /stats", local: (*Server).handleStats, remote: (*Server).handleRemoteStats},
+	{pattern: "GET " + eventsPath, local: (*Server).handleEventsRoute, remote: (*Server).handleEventsRoute},
+	{pattern: "GET /v1/models", local: (*Server).handleModels, remote: (*Server).handleRemoteModels},
+	{pattern: "GET /v1/models/{id...}", local: (*Server).handleModel, remote: (*Server).handleRemoteModel},
+	{pattern: "POST /v1/chat/completions", conversation: "messages", local: (*Server).handleChat, remote: (*Server).handleRemoteProxy},
+	{pattern: "POST /v1/completions", local: (*Server).handleCompletions, remote: (*Server).handleRemoteProxy},
+	{pattern: "POST /v1/messages", conversation: "messages", local: (*Server).handleMessages, remote: (*Server).handleRemoteMessages},
+	{pattern: "POST /v1/messages/count_tokens", conversation: "messages", local: (*Server).handleCountTokens, remote: (*Server).handleRemoteCountTokens},
+	{pattern: "POST /v1/responses", conversation: "input", local: (*Server).handleResponses, remote: (*Server).handleRemoteProxy},
+	{pattern: "GET /v1/responses", local: (*Server).handleResponsesSocket},
+	{pattern: "GET /v1/responses/{id}", local: (*Server).handleGetResponse, remote: (*Server).handleRemoteGet},
+	{pattern: "POST /v1/embeddings", local: (*Server).handleEmbeddings, remote: (*Server).handleRemoteProxy},
+	// Ollama's API (ollama*.go).
+	{pattern: "GET /api/version", local: (*Server).handleOllamaVersion},
+	{pattern: "GET /api/tags", local: (*Server).handleOllamaTags},
+	{pattern: "POST /api/show", local: (*Server).handleOllamaShow},
+	{pattern: "GET /api/ps", local: (*Server).handleOllamaPS},
+	{pattern: "POST /api/chat", conversation: "messages", local: (*Server).handleOllamaChat},
+	{pattern: "POST /api/generate", local: (*Server).handleOllamaGenerate},
+	{pattern: "POST /api/embed", local: (*Server).handleOllamaEmbed},
+	{pattern: "POST /api/embeddings", local: (*Server).handleOllamaEmbed},
+	{pattern: "POST /api/pull", local: (*Server).handleOllamaPull},
+	{pattern: "/", local: (*Server).handleFallback, remote: (*Server).handleFallback},
+}
+
+// routes is the route table's mux for s's mode.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /health", s.handleHealth)
-	mux.HandleFunc("GET /stats", s.handleStats)
-	mux.HandleFunc("GET "+eventsPath, s.handleEventsRoute)
-	mux.HandleFunc("GET /v1/models", s.handleModels)
-	mux.HandleFunc("GET /v1/models/{id...}", s.handleModel)
-	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
-	mux.HandleFunc("POST /v1/completions", s.handleCompletions)
-	mux.HandleFunc("POST /v1/messages", s.handleMessages)
-	mux.HandleFunc("POST /v1/messages/count_tokens", s.handleCountTokens)
-	mux.HandleFunc("POST /v1/responses", s.handleResponses)
-	mux.HandleFunc("GET /v1/responses", s.handleResponsesSocket)
-	mux.HandleFunc("GET /v1/responses/{id}", s.handleGetResponse)
-	mux.HandleFunc("POST /v1/embeddings", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, notFound("unsupported", "embeddings are not supported by %s", s.cfg.ModelID))
-	})
-	s.ollamaRoutes(mux)
-	mux.HandleFunc("/", s.handleFallback)
+	for _, e := range endpoints {
+		h := e.local
+		if s.remote != nil {
+			h = e.remote
+		}
+		if h == nil {
+			continue // not served in this mode: the fallback answers 404
+		}
+		mux.HandleFunc(e.pattern, func(w http.ResponseWriter, r *http.Request) { h(s, w, r) })
+	}
 	return mux
+}
+
+// conversation is the guard's pre-scan rule: the field of a POST to path
+// that holds its conversation, and the context it must fit. A server
+// forwarding to a remote engine does not know the remote's context.
+func (s *Server) conversation(path string) (key string, limit int, ok bool) {
+	if s.eng.Scheduler == nil {
+		return "", 0, false
+	}
+	for _, e := range endpoints {
+		if e.conversation != "" && e.pattern == "POST "+path {
+			return e.conversation, s.eng.Scheduler.Config().ContextLength, true
+		}
+	}
+	return "", 0, false
+}
+
+func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
+	writeError(w, r, notFound("unsupported", "embeddings are not supported by %s", s.cfg.ModelID))
 }
 
 // handleEventsRoute upgrades a websocket request to the events stream and

@@ -34,7 +34,7 @@ func (s *Server) WithUI(ui UI) {
 	}
 	var uiAPI http.Handler
 	if ui.API != nil {
-		uiAPI = s.guard(ui.API)
+		uiAPI = s.guard.Handler(ui.API)
 	}
 	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
@@ -43,7 +43,7 @@ func (s *Server) WithUI(ui UI) {
 			return
 		}
 		if files != nil && (r.Method == http.MethodGet || r.Method == http.MethodHead) && isAsset(ui.Assets, p) {
-			if !s.hostAllowed(r) {
+			if !s.guard.HostAllowed(r) {
 				writeError(w, r, forbidden("host %q is not allowed (DNS-rebinding guard); add it with --allowed-host", r.Host))
 				return
 			}

@@ -14,8 +14,9 @@ import (
 // handler behind the guard, and an API key.
 func uiTestServer(t *testing.T) *Server {
 	t.Helper()
-	s := &Server{cfg: Config{APIKey: "k"}.withDefaults(), loopbackBind: true, origins: DefaultOrigins}
-	s.handler = s.guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s := &Server{cfg: Config{APIKey: "k"}.withDefaults()}
+	s.guard = s.newGuard()
+	s.handler = s.guard.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "api "+r.URL.Path)
 	}))
 	s.WithUI(UI{

@@ -178,7 +178,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.hub.unsubscribe(ch)
-	up := websocket.Upgrader{CheckOrigin: s.validOrigin}
+	up := websocket.Upgrader{CheckOrigin: s.guard.ValidOrigin}
 	conn, err := up.Upgrade(w, r, nil)
 	if err != nil {
 		return // the upgrader has answered

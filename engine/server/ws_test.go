@@ -64,7 +64,7 @@ func TestEventsLeaveTheConnectionGuard(t *testing.T) {
 	ts := newTestServer(t, serverOpts{cfg: Config{MaxConnections: 4}})
 	addr := serveReal(t, ts.srv)
 	dialEvents(t, addr, 12)
-	if n := ts.srv.conns.Load().open(); n != 0 {
+	if n := ts.srv.guard.OpenConnections(); n != 0 {
 		t.Errorf("the guard counts %d connections with only websockets open, want 0", n)
 	}
 	if code := chatStatus(t, addr); code != 200 {

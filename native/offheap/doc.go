@@ -1,7 +1,6 @@
 // Package offheap owns memory outside the Go heap: aligned slabs mapped
-// anonymously (AllocAligned), which can be locked into memory (Lock, with
-// ErrLockLimit when the locked-memory limit is reached), have their pages
-// discarded (Discard) and be freed explicitly (Free); and read-only file
+// anonymously (AllocAligned), which can have their pages discarded
+// (Discard) and be freed explicitly (Free); and read-only file
 // mappings (MapFile, Unmap).
 //
 // It does not read files into slabs (native/diskio does) or decide how much

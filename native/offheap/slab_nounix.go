@@ -3,7 +3,6 @@
 package offheap
 
 import (
-	"errors"
 	"fmt"
 	"unsafe"
 )
@@ -32,14 +31,4 @@ func Free(b []byte) error {
 func Discard(b []byte) error {
 	clear(b[:cap(b)])
 	return nil
-}
-
-// Lock is not available on this system.
-func Lock(b []byte) error {
-	return fmt.Errorf("offheap: lock %d bytes: %w", len(b), errors.ErrUnsupported)
-}
-
-// Unlock is not available on this system.
-func Unlock(b []byte) error {
-	return fmt.Errorf("offheap: unlock %d bytes: %w", len(b), errors.ErrUnsupported)
 }

@@ -1,7 +1,6 @@
 package offheap
 
 import (
-	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -94,25 +93,5 @@ func TestFreeRejectsForeignSlices(t *testing.T) {
 		if err := Discard(s); err == nil {
 			t.Errorf("Discard(%s): no error", name)
 		}
-	}
-}
-
-func TestLock(t *testing.T) {
-	b, err := AllocAligned(64<<10, testAlign)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer Free(b)
-	err = Lock(b)
-	if err != nil {
-		if !errors.Is(err, ErrLockLimit) || !strings.Contains(err.Error(), "RLIMIT_MEMLOCK") {
-			t.Fatalf("Lock(64 KiB): %v; want success or an error naming the limit", err)
-		}
-		t.Logf("Lock refused by the limit: %v", err)
-		return
-	}
-	b[0] = 1
-	if err := Unlock(b); err != nil {
-		t.Fatalf("Unlock: %v", err)
 	}
 }

@@ -3,7 +3,6 @@
 package offheap
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"unsafe"
@@ -95,38 +94,6 @@ func Discard(b []byte) error {
 	}
 	if q != p {
 		return fmt.Errorf("offheap: discard %d bytes at %p: kernel remapped to %p", n, p, q)
-	}
-	return nil
-}
-
-// Lock pins the pages of b in physical memory (mlock). When the locked-memory
-// limit forbids it the error wraps ErrLockLimit and names the limit.
-func Lock(b []byte) error {
-	if len(b) == 0 {
-		return nil
-	}
-	err := unix.Mlock(b)
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, unix.ENOMEM) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EAGAIN) {
-		var lim unix.Rlimit
-		if gerr := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &lim); gerr == nil {
-			return fmt.Errorf("offheap: lock %s: %w (RLIMIT_MEMLOCK soft %s, hard %s): %w",
-				byteLen(uint64(len(b))), ErrLockLimit, byteLen(uint64(lim.Cur)), byteLen(uint64(lim.Max)), err)
-		}
-		return fmt.Errorf("offheap: lock %s: %w: %w", byteLen(uint64(len(b))), ErrLockLimit, err)
-	}
-	return fmt.Errorf("offheap: lock %s: %w", byteLen(uint64(len(b))), err)
-}
-
-// Unlock undoes Lock (munlock).
-func Unlock(b []byte) error {
-	if len(b) == 0 {
-		return nil
-	}
-	if err := unix.Munlock(b); err != nil {
-		return fmt.Errorf("offheap: unlock %s: %w", byteLen(uint64(len(b))), err)
 	}
 	return nil
 }

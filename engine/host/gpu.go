@@ -1,14 +1,11 @@
-package main
+package host
 
 import (
 	"errors"
 	"fmt"
 	"io"
 	"runtime"
-	"strings"
 	"sync"
-
-	"github.com/spf13/pflag"
 
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/model"
@@ -18,31 +15,24 @@ import (
 
 // GPU modes of --gpu.
 const (
-	gpuAuto = "auto" // a GPU (not a CPU Vulkan device) whose memory holds the GPU plan
-	gpuOn   = "on"   // any Vulkan device, a CPU implementation too (lavapipe)
-	gpuOff  = "off"
+	GPUAuto = "auto" // a GPU (not a CPU Vulkan device) whose memory holds the GPU plan
+	GPUOn   = "on"   // any Vulkan device, a CPU implementation too (lavapipe)
+	GPUOff  = "off"
 )
 
-// gpuFlag is --gpu, shared by run, serve and app.
-type gpuFlag struct{ mode string }
-
-func (g *gpuFlag) register(fs *pflag.FlagSet) {
-	fs.StringVar(&g.mode, "gpu", gpuAuto, `prefill on the GPU through Vulkan: auto (a GPU whose memory holds the plan), on (any Vulkan device, CPU ones too), off`)
-}
-
-// check validates the mode ("" is auto).
-func (g *gpuFlag) check() (string, error) {
-	switch g.mode {
-	case "", gpuAuto:
-		return gpuAuto, nil
-	case gpuOn, gpuOff:
-		return g.mode, nil
+// CheckGPUMode validates a --gpu mode ("" is auto).
+func CheckGPUMode(mode string) (string, error) {
+	switch mode {
+	case "", GPUAuto:
+		return GPUAuto, nil
+	case GPUOn, GPUOff:
+		return mode, nil
 	}
-	return "", fmt.Errorf("--gpu must be auto, on or off, not %q", g.mode)
+	return "", fmt.Errorf("--gpu must be auto, on or off, not %q", mode)
 }
 
-// gpuStatus is what `spool inspect`, /stats and the UI show about the GPU.
-type gpuStatus struct {
+// GPUStatus is what `spool inspect`, /stats and the UI show about the GPU.
+type GPUStatus struct {
 	Mode string `json:"mode"`
 	// Active reports that prefill chunks run on the device.
 	Active bool      `json:"active"`
@@ -52,7 +42,7 @@ type gpuStatus struct {
 	Plan   *plan.GPUPlan `json:"plan,omitempty"`
 }
 
-// gpuBackend is a run's GPU: the open device (nil when not used) and its
+// GPU is a run's GPU: the open device (nil when not used) and its
 // status. It is safe for concurrent use (the status changes when a
 // failing device falls back to the CPU during a forward).
 //
@@ -61,21 +51,21 @@ type gpuStatus struct {
 // memory is too small). In auto mode a machine without a usable GPU (no
 // Vulkan device, a build without the backend, a CPU implementation of
 // Vulkan) runs on the CPU quietly; the status says why.
-type gpuBackend struct {
+type GPU struct {
 	log io.Writer
 	// found is set once a usable device was opened.
 	found bool
 
 	mu     sync.Mutex
 	dev    *gpu.Device
-	status gpuStatus
+	status GPUStatus
 }
 
-// openGPU opens the Vulkan device for mode. Any failure leaves the
+// OpenGPU opens the Vulkan device for mode. Any failure leaves the
 // backend unused, with the reason in its status.
-func openGPU(mode string, log io.Writer) *gpuBackend {
-	g := &gpuBackend{log: log, status: gpuStatus{Mode: mode}}
-	if mode == gpuOff {
+func OpenGPU(mode string, log io.Writer) *GPU {
+	g := &GPU{log: log, status: GPUStatus{Mode: mode}}
+	if mode == GPUOff {
 		g.status.Reason = "--gpu off"
 		return g
 	}
@@ -89,7 +79,7 @@ func openGPU(mode string, log io.Writer) *gpuBackend {
 	}
 	info := dev.Info()
 	g.status.Device = &info
-	if mode == gpuAuto && info.Type == "cpu" {
+	if mode == GPUAuto && info.Type == "cpu" {
 		dev.Close()
 		g.status.Reason = fmt.Sprintf("%s is a CPU implementation of Vulkan, slower than the CPU kernels (--gpu on uses it)", info.Name)
 		return g
@@ -98,10 +88,10 @@ func openGPU(mode string, log io.Writer) *gpuBackend {
 	return g
 }
 
-// device is what the memory plan needs to know of the open device (nil
+// Device is what the memory plan needs to know of the open device (nil
 // when the GPU is not used): its lines go into the plan (plan.Plan.GPU),
 // sized for the plan's own prefill chunk.
-func (g *gpuBackend) device() *plan.GPUDevice {
+func (g *GPU) Device() *plan.GPUDevice {
 	if g.dev == nil {
 		return nil
 	}
@@ -109,11 +99,11 @@ func (g *gpuBackend) device() *plan.GPUDevice {
 	return &plan.GPUDevice{Unified: info.Unified, InPlace: info.InPlace, Memory: info.DeviceMemory}
 }
 
-// plan plans the run with the device's GPU lines (planFor is called with
+// Plan plans the run with the device's GPU lines (planFor is called with
 // the device, or nil for the CPU). A plan that does not fit with them
 // drops the GPU, saying why, and is made again for the CPU.
-func (g *gpuBackend) plan(planFor func(*plan.GPUDevice) (*plan.Plan, error)) (*plan.Plan, error) {
-	dev := g.device()
+func (g *GPU) Plan(planFor func(*plan.GPUDevice) (*plan.Plan, error)) (*plan.Plan, error) {
+	dev := g.Device()
 	p, err := planFor(dev)
 	if err == nil || dev == nil {
 		return p, err
@@ -127,10 +117,10 @@ func (g *gpuBackend) plan(planFor func(*plan.GPUDevice) (*plan.Plan, error)) (*p
 	return planFor(nil)
 }
 
-// attach gives m the device as its backend when the plan's GPU lines fit
+// Attach gives m the device as its backend when the plan's GPU lines fit
 // it, or says why not and stops using the device. p is the run's plan,
 // made with device().
-func (g *gpuBackend) attach(m *model.Model, p *plan.Plan) {
+func (g *GPU) Attach(m *model.Model, p *plan.Plan) {
 	if g.dev == nil {
 		g.report()
 		return
@@ -154,7 +144,7 @@ func (g *gpuBackend) attach(m *model.Model, p *plan.Plan) {
 // misfit records p's GPU lines in the status and says why they do not fit
 // the device ("" when they do). On unified memory the process plan
 // decides, with the GPU lines in it.
-func (g *gpuBackend) misfit(p *plan.Plan) string {
+func (g *GPU) misfit(p *plan.Plan) string {
 	g.mu.Lock()
 	g.status.Plan = p.GPU
 	g.mu.Unlock()
@@ -171,7 +161,7 @@ func (g *gpuBackend) misfit(p *plan.Plan) string {
 
 // drop stops using the device, logging why. The device stays open until
 // Close: a model that fell back mid-forward no longer calls it.
-func (g *gpuBackend) drop(reason string) {
+func (g *GPU) drop(reason string) {
 	g.mu.Lock()
 	g.status.Active = false
 	g.status.Reason = reason
@@ -179,7 +169,7 @@ func (g *gpuBackend) drop(reason string) {
 	g.report()
 }
 
-func (g *gpuBackend) report() {
+func (g *GPU) report() {
 	if g.log == nil {
 		return
 	}
@@ -187,22 +177,22 @@ func (g *gpuBackend) report() {
 	switch {
 	case st.Active:
 		fmt.Fprintf(g.log, "gpu: prefill on %s\n", st.Device)
-	case st.Mode == gpuOff, st.Mode == gpuAuto && !g.found:
+	case st.Mode == GPUOff, st.Mode == GPUAuto && !g.found:
 	default:
 		fmt.Fprintf(g.log, "gpu: not used (%s); prefill runs on the CPU\n", st.Reason)
 	}
 }
 
 // Status is the GPU's current status.
-func (g *gpuBackend) Status() gpuStatus {
+func (g *GPU) Status() GPUStatus {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.status
 }
 
-// times returns where the device's operations spent their time so far
+// Times returns where the device's operations spent their time so far
 // (zero when the GPU is not used or g is nil).
-func (g *gpuBackend) times() gpu.Times {
+func (g *GPU) Times() gpu.Times {
 	if g == nil {
 		return gpu.Times{}
 	}
@@ -216,7 +206,7 @@ func (g *gpuBackend) times() gpu.Times {
 }
 
 // Close closes the device; call it after the model's last forward.
-func (g *gpuBackend) Close() {
+func (g *GPU) Close() {
 	g.mu.Lock()
 	dev := g.dev
 	g.dev = nil
@@ -226,18 +216,18 @@ func (g *gpuBackend) Close() {
 	}
 }
 
-// inspectGPU says which device prefill of the model would run on and its
+// InspectGPU says which device prefill of the model would run on and its
 // GPU lines in the plan of the default context on this machine, without
 // loading the model.
-func inspectGPU(mode string, cfg *config.Config, w plan.Weights) gpuStatus {
-	g := openGPU(mode, nil)
+func InspectGPU(mode string, cfg *config.Config, w plan.Weights) GPUStatus {
+	g := OpenGPU(mode, nil)
 	defer g.Close()
 	if g.dev == nil {
 		return g.Status()
 	}
 	p, err := plan.New(cfg, w, plan.Options{
-		MachineMemory: machineMemory, Threads: runtime.GOMAXPROCS(0),
-		Context: min(plan.DefaultContext, cfg.MaxPositionEmbeddings), GPU: g.device(),
+		MachineMemory: MachineMemory, Threads: runtime.GOMAXPROCS(0),
+		Context: min(plan.DefaultContext, cfg.MaxPositionEmbeddings), GPU: g.Device(),
 	})
 	st := g.Status()
 	if err != nil {
@@ -254,20 +244,9 @@ func inspectGPU(mode string, cfg *config.Config, w plan.Weights) gpuStatus {
 	return st
 }
 
-// printInspectGPU is the GPU line of spool inspect.
-func printInspectGPU(out io.Writer, st gpuStatus) error {
-	if !st.Active {
-		_, err := fmt.Fprintf(out, "gpu: not used (%s); prefill runs on the CPU\n", st.Reason)
-		return err
-	}
-	var parts []string
-	for _, it := range st.Plan.Items {
-		parts = append(parts, fmt.Sprintf("%s %s", it.Name, plan.SizeText(it.Bytes)))
-	}
-	where := "device memory"
-	if st.Device.Unified {
-		where = "memory shared with the host, in the process plan"
-	}
-	_, err := fmt.Fprintf(out, "gpu: prefill on %s; GPU plan %s of %s (%s)\n", st.Device, plan.SizeText(st.Plan.DeviceBytes), where, strings.Join(parts, ", "))
-	return err
-}
+// Misfit records p's GPU lines in the status and says why they do not fit
+// the device ("" when they do); see Attach.
+func (g *GPU) Misfit(p *plan.Plan) string { return g.misfit(p) }
+
+// Drop stops using the device, saying why (see Attach).
+func (g *GPU) Drop(reason string) { g.drop(reason) }

@@ -1,4 +1,4 @@
-package server
+package httpguard
 
 import (
 	"bytes"
@@ -11,16 +11,6 @@ import (
 // of a few milliseconds, instead of after decoding every message (about a
 // second and a hundred megabytes of garbage for 100,000 of them).
 
-// conversationKeys are the top-level fields that hold a conversation, by
-// path.
-var conversationKeys = map[string]string{
-	"/v1/chat/completions":      "messages",
-	"/v1/messages":              "messages",
-	"/v1/messages/count_tokens": "messages",
-	"/v1/responses":             "input",
-	"/api/chat":                 "messages",
-}
-
 // bufferedBody is a request body read by readBody.
 type bufferedBody struct {
 	*bytes.Reader
@@ -31,7 +21,7 @@ func (bufferedBody) Close() error { return nil }
 
 // readBody reads the whole body of a POST (within MaxBodyBytes, which the
 // guard applied) into memory, answering 413 or 400 itself when it cannot.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
+func (s *Guard) readBody(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
 	if r.Method != http.MethodPost || r.Body == nil || r.Body == http.NoBody {
 		return r, true
 	}
@@ -44,9 +34,9 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (*http.Request
 	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
-			writeError(w, r, asAPIError(err))
+			s.writeError(w, r, err)
 		} else {
-			writeError(w, r, invalid("", "reading the request body: %v", err))
+			s.writeError(w, r, invalid("", "reading the request body: %v", err))
 		}
 		return nil, false
 	}
@@ -56,20 +46,22 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (*http.Request
 
 // prescan refuses a conversation request whose conversation has more
 // entries than the context has tokens, from the body readBody read.
-func (s *Server) prescan(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
-	key, ok := conversationKeys[r.URL.Path]
+func (s *Guard) prescan(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
 	body, buffered := r.Body.(bufferedBody)
-	if !ok || !buffered || s.eng.Scheduler == nil {
+	if !buffered || s.cfg.Conversation == nil {
 		return r, true
 	}
-	limit := s.eng.Scheduler.Config().ContextLength
+	key, limit, ok := s.cfg.Conversation(r.URL.Path)
+	if !ok {
+		return r, true
+	}
 	n, ok, err := conversationLength(body.data, key, limit+1)
 	if err != nil {
-		writeError(w, r, invalid("", "%v", err))
+		s.writeError(w, r, invalid("", "%v", err))
 		return nil, false
 	}
 	if ok && n > limit {
-		writeError(w, r, tooManyMessages(n, limit))
+		s.writeError(w, r, tooManyMessages(n, limit))
 		return nil, false
 	}
 	return r, true

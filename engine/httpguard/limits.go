@@ -1,4 +1,4 @@
-package server
+package httpguard
 
 import (
 	"context"
@@ -7,9 +7,6 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
-
-	"github.com/spoolhq/spool/engine/chat"
-	"github.com/spoolhq/spool/engine/tokenizer"
 )
 
 // Requests are parsed (body decoded, template rendered, prompt tokenized)
@@ -110,7 +107,7 @@ func (g *parseGate) release() {
 type parseReleaseKey struct{}
 
 // holdBody counts the body of a POST as held in memory (see parseGate.hold).
-func (s *Server) holdBody(r *http.Request) func() {
+func (s *Guard) holdBody(r *http.Request) func() {
 	if s.parsing == nil || r.Method != http.MethodPost || r.Body == nil || r.Body == http.NoBody {
 		return func() {}
 	}
@@ -120,13 +117,13 @@ func (s *Server) holdBody(r *http.Request) func() {
 // withParseSlot takes a parse slot for a request with a body and returns
 // the request carrying the release of the slot and of the body's hold
 // (endParsing calls it); done releases it when the handler returns.
-func (s *Server) withParseSlot(w http.ResponseWriter, r *http.Request, held func()) (*http.Request, func(), bool) {
+func (s *Guard) withParseSlot(w http.ResponseWriter, r *http.Request, held func()) (*http.Request, func(), bool) {
 	if s.parsing == nil || r.Body == nil || r.Body == http.NoBody || r.Method == http.MethodGet || r.Method == http.MethodHead {
 		return r, func() {}, true
 	}
 	release, err := s.parsing.acquire(r.Context())
 	if err != nil {
-		writeError(w, r, err)
+		s.writeError(w, r, err)
 		return nil, nil, false
 	}
 	done := func() {
@@ -141,28 +138,4 @@ func endParsing(ctx context.Context) {
 	if release, ok := ctx.Value(parseReleaseKey{}).(func()); ok {
 		release()
 	}
-}
-
-// maxTokenBytes is the length of the longest token's text.
-func maxTokenBytes(tok *tokenizer.Tokenizer) int {
-	n := 1
-	for id := range tok.VocabSize() {
-		if b, ok := tok.TokenBytes(id); ok {
-			n = max(n, len(b))
-		}
-	}
-	return n
-}
-
-// templateLimits bounds the render of a prompt for a context of ctxLen
-// tokens: its text cannot be longer than ctxLen of the longest tokens, and
-// its work grows with the messages.
-func (s *Server) templateLimits(ctxLen, messages int) chat.Limits {
-	lim := chat.DefaultLimits
-	if s.renderBase != (chat.Limits{}) {
-		lim = s.renderBase
-	}
-	lim.MaxOutput = int(min(int64(ctxLen)*int64(s.tokenBytes)+4096, 64<<20))
-	lim.MaxSteps += 512 * int64(messages)
-	return lim
 }

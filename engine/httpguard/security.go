@@ -1,4 +1,4 @@
-package server
+package httpguard
 
 import (
 	"crypto/subtle"
@@ -31,7 +31,7 @@ func isLoopbackHost(host string) bool {
 
 // hostAllowed is the DNS-rebinding guard: on a loopback listener, the Host
 // header must name a loopback host or one configured.
-func (s *Server) hostAllowed(r *http.Request) bool {
+func (s *Guard) hostAllowed(r *http.Request) bool {
 	host := r.Host
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
@@ -74,7 +74,7 @@ func originAllowed(origin string, patterns []string) bool {
 }
 
 // authorized checks the API key (constant time) when one is configured.
-func (s *Server) authorized(r *http.Request) bool {
+func (s *Guard) authorized(r *http.Request) bool {
 	if s.cfg.APIKey == "" {
 		return true
 	}
@@ -84,7 +84,7 @@ func (s *Server) authorized(r *http.Request) bool {
 			key = strings.TrimSpace(rest)
 		}
 	}
-	if key == "" && r.URL.Path == eventsPath {
+	if key == "" && r.URL.Path == s.cfg.EventsPath {
 		// Browsers cannot set headers on a websocket handshake.
 		key = r.URL.Query().Get("api_key")
 	}
@@ -93,17 +93,17 @@ func (s *Server) authorized(r *http.Request) bool {
 
 // guard applies, in order: the host check, CORS (answering preflights),
 // the API key (except for public paths), and the body size limit.
-func (s *Server) guard(next http.Handler) http.Handler {
+func (s *Guard) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		if !s.hostAllowed(r) {
-			writeError(w, r, forbidden("host %q is not allowed (DNS-rebinding guard); add it with --allowed-host", r.Host))
+			s.writeError(w, r, forbidden("host %q is not allowed (DNS-rebinding guard); add it with --allowed-host", r.Host))
 			return
 		}
 		origin := r.Header.Get("Origin")
 		if origin != "" {
 			if !originAllowed(origin, s.origins) {
-				writeError(w, r, forbidden("origin %q is not allowed; add it with --cors-origin", origin))
+				s.writeError(w, r, forbidden("origin %q is not allowed; add it with --cors-origin", origin))
 				return
 			}
 			h := w.Header()
@@ -128,7 +128,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			return
 		}
 		if r.URL.Path != "/health" && !s.authorized(r) {
-			writeError(w, r, unauthorized())
+			s.writeError(w, r, unauthorized())
 			return
 		}
 		if r.Body != nil {
@@ -157,7 +157,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 
 // validOrigin is used by the websocket upgrader: no Origin (a non-browser
 // client) or an allowed one.
-func (s *Server) validOrigin(r *http.Request) bool {
+func (s *Guard) validOrigin(r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	if origin == "" {
 		return true

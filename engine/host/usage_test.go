@@ -1,4 +1,4 @@
-package main
+package host
 
 import (
 	"context"
@@ -30,7 +30,7 @@ func TestUsageHistoryPerModel(t *testing.T) {
 	ctx := context.Background()
 	run := func(dir string) {
 		t.Helper()
-		e, err := openEngine(ctx, hostConfig{ModelDir: dir, Context: 256, MaxBatch: 1, UsageDir: usage, PromptCache: promptCacheSetup{Off: true}}, nil)
+		e, err := Open(ctx, Config{ModelDir: dir, Context: 256, MaxBatch: 1, UsageDir: usage, PromptCache: PromptCache{Off: true}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,9 +38,9 @@ func TestUsageHistoryPerModel(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			e.sched.Run(runCtx)
+			e.Scheduler.Run(runCtx)
 		}()
-		st, err := e.sched.Submit(ctx, scheduler.Request{Prompt: []int{1, 2, 3, 4, 5, 6, 7, 8}, Params: generate.Params{MaxTokens: 4}})
+		st, err := e.Scheduler.Submit(ctx, scheduler.Request{Prompt: []int{1, 2, 3, 4, 5, 6, 7, 8}, Params: generate.Params{MaxTokens: 4}})
 		if err != nil {
 			t.Fatal(err)
 		}

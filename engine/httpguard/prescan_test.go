@@ -1,4 +1,4 @@
-package server
+package httpguard
 
 import (
 	"encoding/json"

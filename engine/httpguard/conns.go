@@ -1,4 +1,4 @@
-package server
+package httpguard
 
 import (
 	"bytes"
@@ -190,7 +190,7 @@ func connContext(ctx context.Context, nc net.Conn) context.Context {
 // framed with both Content-Length and Transfer-Encoding is refused and its
 // connection closed, and an overflow connection serves only GETs other than
 // the websocket.
-func connAware(next http.Handler) http.Handler {
+func (s *Guard) connAware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, _ := r.Context().Value(connKey{}).(*guardedConn)
 		if c == nil {
@@ -199,14 +199,14 @@ func connAware(next http.Handler) http.Handler {
 		}
 		if c.framing.conflicted() {
 			w.Header().Set("Connection", "close")
-			writeError(w, r, invalid("", "the request has both Content-Length and Transfer-Encoding headers; send one (the connection is closed)"))
+			s.writeError(w, r, invalid("", "the request has both Content-Length and Transfer-Encoding headers; send one (the connection is closed)"))
 			return
 		}
 		if c.overflow {
 			w.Header().Set("Connection", "close")
 			get := r.Method == http.MethodGet || r.Method == http.MethodHead
-			if !get || r.URL.Path == eventsPath {
-				writeError(w, r, &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "too_many_connections",
+			if !get || r.URL.Path == s.cfg.EventsPath {
+				s.writeError(w, r, &Error{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "too_many_connections",
 					Message: "the server has too many open connections; retry shortly", RetryAfter: 1})
 				return
 			}

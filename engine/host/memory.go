@@ -1,0 +1,156 @@
+package host
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/spoolhq/spool/engine/config"
+	"github.com/spoolhq/spool/engine/container"
+	"github.com/spoolhq/spool/engine/loader"
+	"github.com/spoolhq/spool/engine/model"
+	"github.com/spoolhq/spool/engine/plan"
+	"github.com/spoolhq/spool/native/sysinfo"
+)
+
+// Memory planning for the engines that load a model (run, serve, app,
+// the benchmarks): the plan of an opened model (with its prompt cache) for
+// a Memory setting, and what the plan sizes at load (the forwards' limits,
+// the Go memory limit).
+
+// PlanOpened plans running the model whose headers d holds open (before any
+// weight is read) with the memory setting m; it returns
+// the plan, or a *plan.FitError carrying the table and a suggestion when
+// not even one expert cache slot per layer fits. spool run calls it before
+// loading. gpu is the device prefill runs on (nil: the CPU).
+func PlanOpened(d *loader.Dir, m *Memory, pc PromptCache, context, sequences int, gpu *plan.GPUDevice) (*plan.Plan, error) {
+	w, err := plan.FromContainer(d.Container, d.Config, d.Summary)
+	if err != nil {
+		return nil, err
+	}
+	return PlanWeights(d.Config, w, m, pc, context, sequences, gpu)
+}
+
+// PlanWeights plans running the model of cfg with weights w, as
+// PlanOpened does.
+func PlanWeights(cfg *config.Config, w plan.Weights, m *Memory, pc PromptCache, context, sequences int, gpu *plan.GPUDevice) (*plan.Plan, error) {
+	opts, err := m.Options()
+	if err != nil {
+		return nil, err
+	}
+	opts.Context, opts.Sequences, opts.GPU = context, sequences, gpu
+	if opts.PromptCache, err = pc.PlanMemory(cfg, w); err != nil {
+		return nil, err
+	}
+	p, err := plan.New(cfg, w, opts)
+	if err != nil {
+		return nil, err
+	}
+	return p, p.Err()
+}
+
+// Memory is the memory budget and the expert cache size, as the --memory
+// and --expert-cache flags of fit, run and serve give them (plan.ParseSize
+// sizes; empty: the default).
+type Memory struct {
+	Budget      string
+	ExpertCache string
+}
+
+// Options turns the setting into plan options; an unset budget asks the
+// machine.
+func (m *Memory) Options() (plan.Options, error) {
+	var o plan.Options
+	var err error
+	if m.Budget != "" {
+		if o.Memory, err = plan.ParseSize(m.Budget); err != nil {
+			return o, fmt.Errorf("--memory: %w", err)
+		}
+	}
+	if m.ExpertCache != "" {
+		if o.ExpertCache, err = plan.ParseSize(m.ExpertCache); err != nil {
+			return o, fmt.Errorf("--expert-cache: %w", err)
+		}
+	}
+	o.MachineMemory = MachineMemory
+	o.Threads = runtime.GOMAXPROCS(0)
+	return o, nil
+}
+
+// MachineMemory is the machine's total memory.
+func MachineMemory() (int64, error) {
+	total, _, err := sysinfo.MachineMemory()
+	if err != nil {
+		return 0, err
+	}
+	if total > math.MaxInt64 {
+		return 0, fmt.Errorf("machine memory %d is out of range", total)
+	}
+	return int64(total), nil
+}
+
+// PlanFor lays out the memory equation for cfg, prefill on gpu (nil: the
+// CPU), and refuses a plan that does not fit.
+func PlanFor(d *loader.Dir, cfg Config, gpu *plan.GPUDevice) (*plan.Plan, error) {
+	mc := d.Config
+	w, err := plan.FromContainer(d.Container, mc, d.Summary)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := cfg.Memory.Options()
+	if err != nil {
+		return nil, err
+	}
+	opts.Context = cfg.Context
+	if opts.Context <= 0 {
+		opts.Context = plan.DefaultContext
+	}
+	opts.Context = min(opts.Context, mc.MaxPositionEmbeddings)
+	opts.Sequences = max(cfg.MaxBatch, 1)
+	opts.GPU = gpu
+	if opts.PromptCache, err = cfg.PromptCache.PlanMemory(mc, w); err != nil {
+		return nil, err
+	}
+	p, err := plan.New(mc, w, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Base(cfg.ModelDir), err)
+	}
+	return p, nil
+}
+
+// PlannedModel is opts with the forward limits the plan sized: the rows
+// and logit rows of one forward and the expert workers.
+func PlannedModel(p *plan.Plan, opts model.Options) model.Options {
+	opts.Limits = model.Limits{Rows: p.BatchRows, LogitRows: p.LogitRows, Workers: p.Threads, Context: p.Context}
+	return opts
+}
+
+// SetMemoryLimit bounds the Go runtime to the plan's heap lines.
+func SetMemoryLimit(p *plan.Plan) {
+	debug.SetMemoryLimit(p.GoMemoryLimitBytes)
+}
+
+// WeightsOf validates the container of dir and takes the weights
+// from its headers.
+func WeightsOf(dir string) (*config.Config, plan.Weights, error) {
+	cfg, err := config.Load(dir)
+	if err != nil {
+		return nil, plan.Weights{}, err
+	}
+	c, err := container.Open(dir)
+	if err != nil {
+		return nil, plan.Weights{}, err
+	}
+	defer c.Close()
+	sum, err := container.Validate(c, cfg)
+	if err != nil {
+		return nil, plan.Weights{}, err
+	}
+	w, err := plan.FromContainer(c, cfg, sum)
+	return cfg, w, err
+}
