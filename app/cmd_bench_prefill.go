@@ -87,6 +87,12 @@ type prefillLeg struct {
 	TokensPerSecond float64   `json:"tokens_per_second"`
 	RunSeconds      []float64 `json:"run_seconds"`
 	FirstToken      int       `json:"first_token"`
+	// ExpertsTouchedPerLayer is the mean distinct routed experts per
+	// expert layer the prompt routed to (generate.Result's): a prompt
+	// spreads over nearly every expert of a layer on a trained model, over
+	// eight on one whose routers tie. Speed figures mean something only
+	// on a model that spreads.
+	ExpertsTouchedPerLayer float64 `json:"experts_touched_per_layer"`
 	// StepSeconds is where the fastest run's forwards spent their time, by
 	// step of the layer forward; GPUTimes where the GPU's operations did
 	// (the GPU leg).
@@ -447,6 +453,7 @@ func (b *prefillRun) run(ctx context.Context, mode prefillMode, first bool) erro
 		}
 	}
 	leg.FirstToken = out.Tokens[0]
+	leg.ExpertsTouchedPerLayer = out.ExpertsTouchedPerLayer()
 	if src != nil && first {
 		recordExpertIO(src, p, b.weights, len(prompt), leg)
 	}
@@ -517,7 +524,7 @@ func printPrefillBench(cmd *cobra.Command, r *prefillBench, asJSON bool) error {
 	fmt.Fprintf(tw, "model\t%s (%d expert layers x %d experts, DSA %v)\n", r.Model, r.ExpertLayers, r.ExpertsPerLayer, r.DSA)
 	fmt.Fprintf(tw, "prompt\t%d tokens, context %d, chunks of %d rows, warm %v\n", r.PromptTokens, r.Context, r.ChunkRows, r.Warm)
 	leg := func(name string, l *prefillLeg) {
-		fmt.Fprintf(tw, "%s\t%.2fs: %.1f tok/s (runs %v)\n", name, l.Seconds, l.TokensPerSecond, l.RunSeconds)
+		fmt.Fprintf(tw, "%s\t%.2fs: %.1f tok/s (runs %v); %.1f experts routed per expert layer\n", name, l.Seconds, l.TokensPerSecond, l.RunSeconds, l.ExpertsTouchedPerLayer)
 		if r.Streamed && l.ExpertBytesRead > 0 {
 			fmt.Fprintf(tw, "  expert bytes read\t%s in %d reads: %s per token, %.3f per model byte, %.3fx the %d experts routed (%s)\n",
 				plan.SizeText(l.ExpertBytesRead), l.ExpertsRead, plan.SizeText(int64(l.ExpertBytesPerToken)), l.ExpertBytesPerModelByte,
