@@ -42,6 +42,7 @@ type Device struct {
 	budget, used int64
 	scoreBytes   int64
 	bankBytes    int64
+	copyExperts  bool // Options.CopyExperts
 
 	pipes   map[pipeKey]C.int
 	kept    map[weightKey]*placed // resident weights (Keep)
@@ -50,7 +51,7 @@ type Device struct {
 
 	work         *buffer // device scratch of the running operation
 	up, down     *buffer // host-visible staging of activations
-	bank         *buffer // routed experts of one batch
+	bank         *buffer // routed experts of two groups (halves)
 	dummy        *buffer
 	maxRange     int64
 	storageAlign int64
@@ -139,6 +140,7 @@ func open(lib string, opts Options) (*Device, error) {
 		budget:       opts.Budget,
 		scoreBytes:   opts.ScoreBytes,
 		bankBytes:    opts.BankBytes,
+		copyExperts:  opts.CopyExperts,
 		pipes:        map[pipeKey]C.int{},
 		kept:         map[weightKey]*placed{},
 		maxRange:     min(int64(ci.max_storage_range), 1<<32-1),

@@ -296,6 +296,10 @@ type delivery struct {
 	next     int
 	done     []bool
 	released bool
+	// poison overwrites an expert's memory once it is Done, as a streamed
+	// source may reuse it for a later expert: a backend that still reads
+	// it gets NaNs.
+	poison bool
 }
 
 func (d *delivery) Next() (int, gpu.MLP, error) {
@@ -307,7 +311,32 @@ func (d *delivery) Next() (int, gpu.MLP, error) {
 	return i, d.experts[i], nil
 }
 
-func (d *delivery) Done(i int) { d.done[i] = true }
+func (d *delivery) Done(i int) {
+	d.done[i] = true
+	if !d.poison {
+		return
+	}
+	for _, m := range []*kernels.Matrix{d.experts[i].Gate, d.experts[i].Up, d.experts[i].Down} {
+		for j := range m.Data {
+			m.Data[j] = 0x77
+		}
+		for j := range m.Scales {
+			m.Scales[j] = float32(math.NaN())
+		}
+	}
+}
+
+// cloneMLP copies an expert's matrices (owned by a poisoning delivery).
+func cloneMLP(e gpu.MLP) gpu.MLP {
+	c := func(m *kernels.Matrix) *kernels.Matrix {
+		n := *m
+		n.Data = slices.Clone(m.Data)
+		n.Scales = slices.Clone(m.Scales)
+		n.F32 = slices.Clone(m.F32)
+		return &n
+	}
+	return gpu.MLP{Gate: c(e.Gate), Up: c(e.Up), Down: c(e.Down)}
+}
 func (d *delivery) Release()   { d.released = true }
 
 type moeCase struct {
@@ -343,7 +372,55 @@ func TestMoEBankBatches(t *testing.T) {
 	checkMoE(t, d, rand.New(rand.NewPCG(11, 12)), c)
 }
 
+// TestMoEExpertPaths applies a layer's experts both ways on one device:
+// in place where the device reads host memory (lavapipe does) and copied
+// into the bank, in double-buffered groups whose products overlap the
+// next group's copies (a bank of many groups, of one expert a half, of
+// one half only). The delivery poisons each expert once it is Done, so a
+// backend that read an expert after giving it back would fail.
+func TestMoEExpertPaths(t *testing.T) {
+	device(t)
+	c := moeCase{48, 6, 96, 40, 29, 32, kernels.Int4Group, true}
+	one := int64(3 * (2*256 + ((40*96/2+4+255)/256)*256))
+	for _, tt := range []struct {
+		name string
+		opts gpu.Options
+	}{
+		{"default", gpu.Options{Device: -1}},
+		{"copied", gpu.Options{Device: -1, CopyExperts: true}},
+		{"copied_halves_of_2", gpu.Options{Device: -1, CopyExperts: true, BankBytes: 5 * one}},
+		{"copied_halves_of_1", gpu.Options{Device: -1, CopyExperts: true, BankBytes: 2 * one}},
+		{"copied_one_half", gpu.Options{Device: -1, CopyExperts: true, BankBytes: one + one/2}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := gpu.Open(tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			before := d.Times()
+			checkMoEDelivery(t, d, rand.New(rand.NewPCG(13, 14)), c, true)
+			tm := d.Times().Sub(before)
+			inPlace := d.Info().InPlace && !tt.opts.CopyExperts
+			t.Logf("in place %v: experts %.4fs, copy wait %.4fs, ring copy %.4fs, %d submissions", inPlace, tm.Experts, tm.CopyWait, tm.RingCopy, tm.Submits)
+			if inPlace != (tm.RingCopy == 0) {
+				t.Errorf("in place %v, but the staging ring copied for %.4fs", inPlace, tm.RingCopy)
+			}
+			if tm.CopyWait < 0 || tm.CopyWait > tm.Experts {
+				t.Errorf("copy wait %.4fs outside the experts' %.4fs", tm.CopyWait, tm.Experts)
+			}
+		})
+	}
+}
+
 func checkMoE(t *testing.T, d *gpu.Device, r *rand.Rand, c moeCase) {
+	t.Helper()
+	checkMoEDelivery(t, d, r, c, false)
+}
+
+// checkMoEDelivery checks one MoE layer against the reference; with
+// poison the delivery overwrites each expert once it is Done.
+func checkMoEDelivery(t *testing.T, d *gpu.Device, r *rand.Rand, c moeCase, poison bool) {
 	t.Helper()
 	l := &gpu.MoE{
 		Router:    randMatrix(r, kernels.F32, c.E, c.hidden, 0, 0),
@@ -368,9 +445,13 @@ func checkMoE(t *testing.T, d *gpu.Device, r *rand.Rand, c moeCase) {
 		if !slices.IsSorted(ids) {
 			t.Errorf("fetch of unsorted ids %v", ids)
 		}
-		del = &delivery{order: r.Perm(len(ids)), done: make([]bool, len(ids))}
+		del = &delivery{order: r.Perm(len(ids)), done: make([]bool, len(ids)), poison: poison}
 		for _, e := range ids {
-			del.experts = append(del.experts, experts[e])
+			if poison {
+				del.experts = append(del.experts, cloneMLP(experts[e]))
+			} else {
+				del.experts = append(del.experts, experts[e])
+			}
 		}
 		return del, nil
 	}
