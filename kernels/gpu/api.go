@@ -32,6 +32,12 @@ type Options struct {
 	// device could read them in place (Info.InPlace): for tests of the
 	// copying path on such a device, and to compare the two.
 	CopyExperts bool
+	// ResidentExpertBytes keeps the most used routed experts in device
+	// memory between forwards, up to this many bytes (0: none): they are
+	// applied from there with no copy. Where experts are used in place
+	// (Info.InPlace) it is not needed. The MoE layers passed to MoE must
+	// then stay valid for the device's lifetime (they name the layers).
+	ResidentExpertBytes int64
 	// Tile fixes the matrix-product tile (outputs x rows: 64x16, 64x32,
 	// 64x64, 128x64 or 128x128) and TileK its depth (16 or 32) instead of
 	// the defaults; for benchmarks that compare them.
@@ -237,6 +243,11 @@ type Times struct {
 	// layer, copies that outlast the products before them). Copies that
 	// overlap the previous group's products are not counted.
 	CopyWait float64 `json:"copy_wait_seconds"`
+	// Routed experts applied, by where they came from: copied into the
+	// bank, resident in device memory, bound in place in host memory.
+	ExpertsCopied   int64 `json:"experts_copied"`
+	ExpertsResident int64 `json:"experts_resident"`
+	ExpertsInPlace  int64 `json:"experts_in_place"`
 	// RingCopy and RingWait are the staging ring's share of Experts (and
 	// of Keep): copying into its memory, and waiting for its device
 	// copies to free a half.
@@ -249,7 +260,8 @@ type Times struct {
 // Sub returns the times spent between u and t (t taken later).
 func (t Times) Sub(u Times) Times {
 	d := Times{Ops: t.Ops - u.Ops, Stage: t.Stage - u.Stage, Run: t.Run - u.Run, Readback: t.Readback - u.Readback,
-		Experts: t.Experts - u.Experts, Deliver: t.Deliver - u.Deliver, CopyWait: t.CopyWait - u.CopyWait, RingCopy: t.RingCopy - u.RingCopy, RingWait: t.RingWait - u.RingWait,
+		Experts: t.Experts - u.Experts, Deliver: t.Deliver - u.Deliver, CopyWait: t.CopyWait - u.CopyWait,
+		ExpertsCopied: t.ExpertsCopied - u.ExpertsCopied, ExpertsResident: t.ExpertsResident - u.ExpertsResident, ExpertsInPlace: t.ExpertsInPlace - u.ExpertsInPlace, RingCopy: t.RingCopy - u.RingCopy, RingWait: t.RingWait - u.RingWait,
 		Submits: t.Submits - u.Submits, RunBy: map[string]float64{}}
 	for k, v := range t.RunBy {
 		d.RunBy[k] = v - u.RunBy[k]

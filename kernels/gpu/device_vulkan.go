@@ -43,6 +43,7 @@ type Device struct {
 	scoreBytes   int64
 	bankBytes    int64
 	copyExperts  bool // Options.CopyExperts
+	resident     residentStore
 
 	pipes   map[pipeKey]C.int
 	kept    map[weightKey]*placed // resident weights (Keep)
@@ -141,6 +142,7 @@ func open(lib string, opts Options) (*Device, error) {
 		scoreBytes:   opts.ScoreBytes,
 		bankBytes:    opts.BankBytes,
 		copyExperts:  opts.CopyExperts,
+		resident:     residentStore{limit: opts.ResidentExpertBytes},
 		pipes:        map[pipeKey]C.int{},
 		kept:         map[weightKey]*placed{},
 		maxRange:     min(int64(ci.max_storage_range), 1<<32-1),
@@ -246,6 +248,7 @@ func (d *Device) Close() {
 	for _, b := range []*buffer{d.work, d.up, d.down, d.bank, d.dummy} {
 		d.freeBuffer(b)
 	}
+	d.freeResident()
 	for _, a := range d.arenas {
 		d.freeBuffer(a.buf)
 	}
@@ -384,6 +387,26 @@ func (d *Device) SetLimits(budget, bankBytes int64) {
 	if bankBytes > 0 {
 		d.bankBytes = bankBytes
 	}
+}
+
+// SetResidentExperts replaces Options.ResidentExpertBytes (0 drops the
+// resident experts), for a bound known only once the device is open (the
+// memory plan's line).
+func (d *Device) SetResidentExperts(bytes int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if bytes < d.resident.bytes {
+		d.freeResident()
+	}
+	d.resident.limit = bytes
+}
+
+// ResidentExperts reports the routed experts resident in device memory
+// and the bytes of their slabs.
+func (d *Device) ResidentExperts() (experts int, bytes int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.resident.at), d.resident.bytes
 }
 
 // importHost wraps host memory [p, p+size) (aligned) as a buffer.

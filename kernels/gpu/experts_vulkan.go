@@ -69,9 +69,19 @@ type member struct {
 	mats      *[3]*placed
 }
 
+// kind says where a batch's members lie.
+type kind uint8
+
+const (
+	inBank     kind = iota // copied into the bank half being filled
+	inPlace                // one member bound where it lies in host memory
+	inResident             // resident in one slab of device memory
+)
+
 // groups applies a MoE layer's routed experts as they are delivered.
 type groups struct {
 	o       *op
+	layer   *MoE
 	union   []int
 	users   map[int][]int32
 	k, H    int
@@ -93,6 +103,8 @@ type groups struct {
 	batch   []member
 	n       int
 	perHalf int // most members of a copied group
+	// res holds resident members by slab, applied in batches of perHalf.
+	res map[int][]member
 }
 
 // expertBytes is the bank space one expert takes.
@@ -130,11 +142,21 @@ func (g *groups) apply(delivery Experts) error {
 		}
 		g.count++
 		m := member{index: idx, id: g.union[idx]}
+		if rp, ok := d.resident.lookup(g.layer, m.id); ok {
+			// Resident in device memory: the source's copy is not read.
+			delivery.Done(idx)
+			d.times.ExpertsResident++
+			if err := g.addResident(m, rp); err != nil {
+				return err
+			}
+			continue
+		}
 		if d.expertsInPlace() {
 			t0 := time.Now()
 			mats, ok := d.placeExpertInPlace(e)
 			addTime(&d.times.Experts, t0)
 			if ok {
+				d.times.ExpertsInPlace++
 				m.mats = mats
 				if err := g.inPlace(m); err != nil {
 					return err
@@ -153,7 +175,35 @@ func (g *groups) apply(delivery Experts) error {
 			return err
 		}
 	}
+	for slab, ms := range g.res {
+		if len(ms) > 0 {
+			if err := g.submit(ms, inResident, slab); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
+}
+
+// addResident adds a resident expert to its slab's batch, submitting the
+// batch when full.
+func (g *groups) addResident(m member, rp residentPlace) error {
+	sl := g.o.d.resident.slabs[rp.slab]
+	base := int64(rp.slot) * sl.slot
+	for t := range 3 {
+		m.place.data[t] = base + rp.place.data[t]
+		m.place.scales[t] = base + rp.place.scales[t]
+	}
+	if g.res == nil {
+		g.res = map[int][]member{}
+	}
+	g.res[rp.slab] = append(g.res[rp.slab], m)
+	if len(g.res[rp.slab]) < g.perHalf {
+		return nil
+	}
+	ms := g.res[rp.slab]
+	g.res[rp.slab] = nil
+	return g.submit(ms, inResident, rp.slab)
 }
 
 // start sizes the scratch of the layer's experts from the first one.
@@ -240,6 +290,7 @@ func (g *groups) copyIn(e MLP, m *member) error {
 		g.used += roundUp(int64(len(scales))+4, align)
 	}
 	g.copied(t0)
+	d.times.ExpertsCopied++
 	g.batch = append(g.batch, *m)
 	return nil
 }
@@ -269,17 +320,27 @@ func (g *groups) inPlace(m member) error {
 	return g.o.submit()
 }
 
-// submitBatch records the batch's products and submits them without
-// waiting.
+// submitBatch submits the bank's batch (or a lone in-place member).
 func (g *groups) submitBatch() error {
+	k := inBank
+	if g.batch[0].mats != nil {
+		k = inPlace
+	}
+	err := g.submit(g.batch, k, 0)
+	g.batch = g.batch[:0]
+	return err
+}
+
+// submit records the products of members (lying as k says; slab for
+// resident ones) and submits them without waiting.
+func (g *groups) submit(ms []member, k kind, slab int) error {
 	o, d := g.o, g.o.d
 	set := &g.sets[g.n%2]
 	// The set's previous group must be done with its tables.
 	if rc := C.spool_vk_wait(d.v, C.uint64_t(set.seq)); rc != 0 {
 		return d.lastError("wait", rc)
 	}
-	copied := g.batch[0].mats == nil
-	if copied {
+	if k == inBank {
 		// The copies into the half are submitted; the barrier at the start
 		// of the batch orders the products after them.
 		t0 := time.Now()
@@ -288,7 +349,7 @@ func (g *groups) submitBatch() error {
 		}
 		g.copied(t0)
 	}
-	if err := o.expertBatch(g, set); err != nil {
+	if err := o.expertBatch(g, set, ms, k, slab); err != nil {
 		return err
 	}
 	var seq C.uint64_t
@@ -299,28 +360,26 @@ func (g *groups) submitBatch() error {
 		return d.lastError("submit", rc)
 	}
 	set.seq = uint64(seq)
-	if copied {
+	if k == inBank {
 		g.halfSeq[g.cur] = uint64(seq)
 		g.cur = (g.cur + 1) % g.halves
 		g.used = 0
 	}
-	g.batch = g.batch[:0]
 	g.n++
 	return nil
 }
 
 // expertBatch records the products of g's batch: every member applied to
 // the rows that chose it, each (row, slot) output written into eo.
-func (o *op) expertBatch(g *groups, set *groupSet) error {
+func (o *op) expertBatch(g *groups, set *groupSet, b []member, k kind, slab int) error {
 	d := o.d
-	b := g.batch
 	Z := len(b)
 	inter := g.first.Gate.Rows
 	pairs := len(set.lists) / 2
 	in, out := set.lists[:pairs], set.lists[pairs:]
 	stride := len(set.tables) / 3
-	lone := b[0].mats != nil // one member bound in place
-	entry := 0               // a batch's entries start its table
+	lone := k == inPlace // one member bound where it lies
+	entry := 0           // a batch's entries start its table
 	if lone {
 		entry = stride - align/4
 	}
@@ -348,6 +407,13 @@ func (o *op) expertBatch(g *groups, set *groupSet) error {
 	if err := o.barrier(); err != nil {
 		return err
 	}
+	if k == inBank && d.resident.limit > 0 {
+		for _, m := range b {
+			if err := g.keepResident(m); err != nil {
+				return err
+			}
+		}
+	}
 	if err := o.stage(set.tablesT, set.listsT); err != nil {
 		return err
 	}
@@ -361,6 +427,10 @@ func (o *op) expertBatch(g *groups, set *groupSet) error {
 			return b[0].mats[t]
 		}
 		bk := binding{d.bank, int64(g.cur) * g.half, g.used}
+		if k == inResident {
+			buf := d.resident.slabs[slab].buf
+			bk = binding{buf, 0, buf.size}
+		}
 		return &placed{m: []*kernels.Matrix{g.first.Gate, g.first.Up, g.first.Down}[t], data: bk, scales: bk}
 	}
 	x := o.bind(g.xr)

@@ -138,7 +138,8 @@ func (d *Device) moe(y, x []float32, n int, l *MoE, fetch Fetch) (Routes, error)
 		return Routes{}, err
 	}
 	defer delivery.Release()
-	g := &groups{o: o, union: union, users: users, k: k, H: H, xr: xr, eoR: eoR, sets: sets}
+	d.resident.noteUses(l, union)
+	g := &groups{o: o, layer: l, union: union, users: users, k: k, H: H, xr: xr, eoR: eoR, sets: sets}
 	if err := g.apply(delivery); err != nil {
 		return Routes{}, err
 	}
