@@ -98,6 +98,13 @@ type prefillLeg struct {
 	// (the GPU leg).
 	StepSeconds map[string]float64 `json:"step_seconds,omitempty"`
 	GPUTimes    *gpu.Times         `json:"gpu_times,omitempty"`
+	// CopyWaitSeconds is the GPU leg's expert copying that the device did
+	// not hide behind computation (gpu_times' copy_wait_seconds) and
+	// CopyWaitShare its share of the leg's time: what is left of the
+	// host-to-device copies a discrete GPU's prefill is bound by (0 where
+	// the experts are used in place or resident).
+	CopyWaitSeconds float64 `json:"copy_wait_seconds,omitempty"`
+	CopyWaitShare   float64 `json:"copy_wait_share,omitempty"`
 
 	// With streamed experts, of the first run: bytes read from storage
 	// (aligned spans under direct I/O), per prompt token and per byte of
@@ -118,20 +125,21 @@ type prefillLeg struct {
 }
 
 type prefillFlags struct {
-	model      string
-	mem        memoryFlags
-	tokens     int
-	context    int
-	cacheSlots int
-	stream     bool
-	allKeys    bool
-	gpu        gpuFlag
-	warm       string // "", "all" or "gpu"
-	repeat     int
-	seed       uint64
-	asJSON     bool
-	cpuProfile string
-	gpuOnly    bool
+	model       string
+	mem         memoryFlags
+	tokens      int
+	context     int
+	cacheSlots  int
+	stream      bool
+	allKeys     bool
+	gpu         gpuFlag
+	warm        string // "", "all" or "gpu"
+	repeat      int
+	seed        uint64
+	asJSON      bool
+	cpuProfile  string
+	gpuOnly     bool
+	copyExperts bool
 }
 
 func newBenchPrefillCmd() *cobra.Command {
@@ -225,6 +233,7 @@ real geometry.`,
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the prompt ids")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object")
 	fl.BoolVar(&f.gpuOnly, "gpu-only", false, "run the GPU leg alone (to profile it): no CPU leg and no speedup")
+	fl.BoolVar(&f.copyExperts, "copy-experts", false, "the GPU leg copies routed experts into its bank even where the device could use them in place (unified memory): to measure the copies")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the first timed run of the GPU leg (of the CPU leg without one) to this file")
 	return cmd
 }
@@ -407,7 +416,7 @@ func (b *prefillRun) run(ctx context.Context, mode prefillMode, first bool) erro
 	m := d.Model
 	var g *gpuBackend
 	if mode.gpu {
-		g = openGPU(gpuOn, nil)
+		g = openGPUWith(gpuOn, nil, gpu.Options{Device: -1, CopyExperts: f.copyExperts})
 		defer g.Close() // before the model's memory goes
 		if g.attach(m, p); !m.Accelerated() {
 			return fmt.Errorf("the GPU leg: %s", g.Status().Reason)
@@ -450,6 +459,7 @@ func (b *prefillRun) run(ctx context.Context, mode prefillMode, first bool) erro
 		if g != nil {
 			t := g.times().Sub(gpu0)
 			leg.GPUTimes = &t
+			leg.CopyWaitSeconds, leg.CopyWaitShare = t.CopyWait, t.CopyWait/s
 		}
 	}
 	leg.FirstToken = out.Tokens[0]
@@ -541,6 +551,10 @@ func printPrefillBench(cmd *cobra.Command, r *prefillBench, asJSON bool) error {
 	}
 	if r.GPUPrefill != nil {
 		leg("GPU prefill", r.GPUPrefill)
+		if t := r.GPUPrefill.GPUTimes; t != nil {
+			fmt.Fprintf(tw, "  routed experts	%d copied, %d resident on the device, %d in place; copy wait %.2fs (%.1f%% of the leg)\n",
+				t.ExpertsCopied, t.ExpertsResident, t.ExpertsInPlace, r.GPUPrefill.CopyWaitSeconds, 100*r.GPUPrefill.CopyWaitShare)
+		}
 		if r.GPUSameFirstToken != nil {
 			fmt.Fprintf(tw, "GPU speedup\t%.2fx\t(CPU / GPU on %s, %d CPU threads; same first token %v)\n", r.GPUSpeedup, r.GPU.Device, r.Threads, *r.GPUSameFirstToken)
 		}

@@ -74,12 +74,17 @@ type gpuBackend struct {
 // openGPU opens the Vulkan device for mode. Any failure leaves the
 // backend unused, with the reason in its status.
 func openGPU(mode string, log io.Writer) *gpuBackend {
+	return openGPUWith(mode, log, gpu.Options{Device: -1})
+}
+
+// openGPUWith is openGPU with the device's options.
+func openGPUWith(mode string, log io.Writer, opts gpu.Options) *gpuBackend {
 	g := &gpuBackend{log: log, status: gpuStatus{Mode: mode}}
 	if mode == gpuOff {
 		g.status.Reason = "--gpu off"
 		return g
 	}
-	dev, err := gpu.Open(gpu.Options{Device: -1})
+	dev, err := gpu.Open(opts)
 	if err != nil {
 		g.status.Reason = err.Error()
 		if errors.Is(err, gpu.ErrUnavailable) {
@@ -140,6 +145,7 @@ func (g *gpuBackend) attach(m *model.Model, p *plan.Plan) {
 		return
 	}
 	g.dev.SetLimits(p.GPU.DeviceBytes, p.GPU.BankBytes)
+	g.dev.SetResidentExperts(p.GPU.ResidentExpertBytes)
 	err := m.SetBackend(g.dev, model.BackendOptions{OnFallback: func(err error) { g.drop("failed: " + err.Error()) }})
 	if err != nil {
 		g.drop(err.Error())
