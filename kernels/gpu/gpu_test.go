@@ -359,12 +359,14 @@ func TestMoEParity(t *testing.T) {
 	}
 }
 
-// A bank smaller than the layer's experts applies them in batches.
+// A bank smaller than the layer's experts applies them in batches (the
+// experts copied, as on a discrete device, even where they could be used
+// in place).
 func TestMoEBankBatches(t *testing.T) {
 	device(t)
 	c := moeCase{24, 4, 64, 48, 21, 32, kernels.Int4Group, true}
 	one := int64(3 * (2*256 + ((48*64/2+4+255)/256)*256))
-	d, err := gpu.Open(gpu.Options{Device: -1, BankBytes: 3 * one})
+	d, err := gpu.Open(gpu.Options{Device: -1, BankBytes: 3 * one, CopyExperts: true})
 	if err != nil {
 		t.Fatal(err)
 	}
