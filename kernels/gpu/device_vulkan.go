@@ -45,10 +45,11 @@ type Device struct {
 	copyExperts  bool // Options.CopyExperts
 	resident     residentStore
 
-	pipes   map[pipeKey]C.int
-	kept    map[weightKey]*placed // resident weights (Keep)
-	arenas  []*arena
-	imports []hostImport // host ranges imported in place
+	pipes    map[pipeKey]C.int
+	kept     map[weightKey]*placed // resident weights (Keep)
+	arenas   []*arena
+	imports  []hostImport           // host ranges imported in place
+	importAt map[uintptr]hostImport // the largest import starting at each page
 
 	work         *buffer // device scratch of the running operation
 	up, down     *buffer // host-visible staging of activations
