@@ -32,6 +32,11 @@ type Options struct {
 	// device could read them in place (Info.InPlace): for tests of the
 	// copying path on such a device, and to compare the two.
 	CopyExperts bool
+	// StageExperts copies routed experts into the bank through the
+	// staging ring even where the bank can be device memory the host
+	// writes directly (host-visible device-local memory, resizable BAR):
+	// for tests of the ring's path.
+	StageExperts bool
 	// ResidentExpertBytes keeps the most used routed experts in device
 	// memory between forwards, up to this many bytes (0: none): they are
 	// applied from there with no copy. Where experts are used in place

@@ -43,6 +43,7 @@ type Device struct {
 	scoreBytes   int64
 	bankBytes    int64
 	copyExperts  bool // Options.CopyExperts
+	stageExperts bool // Options.StageExperts
 	resident     residentStore
 
 	pipes    map[pipeKey]C.int
@@ -143,6 +144,7 @@ func open(lib string, opts Options) (*Device, error) {
 		scoreBytes:   opts.ScoreBytes,
 		bankBytes:    opts.BankBytes,
 		copyExperts:  opts.CopyExperts,
+		stageExperts: opts.StageExperts,
 		resident:     residentStore{limit: opts.ResidentExpertBytes},
 		pipes:        map[pipeKey]C.int{},
 		kept:         map[weightKey]*placed{},
@@ -266,7 +268,7 @@ func (d *Device) lastError(what string, rc C.int) error {
 
 func (d *Device) newBuffer(size int64, kind C.int) (*buffer, error) {
 	size = roundUp(max(size, align), align)
-	device := kind == C.SPOOL_MEM_DEVICE
+	device := kind == C.SPOOL_MEM_DEVICE || kind == C.SPOOL_MEM_MAPPED
 	if device && d.used+size > d.budget {
 		return nil, fmt.Errorf("gpu: %s more device memory would exceed the budget of %s (%s in use)", memText(size), memText(d.budget), memText(d.used))
 	}

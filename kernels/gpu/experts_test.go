@@ -30,6 +30,7 @@ func TestMoEExpertPaths(t *testing.T) {
 		{"copied_halves_of_2", gpu.Options{Device: -1, CopyExperts: true, BankBytes: 5 * one}},
 		{"copied_halves_of_1", gpu.Options{Device: -1, CopyExperts: true, BankBytes: 2 * one}},
 		{"copied_one_half", gpu.Options{Device: -1, CopyExperts: true, BankBytes: one + one/2}},
+		{"staged_halves_of_2", gpu.Options{Device: -1, CopyExperts: true, StageExperts: true, BankBytes: 5 * one}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			d, err := gpu.Open(tt.opts)
@@ -42,8 +43,11 @@ func TestMoEExpertPaths(t *testing.T) {
 			tm := d.Times().Sub(before)
 			inPlace := d.Info().InPlace && !tt.opts.CopyExperts
 			t.Logf("in place %v: experts %.4fs, copy wait %.4fs, ring copy %.4fs, %d submissions", inPlace, tm.Experts, tm.CopyWait, tm.RingCopy, tm.Submits)
-			if inPlace != (tm.RingCopy == 0) {
-				t.Errorf("in place %v, but the staging ring copied for %.4fs", inPlace, tm.RingCopy)
+			if inPlace != (tm.ExpertsInPlace > 0) || inPlace != (tm.ExpertsCopied == 0) {
+				t.Errorf("in place %v: %d experts in place, %d copied", inPlace, tm.ExpertsInPlace, tm.ExpertsCopied)
+			}
+			if tt.opts.StageExperts && tm.RingCopy == 0 || inPlace && tm.RingCopy != 0 {
+				t.Errorf("staged %v, in place %v: the staging ring copied for %.4fs", tt.opts.StageExperts, inPlace, tm.RingCopy)
 			}
 			if tm.CopyWait < 0 || tm.CopyWait > tm.Experts {
 				t.Errorf("copy wait %.4fs outside the experts' %.4fs", tm.CopyWait, tm.Experts)

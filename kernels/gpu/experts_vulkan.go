@@ -18,8 +18,9 @@ import (
 
 // Routed experts reach the MoE kernels in groups, one of two ways:
 //
-//   - copied: into one half of the expert bank (through the staging ring),
-//     and applied as one batch per group. A group's products are
+//   - copied: into one half of the expert bank (by the host's memcpy where
+//     the bank is host-visible device memory, else through the staging
+//     ring), and applied as one batch per group. A group's products are
 //     submitted without waiting, so the next group's copies (the host's
 //     memcpy into staging and the device copies into the other half) run
 //     while they compute; a half is refilled only once the group that read
@@ -237,12 +238,21 @@ func (g *groups) ensureBank() error {
 		return fmt.Errorf("gpu: one expert of %d bytes does not fit the device budget or binding range (%s free)", g.need, memText(capacity))
 	}
 	if d.bank == nil || d.bank.size < capacity {
-		// Exactly the capacity: the bank is a line of the plan.
+		// Exactly the capacity: the bank is a line of the plan. Device
+		// memory the host writes directly where there is enough of it: the
+		// next group is then copied in by the host's memcpy alone, beside
+		// the products, not by device copies queued behind them.
 		d.freeBuffer(d.bank)
 		d.bank = nil
-		nb, err := d.newBuffer(capacity, C.SPOOL_MEM_DEVICE)
+		var nb *buffer
+		err := errors.New("the staging ring")
+		if !d.stageExperts {
+			nb, err = d.newBuffer(capacity, C.SPOOL_MEM_MAPPED)
+		}
 		if err != nil {
-			return err
+			if nb, err = d.newBuffer(capacity, C.SPOOL_MEM_DEVICE); err != nil {
+				return err
+			}
 		}
 		d.bank = nb
 	}
@@ -276,15 +286,22 @@ func (g *groups) copyIn(e MLP, m *member) error {
 		t0 = time.Now()
 	}
 	base := int64(g.cur) * g.half
+	put := func(off int64, b []byte) error {
+		if d.bank.mapped != nil {
+			parallelCopy(d.bank.bytes(base+off, int64(len(b))), b)
+			return nil
+		}
+		return d.upload(d.bank, base+off, b)
+	}
 	for j, mat := range []*kernels.Matrix{e.Gate, e.Up, e.Down} {
 		data, scales := matrixBytes(mat)
 		m.place.data[j] = g.used
-		if err := d.upload(d.bank, base+g.used, data); err != nil {
+		if err := put(g.used, data); err != nil {
 			return err
 		}
 		g.used += roundUp(int64(len(data))+4, align)
 		m.place.scales[j] = g.used
-		if err := d.upload(d.bank, base+g.used, scales); err != nil {
+		if err := put(g.used, scales); err != nil {
 			return err
 		}
 		g.used += roundUp(int64(len(scales))+4, align)

@@ -359,6 +359,10 @@ int spool_vk_buffer_create(spool_vk *v, uint64_t size, int kind, spool_vk_buffer
 		t = find_type(v, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT);
 		if (t < 0) t = find_type(v, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
 		break;
+	case SPOOL_MEM_MAPPED:
+		t = find_type(v, req.memoryTypeBits, vis | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
+		if (t >= 0 && v->mem.memoryHeaps[v->mem.memoryTypes[t].heapIndex].size < size) t = -1; // a small BAR window
+		break;
 	case SPOOL_MEM_UPLOAD:
 		t = find_type(v, req.memoryTypeBits, vis, VK_MEMORY_PROPERTY_HOST_CACHED_BIT | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
 		if (t < 0) t = find_type(v, req.memoryTypeBits, vis, 0);
@@ -385,6 +389,7 @@ int spool_vk_buffer_create(spool_vk *v, uint64_t size, int kind, spool_vk_buffer
 		return vk_fail(v, r, "vkBindBufferMemory");
 	}
 	if (kind != SPOOL_MEM_DEVICE && mapped) {
+		// SPOOL_MEM_MAPPED is device memory the host writes directly.
 		r = v->vkMapMemory(v->device, b->memory, 0, VK_WHOLE_SIZE, 0, mapped);
 		if (r != VK_SUCCESS) {
 			destroy_buffer(v, b);

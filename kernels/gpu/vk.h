@@ -34,6 +34,7 @@ enum {
 	SPOOL_MEM_DEVICE = 0,   // device-local, not mapped
 	SPOOL_MEM_UPLOAD = 1,   // host-visible, coherent, written by the host
 	SPOOL_MEM_READBACK = 2, // host-visible, coherent (cached where offered), read by the host
+	SPOOL_MEM_MAPPED = 3,   // device-local and host-visible, coherent, written by the host (fails where none is)
 };
 
 // One storage-buffer binding of a dispatch.
