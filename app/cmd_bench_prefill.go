@@ -115,6 +115,7 @@ real geometry.`,
 	fl.Uint64Var(&f.Seed, "seed", 1, "seed of the prompt ids")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object")
 	fl.BoolVar(&f.GPUOnly, "gpu-only", false, "run the GPU leg alone (to profile it): no CPU leg and no speedup")
+	fl.BoolVar(&f.CopyExperts, "copy-experts", false, "the GPU leg copies routed experts into its bank even where the device could use them in place (unified memory): to measure the copies")
 	fl.StringVar(&f.CPUProfile, "cpuprofile", "", "write a CPU profile of the first timed run of the GPU leg (of the CPU leg without one) to this file")
 	return cmd
 }
@@ -128,7 +129,7 @@ func printPrefillBench(cmd *cobra.Command, r *bench.PrefillResult, asJSON bool) 
 	fmt.Fprintf(tw, "model\t%s (%d expert layers x %d experts, DSA %v)\n", r.Model, r.ExpertLayers, r.ExpertsPerLayer, r.DSA)
 	fmt.Fprintf(tw, "prompt\t%d tokens, context %d, chunks of %d rows, warm %v\n", r.PromptTokens, r.Context, r.ChunkRows, r.Warm)
 	leg := func(name string, l *bench.PrefillLeg) {
-		fmt.Fprintf(tw, "%s\t%.2fs: %.1f tok/s (runs %v)\n", name, l.Seconds, l.TokensPerSecond, l.RunSeconds)
+		fmt.Fprintf(tw, "%s\t%.2fs: %.1f tok/s (runs %v); %.1f experts routed per expert layer\n", name, l.Seconds, l.TokensPerSecond, l.RunSeconds, l.ExpertsTouchedPerLayer)
 		if r.Streamed && l.ExpertBytesRead > 0 {
 			fmt.Fprintf(tw, "  expert bytes read\t%s in %d reads: %s per token, %.3f per model byte, %.3fx the %d experts routed (%s)\n",
 				plan.SizeText(l.ExpertBytesRead), l.ExpertsRead, plan.SizeText(int64(l.ExpertBytesPerToken)), l.ExpertBytesPerModelByte,
@@ -145,6 +146,10 @@ func printPrefillBench(cmd *cobra.Command, r *bench.PrefillResult, asJSON bool) 
 	}
 	if r.GPUPrefill != nil {
 		leg("GPU prefill", r.GPUPrefill)
+		if t := r.GPUPrefill.GPUTimes; t != nil {
+			fmt.Fprintf(tw, "  routed experts\t%d copied, %d resident on the device, %d in place; copy wait %.2fs (%.1f%% of the leg)\n",
+				t.ExpertsCopied, t.ExpertsResident, t.ExpertsInPlace, r.GPUPrefill.CopyWaitSeconds, 100*r.GPUPrefill.CopyWaitShare)
+		}
 		if r.GPUSameFirstToken != nil {
 			fmt.Fprintf(tw, "GPU speedup\t%.2fx\t(CPU / GPU on %s, %d CPU threads; same first token %v)\n", r.GPUSpeedup, r.GPU.Device, r.Threads, *r.GPUSameFirstToken)
 		}

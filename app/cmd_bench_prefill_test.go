@@ -29,6 +29,11 @@ func TestBenchPrefill(t *testing.T) {
 		t.Errorf("figures missing: %s", out)
 	}
 	checkSteps(t, "CPU leg", &r.Prefill)
+	// The trained demo model spreads 200 tokens over most of each layer's
+	// experts.
+	if e := r.Prefill.ExpertsTouchedPerLayer; e < float64(r.ExpertsPerLayer)/2 || e > float64(r.ExpertsPerLayer) {
+		t.Errorf("%.1f experts routed per expert layer of %d", e, r.ExpertsPerLayer)
+	}
 	if r.Prefill.GPUTimes != nil {
 		t.Errorf("the CPU leg reports GPU times: %+v", r.Prefill.GPUTimes)
 	}

@@ -31,9 +31,14 @@ tokens, merges of lowercase letters, GLM-5.2's end tokens) comes with it,
 so run, serve and the app take the directory like any model's.
 
 --sparse-files writes instead the full 78-layer skeleton of the real artifact
-(MTP layer included) with true headers and payloads left as holes: the files
-have their real sizes (about 384 GB) but use almost no disk and read as
-zeros. It is for scale tests of bookkeeping, not of speed.`,
+(MTP layer included) with true headers. The tensors a prompt's routing
+depends on (the embedding, the norms, the routers and their correction
+biases: about 1.4 GB) get seeded values, so that a prompt spreads over the
+experts as a trained model's does (a 64-token prompt reaches about 215 of
+each layer's 256 experts); every other payload (the experts, the big
+matrices) is a hole: the files have their real sizes (about 384 GB) but use
+little disk, and the holes read as zeros. It measures the real geometry:
+speed with realistic expert traffic, and bookkeeping at scale.`,
 		Example: `  spool gen-bench --out /tmp/bench --sparse-layers 4 --experts 256
   spool gen-bench --out /tmp/skeleton --sparse-files`,
 		Args: cobra.NoArgs,

@@ -111,11 +111,15 @@ type runResult struct {
 	// Prefill I/O: the chunk size the plan chose, the chunks forwarded,
 	// the distinct (layer, expert) pairs they acquired and the routed
 	// expert bytes read from storage in prefill and in decode.
-	PrefillChunk          int   `json:"prefill_chunk"`
-	PrefillChunks         int   `json:"prefill_chunks"`
-	PrefillExpertsTouched int   `json:"prefill_experts_touched"`
-	PrefillExpertBytes    int64 `json:"prefill_expert_bytes"`
-	DecodeExpertBytes     int64 `json:"decode_expert_bytes"`
+	PrefillChunk          int `json:"prefill_chunk"`
+	PrefillChunks         int `json:"prefill_chunks"`
+	PrefillExpertsTouched int `json:"prefill_experts_touched"`
+	// ExpertsTouchedPerLayer is the mean distinct routed experts per
+	// expert layer the prefill routed through: how widely the prompt
+	// spread over each layer's experts (8 where the routers tie).
+	ExpertsTouchedPerLayer float64 `json:"experts_touched_per_layer"`
+	PrefillExpertBytes     int64   `json:"prefill_expert_bytes"`
+	DecodeExpertBytes      int64   `json:"decode_expert_bytes"`
 	// Memory: the plan's process bytes and the process's peak resident
 	// set (Linux: VmHWM; macOS: the peak resident size).
 	PlannedProcessBytes int64 `json:"planned_process_bytes"`
@@ -270,6 +274,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		PrefillChunk:           p.PrefillChunk,
 		PrefillChunks:          res.PrefillChunks,
 		PrefillExpertsTouched:  res.PrefillExpertsTouched,
+		ExpertsTouchedPerLayer: res.ExpertsTouchedPerLayer(),
 		PrefillExpertBytes:     res.PrefillExpertBytes,
 		DecodeExpertBytes:      res.DecodeExpertBytes,
 		PlannedProcessBytes:    p.PlannedProcessBytes,

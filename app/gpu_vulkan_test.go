@@ -75,6 +75,24 @@ func TestBenchPrefillGPU(t *testing.T) {
 	if g := r.GPUPrefill.GPUTimes; g == nil || g.Ops <= 0 || g.Run <= 0 || g.Ops > r.GPUPrefill.Seconds || g.RunBy["moe"] <= 0 || g.RunBy["attention"] <= 0 {
 		t.Errorf("GPU times missing or past the run's %.3f s: %+v", r.GPUPrefill.Seconds, g)
 	}
+	// lavapipe reads host memory: the experts are used in place, none
+	// copied, no copy waited for.
+	if g := r.GPUPrefill.GPUTimes; g != nil && (g.ExpertsInPlace == 0 || g.ExpertsCopied != 0 || r.GPUPrefill.CopyWaitSeconds != 0) {
+		t.Errorf("experts in place %d, copied %d, copy wait %.3fs", g.ExpertsInPlace, g.ExpertsCopied, r.GPUPrefill.CopyWaitSeconds)
+	}
+	if r.GPUPrefill.ExpertsTouchedPerLayer != r.Prefill.ExpertsTouchedPerLayer {
+		t.Errorf("experts per layer: GPU leg %.2f, CPU leg %.2f", r.GPUPrefill.ExpertsTouchedPerLayer, r.Prefill.ExpertsTouchedPerLayer)
+	}
+	// --copy-experts: the same leg copying the experts through the bank's
+	// groups, with the copy wait left over.
+	var cp bench.PrefillResult
+	runJSON(t, &cp, "bench", "prefill", "--model", "../assets/models/glm52-mini", "--tokens", "160", "--memory", "4GiB", "--gpu", "on", "--copy-experts", "--json")
+	if g := cp.GPUPrefill.GPUTimes; g == nil || g.ExpertsCopied == 0 || g.ExpertsInPlace != 0 || !(cp.GPUPrefill.CopyWaitSeconds >= 0 && cp.GPUPrefill.CopyWaitSeconds <= g.Experts) {
+		t.Errorf("--copy-experts: %+v", g)
+	}
+	if !*cp.GPUSameFirstToken || cp.GPUPrefill.FirstToken != r.GPUPrefill.FirstToken {
+		t.Errorf("--copy-experts: first token %d (CPU %d), in place %d", cp.GPUPrefill.FirstToken, cp.Prefill.FirstToken, r.GPUPrefill.FirstToken)
+	}
 
 	// --gpu-only: the GPU leg alone, profiled.
 	prof := filepath.Join(t.TempDir(), "gpu.prof")

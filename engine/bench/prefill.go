@@ -39,6 +39,10 @@ type PrefillOptions struct {
 	// runs that leg alone.
 	GPU     string
 	GPUOnly bool
+	// CopyExperts makes the GPU leg copy routed experts into its bank even
+	// where the device could use them in place (unified memory): to
+	// measure the copies.
+	CopyExperts bool
 	// Warm is "" (cold runs), "all" (every leg prefills once, untimed,
 	// first) or "gpu" (the GPU leg only).
 	Warm string
@@ -113,11 +117,24 @@ type PrefillLeg struct {
 	TokensPerSecond float64   `json:"tokens_per_second"`
 	RunSeconds      []float64 `json:"run_seconds"`
 	FirstToken      int       `json:"first_token"`
+	// ExpertsTouchedPerLayer is the mean distinct routed experts per
+	// expert layer the prompt routed to (generate.Result's): a prompt
+	// spreads over nearly every expert of a layer on a trained model, over
+	// eight on one whose routers tie. Speed figures mean something only
+	// on a model that spreads.
+	ExpertsTouchedPerLayer float64 `json:"experts_touched_per_layer"`
 	// StepSeconds is where the fastest run's forwards spent their time, by
 	// step of the layer forward; GPUTimes where the GPU's operations did
 	// (the GPU leg).
 	StepSeconds map[string]float64 `json:"step_seconds,omitempty"`
 	GPUTimes    *gpu.Times         `json:"gpu_times,omitempty"`
+	// CopyWaitSeconds is the GPU leg's expert copying that the device did
+	// not hide behind computation (gpu_times' copy_wait_seconds) and
+	// CopyWaitShare its share of the leg's time: what is left of the
+	// host-to-device copies a discrete GPU's prefill is bound by (0 where
+	// the experts are used in place or resident).
+	CopyWaitSeconds float64 `json:"copy_wait_seconds,omitempty"`
+	CopyWaitShare   float64 `json:"copy_wait_share,omitempty"`
 
 	// With streamed experts, of the first run: bytes read from storage
 	// (aligned spans under direct I/O), per prompt token and per byte of
@@ -321,7 +338,7 @@ func (b *prefillRun) run(ctx context.Context, mode prefillMode, first bool) erro
 	m := d.Model
 	var g *host.GPU
 	if mode.gpu {
-		g = host.OpenGPU(host.GPUOn, nil)
+		g = host.OpenGPUWith(host.GPUOn, nil, gpu.Options{Device: -1, CopyExperts: b.flags.CopyExperts})
 		defer g.Close() // before the model's memory goes
 		if g.Attach(m, p); !m.Accelerated() {
 			return fmt.Errorf("the GPU leg: %s", g.Status().Reason)
@@ -364,9 +381,11 @@ func (b *prefillRun) run(ctx context.Context, mode prefillMode, first bool) erro
 		if g != nil {
 			t := g.Times().Sub(gpu0)
 			leg.GPUTimes = &t
+			leg.CopyWaitSeconds, leg.CopyWaitShare = t.CopyWait, t.CopyWait/s
 		}
 	}
 	leg.FirstToken = out.Tokens[0]
+	leg.ExpertsTouchedPerLayer = out.ExpertsTouchedPerLayer()
 	if src != nil && first {
 		recordExpertIO(src, p, b.weights, len(prompt), leg)
 	}

@@ -251,6 +251,7 @@ func (d *Decoder) consumePrefill(ctx context.Context, out model.Output, cost Cos
 		return nil
 	}
 	d.res.PrefillExpertsTouched = d.touched.Len()
+	d.res.PrefillExpertsByLayer = d.touched.PerLayer(d.m.Config().NumRoutedExperts)
 	d.first = time.Now()
 	d.res.PrefillTime = d.first.Sub(d.started)
 	if stop {

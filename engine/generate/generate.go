@@ -38,12 +38,33 @@ type Result struct {
 	// PrefillExpertsTouched counts the distinct (layer, expert) pairs the
 	// prefill's forwards acquired, the MTP layer's included.
 	PrefillExpertsTouched int
+	// PrefillExpertsByLayer counts them by expert layer (model.ExpertLayers
+	// order; 0 for a layer the prefill did not route through).
+	PrefillExpertsByLayer []int
 	// PrefillExpertBytes and DecodeExpertBytes are the routed-expert bytes
 	// read from storage by the forwards that carried this generation's
 	// prompt chunks and its decode rows (shared forwards count in full for
 	// each of their sequences).
 	PrefillExpertBytes int64
 	DecodeExpertBytes  int64
+}
+
+// ExpertsTouchedPerLayer is the mean of PrefillExpertsByLayer over the
+// expert layers the prefill routed through: how widely the prompt spread
+// over each layer's experts (a trained model's prompt of a few hundred
+// tokens reaches nearly all of them; 0 without routed layers).
+func (r *Result) ExpertsTouchedPerLayer() float64 {
+	sum, layers := 0, 0
+	for _, n := range r.PrefillExpertsByLayer {
+		if n > 0 {
+			sum += n
+			layers++
+		}
+	}
+	if layers == 0 {
+		return 0
+	}
+	return float64(sum) / float64(layers)
 }
 
 // DecodeTokensPerSecond is the decode throughput: tokens generated after

@@ -64,12 +64,17 @@ type GPU struct {
 // OpenGPU opens the Vulkan device for mode. Any failure leaves the
 // backend unused, with the reason in its status.
 func OpenGPU(mode string, log io.Writer) *GPU {
+	return OpenGPUWith(mode, log, gpu.Options{Device: -1})
+}
+
+// OpenGPUWith is OpenGPU with the device's options.
+func OpenGPUWith(mode string, log io.Writer, opts gpu.Options) *GPU {
 	g := &GPU{log: log, status: GPUStatus{Mode: mode}}
 	if mode == GPUOff {
 		g.status.Reason = "--gpu off"
 		return g
 	}
-	dev, err := gpu.Open(gpu.Options{Device: -1})
+	dev, err := gpu.Open(opts)
 	if err != nil {
 		g.status.Reason = err.Error()
 		if errors.Is(err, gpu.ErrUnavailable) {
@@ -130,6 +135,7 @@ func (g *GPU) Attach(m *model.Model, p *plan.Plan) {
 		return
 	}
 	g.dev.SetLimits(p.GPU.DeviceBytes, p.GPU.BankBytes)
+	g.dev.SetResidentExperts(p.GPU.ResidentExpertBytes)
 	err := m.SetBackend(g.dev, model.BackendOptions{OnFallback: func(err error) { g.drop("failed: " + err.Error()) }})
 	if err != nil {
 		g.drop(err.Error())

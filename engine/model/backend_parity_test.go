@@ -26,7 +26,15 @@ func openOnGPU(t *testing.T, name string, minRows int) *model.Model {
 // openOnGPUCounted is openOnGPU counting the backend's calls into calls.
 func openOnGPUCounted(t *testing.T, name string, minRows int, calls *backendCalls) *model.Model {
 	t.Helper()
-	dev, err := gpu.Open(gpu.Options{Device: -1})
+	m, _ := openOnDevice(t, name, minRows, calls, gpu.Options{Device: -1})
+	return m
+}
+
+// openOnDevice is openOnGPUCounted on a device opened with opts; it
+// returns the device too.
+func openOnDevice(t *testing.T, name string, minRows int, calls *backendCalls, opts gpu.Options) (*model.Model, *gpu.Device) {
+	t.Helper()
+	dev, err := gpu.Open(opts)
 	if err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("no Vulkan device (CI needs lavapipe: mesa-vulkan-drivers): %v", err)
@@ -46,7 +54,7 @@ func openOnGPUCounted(t *testing.T, name string, minRows int, calls *backendCall
 	if err := d.Model.SetBackend(&counted{Backend: dev, calls: calls}, model.BackendOptions{MinRows: minRows, OnFallback: fallback}); err != nil {
 		t.Fatal(err)
 	}
-	return d.Model
+	return d.Model, dev
 }
 
 // counted counts a backend's attention and MoE calls.
@@ -127,6 +135,29 @@ func TestBackendParityFullForward(t *testing.T) {
 			refs, refDir := fixtures.LoadRefs(t, name)
 			for ci, cs := range refs.Cases {
 				t.Run(cs.Label, func(t *testing.T) { checkFullForward(t, m, name, refDir, cs, ci == 0) })
+			}
+		})
+	}
+}
+
+// TestBackendParityCopiedExperts runs every reference case of both
+// fixtures with the routed experts copied to the device (as on a discrete
+// GPU; lavapipe would use them in place): in double-buffered groups whose
+// products overlap the next group's copies, and with a store of resident
+// experts that the later cases apply from device memory.
+func TestBackendParityCopiedExperts(t *testing.T) {
+	for _, name := range models {
+		t.Run(name, func(t *testing.T) {
+			m, dev := openOnDevice(t, name, 1, &backendCalls{}, gpu.Options{Device: -1, CopyExperts: true, ResidentExpertBytes: 8 << 20})
+			refs, refDir := fixtures.LoadRefs(t, name)
+			for ci, cs := range refs.Cases {
+				t.Run(cs.Label, func(t *testing.T) { checkFullForward(t, m, name, refDir, cs, ci == 0) })
+			}
+			tm := dev.Times()
+			n, bytes := dev.ResidentExperts()
+			t.Logf("experts copied %d, resident %d, in place %d; %d resident in %d bytes; copy wait %.3fs of %.3fs copying", tm.ExpertsCopied, tm.ExpertsResident, tm.ExpertsInPlace, n, bytes, tm.CopyWait, tm.Experts)
+			if tm.ExpertsCopied == 0 || tm.ExpertsResident == 0 || tm.ExpertsInPlace != 0 || n == 0 {
+				t.Errorf("experts copied %d, resident %d (store of %d), in place %d: want copied and resident ones only", tm.ExpertsCopied, tm.ExpertsResident, n, tm.ExpertsInPlace)
 			}
 		})
 	}

@@ -31,6 +31,23 @@ func (s *ExpertSet) Len() int {
 	return n
 }
 
+// PerLayer returns, for each expert-layer row (ExpertLayers order) that
+// the set has room for, the distinct experts of that layer in the set,
+// with experts per layer.
+func (s *ExpertSet) PerLayer(experts int) []int {
+	if experts <= 0 {
+		return nil
+	}
+	rows := len(s.bits) * 64 / experts
+	out := make([]int, rows)
+	for r := range out {
+		for e := r * experts; e < (r+1)*experts; e++ {
+			out[r] += int(s.bits[e/64] >> (e % 64) & 1)
+		}
+	}
+	return out
+}
+
 // Union adds every pair of o.
 func (s *ExpertSet) Union(o *ExpertSet) {
 	if o == nil {

@@ -17,6 +17,7 @@ const (
 	ItemGPUBank    = "GPU expert bank"
 	ItemGPUWork    = "GPU working buffers"
 	ItemGPUStaging = "GPU staging"
+	ItemGPUExperts = "GPU resident experts"
 )
 
 // GPU defaults.
@@ -37,6 +38,13 @@ const (
 	// gpuDeviceShare is the share of a discrete device's memory the GPU
 	// lines may take, in twentieths (the driver keeps some).
 	gpuDeviceShare = 19
+	// gpuGroupShare is the share of a layer's routed experts one copied
+	// group holds (kernels/gpu groupShare): the bank holds two groups, one
+	// computing while the next is copied in.
+	gpuGroupShare = 8
+	// gpuSlabBytes is a slab of resident experts (kernels/gpu
+	// residentSlabBytes): the line is rounded down to whole slots of it.
+	gpuSlabBytes int64 = 1 << 30
 )
 
 // GPUDevice is the GPU that prefill chunks run on (Options.GPU): what its
@@ -61,9 +69,11 @@ type GPUDevice struct {
 type GPUPlan struct {
 	Items []Item `json:"items"`
 	// DeviceBytes is the sum of the device lines; BankBytes the expert
-	// bank's, which the backend is given as its bound.
-	DeviceBytes int64 `json:"device_bytes"`
-	BankBytes   int64 `json:"bank_bytes"`
+	// bank's, which the backend is given as its bound, and
+	// ResidentExpertBytes the resident experts' (discrete devices).
+	DeviceBytes         int64 `json:"device_bytes"`
+	BankBytes           int64 `json:"bank_bytes"`
+	ResidentExpertBytes int64 `json:"resident_expert_bytes"`
 	// HostBytes is the staging line.
 	HostBytes int64 `json:"host_bytes"`
 	// Unified says the lines are in the process plan.
@@ -77,7 +87,7 @@ type GPUPlan struct {
 // gpuItem reports whether the named line is a GPU line.
 func gpuItem(name string) bool {
 	switch name {
-	case ItemGPUWeights, ItemGPUBank, ItemGPUWork, ItemGPUStaging:
+	case ItemGPUWeights, ItemGPUBank, ItemGPUWork, ItemGPUStaging, ItemGPUExperts:
 		return true
 	}
 	return false
@@ -117,7 +127,32 @@ func gpuPlan(cfg *config.Config, w Weights, s Shape) *GPUPlan {
 		g.Fits = false
 		g.Problem = fmt.Sprintf("the GPU lines need %s of device memory, more than 95%% of the device's %s", bytesize.IEC(g.DeviceBytes), bytesize.IEC(dev.Memory))
 	}
+	if g.Fits && !dev.Unified && dev.Memory > 0 {
+		it := gpuResidentExperts(w, dev.Memory/20*gpuDeviceShare-g.DeviceBytes)
+		g.Items = append(g.Items, it)
+		g.ResidentExpertBytes = it.Bytes
+		g.DeviceBytes += it.Bytes
+	}
 	return g
+}
+
+// gpuResidentExperts is the line of routed experts kept in a discrete
+// device's memory between forwards: what the other lines leave of it, in
+// whole slots of 1 GiB slabs, at most every routed expert.
+func gpuResidentExperts(w Weights, free int64) Item {
+	slot := max(w.MainExpertBytes(), w.MTPExpertBytes()) + 6*gpuAlign
+	if free < slot || w.RoutedBytes == 0 {
+		return Item{ItemGPUExperts, 0, "none: the other lines leave no room"}
+	}
+	perSlab := max(1, gpuSlabBytes/slot)
+	slabs := free / (perSlab * slot)
+	n := slabs * perSlab
+	if rest := free - slabs*perSlab*slot; rest >= slot {
+		n += rest / slot
+	}
+	all := w.RoutedBytes / max(w.MainExpertBytes(), 1)
+	n = min(n, all+perSlab)
+	return Item{ItemGPUExperts, n * slot, fmt.Sprintf("up to %d routed experts of %s kept in device memory between forwards, the most used first (what the other lines leave of 95%% of the device)", n, bytesize.IEC(slot))}
 }
 
 // gpuFitsDevice reports whether shape s's device lines fit a discrete
@@ -160,11 +195,16 @@ func gpuBank(cfg *config.Config, w Weights, dev *GPUDevice, rows int) Item {
 		n = min(int64(E), int64(2*k))
 		detail = fmt.Sprintf("%d experts x %s: a layer's routed experts copied in and applied in batches of 2 x experts_per_tok (memory shared with the host)", n, bytesize.IEC(slot))
 	}
+	if !dev.Unified {
+		group := (n + gpuGroupShare - 1) / gpuGroupShare
+		n = min(n, 2*group)
+		detail = fmt.Sprintf("%d experts x %s: two groups of an eighth of a layer's routed experts for the chunk, one applied while the next is copied in", n, bytesize.IEC(slot))
+	}
 	bank := n * slot
 	if bank > gpuBindingLimit {
 		fit := gpuBindingLimit / max(slot, 1)
 		bank = fit * slot
-		detail = fmt.Sprintf("%d experts x %s: a layer's routed experts in batches of what one 4 GiB binding holds", fit, bytesize.IEC(slot))
+		detail = fmt.Sprintf("%d experts x %s: a layer's routed experts in groups of what half a 4 GiB binding holds", fit, bytesize.IEC(slot))
 	}
 	return Item{ItemGPUBank, bank, detail}
 }
@@ -184,8 +224,11 @@ func gpuWork(s Shape) Item {
 	f := func(n int64) int64 { return 4 * n }
 	inter := int64(cfg.MoEIntermediateSize)
 	shared := inter * int64(cfg.NumSharedExperts)
+	// Two groups' gather tables (an aligned lone entry each) and row
+	// lists, and the combine's permutation.
+	groups := 2*3*(4*min(E, r*k)+128) + 2*2*r*k + 2*r*k
 	moe := f(r*H) + f(r*E) + f(2*r*k) + f(r*H) + f(2*r*shared) +
-		f(r*k*H) + f(2*r*k*inter) + f(3*4*min(E, r*k)) + f(4*r*k)
+		f(r*k*H) + f(2*r*k*inter) + f(groups)
 	attn := f(r*nh*dq) + f(t*wd) + f(attentionVisFloats(s)) + f(r*nh*wd) +
 		min(score, f(r*nh*t)) + gatheredKeyBytes(s, score) + f(r*nh*rkv) + f(r*nh*dv) + f(r*H)
 	dense := f(r*H)*2 + f(2*r*int64(cfg.IntermediateSize))

@@ -42,17 +42,23 @@ func TestGPUDiscrete(t *testing.T) {
 	if lo := dense + mtpLayer + gpuArenaBytes; weights < lo || weights > lo+1<<20+4*H*int64(cfg.NumLayers+1)*2 {
 		t.Errorf("GPU weights %d, want %d plus padding", weights, lo)
 	}
-	// 256 experts of the widest (the MTP layer's int8) exceed one 4 GiB
-	// binding.
+	// A chunk routes to all 256 experts of a layer: the bank holds two
+	// groups of an eighth of them (of the widest, the MTP layer's int8).
 	slot := max(w.MainExpertBytes(), w.MTPExpertBytes()) + 6*gpuAlign
-	if got, want := gpuLine(t, g, ItemGPUBank), gpuBindingLimit/slot*slot; got != want || g.BankBytes != got {
+	if got, want := gpuLine(t, g, ItemGPUBank), 2*32*slot; got != want || g.BankBytes != got {
 		t.Errorf("bank %d (BankBytes %d), want %d", got, g.BankBytes, want)
 	}
 	work, staging := gpuLine(t, g, ItemGPUWork), gpuLine(t, g, ItemGPUStaging)
 	if work < 256<<20 || work > 8<<30 || staging < GPUStageRingBytes || staging > 2<<30 {
 		t.Errorf("work %d or staging %d out of range", work, staging)
 	}
-	if g.DeviceBytes != weights+g.BankBytes+work || g.HostBytes != staging {
+	// The resident experts take what the other lines leave of 95% of the
+	// device, in whole slots.
+	resident := gpuLine(t, g, ItemGPUExperts)
+	if free := h200.Memory/20*19 - (weights + g.BankBytes + work); resident != g.ResidentExpertBytes || resident%slot != 0 || resident > free || resident < free-(1<<30) {
+		t.Errorf("resident experts %d (%d), want whole slots of %d within the %d left", resident, g.ResidentExpertBytes, slot, free)
+	}
+	if g.DeviceBytes != weights+g.BankBytes+work+resident || g.HostBytes != staging {
 		t.Errorf("sums %d/%d disagree with the lines", g.DeviceBytes, g.HostBytes)
 	}
 	if it, ok := p.Item(ItemGPUStaging); !ok || it.Bytes != staging {

@@ -3,8 +3,9 @@
 // experts have the real per-expert geometry (hidden 6144, expert width
 // 2048: 18,915,328 bytes per expert with per-row int4 scales, 21,233,664
 // with group-64 scales) around a small everything-else, or a full 78-layer
-// skeleton of the real artifact whose payloads are holes, for scale tests
-// of bookkeeping.
+// skeleton of the real artifact whose payloads are holes but for the
+// tensors routing depends on (embedding, norms, routers, correction
+// biases), which are seeded so that prompts spread over the experts.
 //
 // Its routers spread a prompt's tokens over the experts as a trained
 // model's do, so expert I/O measured on it means something.

@@ -3,6 +3,7 @@ package synthetic
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/container"
@@ -17,9 +18,15 @@ const (
 	fillScales                 // F32 quantization scales in [0.75, 1.25) x base
 	fillUniform                // F32 uniform values with standard deviation base
 	fillOnes                   // F32 ones (norm weights)
-	fillZeros                  // F32 zeros (router correction bias)
+	fillZeros                  // F32 zeros (router correction bias of the small models)
 	fillNormalInt4             // int4 codes of normal weights (CodesNormal), row bytes apart
 )
+
+// biasStd is the standard deviation of the skeleton's router correction
+// biases: small against the spread of the sigmoid scores (about 0.2 for
+// unit-variance router logits), as a trained model's are, so that they
+// shift the selection a little without crowding it onto a few experts.
+const biasStd = 0.02
 
 // tensor is one tensor of a shard and how to fill it.
 type tensor struct {
@@ -30,6 +37,10 @@ type tensor struct {
 	fill  fill
 	base  float32
 	row   int64 // bytes per matrix row, for fills drawn row by row
+	// routing marks the tensors a prompt's routing depends on (the
+	// embedding, the norms, the routers and their correction biases): the
+	// sparse-files skeleton writes their values and leaves the rest holes.
+	routing bool
 }
 
 // quant is the storage of one quantized matrix.
@@ -80,8 +91,10 @@ func quantized(name string, rows, cols int, q quant) (w, qs tensor) {
 	return w, qs
 }
 
+// vector is an F32 vector: a norm's weights or a router's biases, which
+// routing depends on.
 func vector(name string, n int, f fill) tensor {
-	return tensor{name: name, dtype: "F32", shape: []int64{int64(n)}, size: 4 * int64(n), fill: f}
+	return tensor{name: name, dtype: "F32", shape: []int64{int64(n)}, size: 4 * int64(n), fill: f, routing: true}
 }
 
 // shardSpec is one safetensors file: its name and tensors in file order.
@@ -108,6 +121,7 @@ func layout(c *config.Config, int4 quant) []shardSpec {
 	embed, embedScales := quantized("model.embed_tokens.weight", c.VocabSize, H, int8Row)
 	// Embedding rows enter the residual stream directly: unit-variance elements.
 	embedScales.base = 1 / int8Std
+	embed.routing, embedScales.routing = true, true
 	core.add(embed, embedScales)
 	core.matrix("lm_head.weight", c.VocabSize, H, int8Row)
 	core.add(vector("model.norm.weight", H, fillOnes))
@@ -155,7 +169,7 @@ func layerTensors(s *shardSpec, c *config.Config, l int, sparse bool, q quant) {
 	E := c.NumRoutedExperts
 	s.add(tensor{
 		name: p + "mlp.gate.weight", dtype: "F32", shape: []int64{int64(E), int64(H)}, size: 4 * int64(E) * int64(H),
-		fill: fillUniform, base: float32(1 / math.Sqrt(float64(H))),
+		fill: fillUniform, base: float32(1 / math.Sqrt(float64(H))), routing: true,
 	})
 	s.add(vector(p+"mlp.gate.e_score_correction_bias", E, fillZeros))
 	if S := c.MoEIntermediateSize * c.NumSharedExperts; S > 0 {
@@ -175,4 +189,32 @@ func routedExperts(s *shardSpec, c *config.Config, l int, q quant) {
 		dw, ds := quantized(container.ExpertName(l, e, "down_proj"), H, I, q)
 		s.add(gw, uw, dw, gs, us, ds)
 	}
+}
+
+// seedBiases gives the router correction biases of shards seeded values
+// (standard deviation biasStd), as a trained model's are: the skeleton's.
+// The small models keep zero biases, so that their bytes do not change.
+func seedBiases(shards []shardSpec) {
+	for i := range shards {
+		for j := range shards[i].tensors {
+			t := &shards[i].tensors[j]
+			if strings.HasSuffix(t.name, ".e_score_correction_bias") {
+				t.fill, t.base = fillUniform, biasStd
+			}
+		}
+	}
+}
+
+// routingBytes is the payload of the tensors marked routing in shards:
+// what the sparse-files skeleton writes.
+func routingBytes(shards []shardSpec) int64 {
+	var n int64
+	for _, s := range shards {
+		for _, t := range s.tensors {
+			if t.routing {
+				n += t.size
+			}
+		}
+	}
+	return n
 }

@@ -39,7 +39,11 @@ func TestRoutingSpreadsLikeATrainedModel(t *testing.T) {
 	}
 	cfg := modelConfig(&Options{SparseLayers: 1, Experts: 64})
 	for i, s := range layout(cfg, int4Row) {
-		if _, err := writeShard(ctx, filepath.Join(dir, s.name), s.tensors, nil, 1, i > 0); err != nil {
+		h := holesNone
+		if i > 0 {
+			h = holesAll
+		}
+		if _, _, err := writeShard(ctx, filepath.Join(dir, s.name), s.tensors, nil, 1, h); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/internal/atomicfile"
 )
 
@@ -34,10 +35,16 @@ type Options struct {
 	// bytes.
 	Seed uint64
 	// SparseFiles writes the full 78-layer, 256-expert, MTP-carrying
-	// skeleton of GLM-5.2 whose headers are true and whose payloads are
-	// holes: the files have their real sizes, use almost no disk, and read
-	// as zeros.
+	// skeleton of GLM-5.2 whose headers are true: the tensors a prompt's
+	// routing depends on (the embedding, the norms, the routers and their
+	// correction biases, about 1.4 GB) get seeded values, so that a prompt
+	// spreads over the experts as a trained model's does; every other
+	// payload (the experts, the big matrices) is a hole: the files have
+	// their real sizes, use little disk, and the holes read as zeros.
 	SparseFiles bool
+	// allHoles makes SparseFiles leave every payload a hole (the routers
+	// then tie on the same experts): for tests of the headers alone.
+	allHoles bool
 	// OnShard, when set, is called after each shard is complete with its
 	// file name and size.
 	OnShard func(name string, bytes int64)
@@ -51,8 +58,8 @@ type Result struct {
 	Files []string
 	// Bytes is the shards' total size (apparent size for SparseFiles).
 	Bytes int64
-	// PayloadBytes is the bytes of tensor data actually written (0 for
-	// SparseFiles).
+	// PayloadBytes is the bytes of tensor data actually written (for
+	// SparseFiles, the routing tensors').
 	PayloadBytes int64
 	Tensors      int
 	// ExpertLayers and ExpertsPerLayer count the routed experts (the MTP
@@ -101,7 +108,12 @@ func Generate(ctx context.Context, dir string, opts Options) (*Result, error) {
 	if err := prepareDir(dir); err != nil {
 		return nil, err
 	}
-	cfg := modelConfig(&opts)
+	return writeModel(ctx, dir, modelConfig(&opts), opts)
+}
+
+// writeModel writes the model of cfg (GLM-5.2's or a small one) into the
+// prepared dir.
+func writeModel(ctx context.Context, dir string, cfg *config.Config, opts Options) (*Result, error) {
 	cfgJSON, err := cfg.Encode()
 	if err != nil {
 		return nil, err
@@ -121,9 +133,18 @@ func Generate(ctx context.Context, dir string, opts Options) (*Result, error) {
 		useNormalCodes(shards, cfg)
 		meta["spool_bench"] += " codes=normal"
 	}
+	h := holesNone
+	switch {
+	case opts.SparseFiles && opts.allHoles:
+		h = holesAll
+	case opts.SparseFiles:
+		h = holesRouting
+		seedBiases(shards)
+		meta["spool_bench"] += " routing=seeded"
+	}
 	for _, s := range shards {
 		path := filepath.Join(dir, s.name)
-		n, err := writeShard(ctx, path, s.tensors, meta, opts.Seed, opts.SparseFiles)
+		n, written, err := writeShard(ctx, path, s.tensors, meta, opts.Seed, h)
 		if err != nil {
 			return nil, err
 		}
@@ -133,11 +154,7 @@ func Generate(ctx context.Context, dir string, opts Options) (*Result, error) {
 		res.Files = append(res.Files, s.name)
 		res.Bytes += n
 		res.Tensors += len(s.tensors)
-		if !opts.SparseFiles {
-			for _, t := range s.tensors {
-				res.PayloadBytes += t.size
-			}
-		}
+		res.PayloadBytes += written
 	}
 	tok, err := tokenizerJSON(cfg)
 	if err != nil {

@@ -125,7 +125,7 @@ func TestDeterministic(t *testing.T) {
 	ts := append(append([]tensor(nil), shards[0].tensors[:8]...), shards[1].tensors[:6]...)
 	write := func(seed uint64) []byte {
 		path := filepath.Join(t.TempDir(), "s.safetensors")
-		if _, err := writeShard(context.Background(), path, ts, map[string]string{"format": "pt"}, seed, false); err != nil {
+		if _, _, err := writeShard(context.Background(), path, ts, map[string]string{"format": "pt"}, seed, holesNone); err != nil {
 			t.Fatal(err)
 		}
 		b, err := os.ReadFile(path)
@@ -155,7 +155,9 @@ func TestSparseFilesSkeleton(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "skeleton")
-			res, err := Generate(context.Background(), dir, Options{SparseFiles: true, GroupSize: tt.groupSize})
+			// Every payload a hole: the headers are what this test checks
+			// (TestSkeletonWritesRouting the seeded routing tensors).
+			res, err := Generate(context.Background(), dir, Options{SparseFiles: true, GroupSize: tt.groupSize, allHoles: true})
 			if err != nil {
 				t.Fatal(err)
 			}

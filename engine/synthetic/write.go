@@ -15,39 +15,56 @@ import (
 // chunkBytes is the payload generated and written at a time.
 const chunkBytes = 1 << 20
 
-// writeShard writes one safetensors file and returns its size. With
-// sparse the payloads are left as holes: the header is written and the
-// file is extended to its full length without writing data.
-func writeShard(ctx context.Context, path string, ts []tensor, meta map[string]string, seed uint64, sparse bool) (int64, error) {
+// holes says which payloads writeShard leaves as holes (the file extended
+// over them without writing data, so that they read as zeros).
+type holes uint8
+
+const (
+	holesNone    holes = iota // every payload written
+	holesRouting              // all but the routing tensors' (the skeleton)
+	holesAll                  // every payload a hole
+)
+
+func (h holes) hole(t tensor) bool {
+	return h == holesAll || h == holesRouting && !t.routing
+}
+
+// writeShard writes one safetensors file and returns its size and the
+// payload bytes written (those not left as holes).
+func writeShard(ctx context.Context, path string, ts []tensor, meta map[string]string, seed uint64, h holes) (size, written int64, err error) {
 	specs := make([]container.TensorSpec, len(ts))
-	var total int64
 	for i, t := range ts {
 		specs[i] = container.TensorSpec{Name: t.name, DType: t.dtype, Shape: t.shape}
-		total += t.size
 	}
 	w, err := container.NewWriter(path, specs, meta)
 	if err != nil {
-		return 0, fmt.Errorf("synthetic: %w", err)
+		return 0, 0, fmt.Errorf("synthetic: %w", err)
 	}
-	if sparse {
-		err = w.Hole(total)
-	} else {
-		buf := make([]byte, chunkBytes)
-		for _, t := range ts {
-			if err = writePayload(ctx, w, t, seed, buf); err != nil {
-				err = fmt.Errorf("synthetic: %s: tensor %q: %w", path, t.name, err)
+	var buf []byte
+	for _, t := range ts {
+		if h.hole(t) {
+			if err = w.Hole(t.size); err != nil {
 				break
 			}
+			continue
 		}
+		if buf == nil {
+			buf = make([]byte, chunkBytes)
+		}
+		if err = writePayload(ctx, w, t, seed, buf); err != nil {
+			err = fmt.Errorf("synthetic: %s: tensor %q: %w", path, t.name, err)
+			break
+		}
+		written += t.size
 	}
 	if err != nil {
 		w.Close() // removes the partial file
-		return 0, err
+		return 0, 0, err
 	}
 	if err := w.Close(); err != nil {
-		return 0, fmt.Errorf("synthetic: %w", err)
+		return 0, 0, fmt.Errorf("synthetic: %w", err)
 	}
-	return w.Size(), nil
+	return w.Size(), written, nil
 }
 
 // tensorRNG is the generator of one tensor's values: a function of the

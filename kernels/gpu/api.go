@@ -27,8 +27,23 @@ type Options struct {
 	// ScoreBytes bounds the attention score block (default 256 MiB).
 	ScoreBytes int64
 	// BankBytes bounds the expert bank, the routed experts copied in for
-	// one batch (0: what the budget and one binding allow).
+	// two groups (0: what the budget and one binding allow).
 	BankBytes int64
+	// CopyExperts copies routed experts into the bank even where the
+	// device could read them in place (Info.InPlace): for tests of the
+	// copying path on such a device, and to compare the two.
+	CopyExperts bool
+	// StageExperts copies routed experts into the bank through the
+	// staging ring even where the bank can be device memory the host
+	// writes directly (host-visible device-local memory, resizable BAR):
+	// for tests of the ring's path.
+	StageExperts bool
+	// ResidentExpertBytes keeps the most used routed experts in device
+	// memory between forwards, up to this many bytes (0: none): they are
+	// applied from there with no copy. Where experts are used in place
+	// (Info.InPlace) it is not needed. The MoE layers passed to MoE must
+	// then stay valid for the device's lifetime (they name the layers).
+	ResidentExpertBytes int64
 	// Tile fixes the matrix-product tile (outputs x rows: 64x16, 64x32,
 	// 64x64, 128x64 or 128x128) and TileK its depth (16 or 32) instead of
 	// the defaults; for benchmarks that compare them.
@@ -45,8 +60,9 @@ type Info struct {
 	VendorID   uint32 `json:"vendor_id"`
 	Unified    bool   `json:"unified"`     // device memory is host memory
 	HostImport bool   `json:"host_import"` // VK_EXT_external_memory_host
-	// InPlace reports that resident weights are used where they lie in host
-	// memory (unified memory with host import) rather than copied.
+	// InPlace reports that resident weights and routed experts are used
+	// where they lie in host memory (unified memory with host import)
+	// rather than copied.
 	InPlace         bool   `json:"in_place"`
 	Portability     bool   `json:"portability"` // a portability driver (MoltenVK)
 	DeviceMemory    int64  `json:"device_memory_bytes"`
@@ -222,9 +238,20 @@ type Times struct {
 	// attention.
 	RunBy map[string]float64 `json:"run_by_op_seconds,omitempty"`
 	// Experts is copying routed experts into the bank (through the staging
-	// ring, with its waits); Deliver is waiting for the experts' source.
+	// ring, with its waits), or binding them in place; Deliver is waiting
+	// for the experts' source.
 	Experts float64 `json:"experts_seconds"`
 	Deliver float64 `json:"deliver_seconds"`
+	// CopyWait is the part of Experts the device did not hide: copying
+	// while no computation was running on it (the first group of each
+	// layer, copies that outlast the products before them). Copies that
+	// overlap the previous group's products are not counted.
+	CopyWait float64 `json:"copy_wait_seconds"`
+	// Routed experts applied, by where they came from: copied into the
+	// bank, resident in device memory, bound in place in host memory.
+	ExpertsCopied   int64 `json:"experts_copied"`
+	ExpertsResident int64 `json:"experts_resident"`
+	ExpertsInPlace  int64 `json:"experts_in_place"`
 	// RingCopy and RingWait are the staging ring's share of Experts (and
 	// of Keep): copying into its memory, and waiting for its device
 	// copies to free a half.
@@ -237,7 +264,8 @@ type Times struct {
 // Sub returns the times spent between u and t (t taken later).
 func (t Times) Sub(u Times) Times {
 	d := Times{Ops: t.Ops - u.Ops, Stage: t.Stage - u.Stage, Run: t.Run - u.Run, Readback: t.Readback - u.Readback,
-		Experts: t.Experts - u.Experts, Deliver: t.Deliver - u.Deliver, RingCopy: t.RingCopy - u.RingCopy, RingWait: t.RingWait - u.RingWait,
+		Experts: t.Experts - u.Experts, Deliver: t.Deliver - u.Deliver, CopyWait: t.CopyWait - u.CopyWait,
+		ExpertsCopied: t.ExpertsCopied - u.ExpertsCopied, ExpertsResident: t.ExpertsResident - u.ExpertsResident, ExpertsInPlace: t.ExpertsInPlace - u.ExpertsInPlace, RingCopy: t.RingCopy - u.RingCopy, RingWait: t.RingWait - u.RingWait,
 		Submits: t.Submits - u.Submits, RunBy: map[string]float64{}}
 	for k, v := range t.RunBy {
 		d.RunBy[k] = v - u.RunBy[k]

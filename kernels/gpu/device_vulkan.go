@@ -42,15 +42,19 @@ type Device struct {
 	budget, used int64
 	scoreBytes   int64
 	bankBytes    int64
+	copyExperts  bool // Options.CopyExperts
+	stageExperts bool // Options.StageExperts
+	resident     residentStore
 
-	pipes   map[pipeKey]C.int
-	kept    map[weightKey]*placed // resident weights (Keep)
-	arenas  []*arena
-	imports []hostImport // host ranges imported in place
+	pipes    map[pipeKey]C.int
+	kept     map[weightKey]*placed // resident weights (Keep)
+	arenas   []*arena
+	imports  []hostImport           // host ranges imported in place
+	importAt map[uintptr]hostImport // the largest import starting at each page
 
 	work         *buffer // device scratch of the running operation
 	up, down     *buffer // host-visible staging of activations
-	bank         *buffer // routed experts of one batch
+	bank         *buffer // routed experts of two groups (halves)
 	dummy        *buffer
 	maxRange     int64
 	storageAlign int64
@@ -139,6 +143,9 @@ func open(lib string, opts Options) (*Device, error) {
 		budget:       opts.Budget,
 		scoreBytes:   opts.ScoreBytes,
 		bankBytes:    opts.BankBytes,
+		copyExperts:  opts.CopyExperts,
+		stageExperts: opts.StageExperts,
+		resident:     residentStore{limit: opts.ResidentExpertBytes},
 		pipes:        map[pipeKey]C.int{},
 		kept:         map[weightKey]*placed{},
 		maxRange:     min(int64(ci.max_storage_range), 1<<32-1),
@@ -244,6 +251,7 @@ func (d *Device) Close() {
 	for _, b := range []*buffer{d.work, d.up, d.down, d.bank, d.dummy} {
 		d.freeBuffer(b)
 	}
+	d.freeResident()
 	for _, a := range d.arenas {
 		d.freeBuffer(a.buf)
 	}
@@ -260,7 +268,7 @@ func (d *Device) lastError(what string, rc C.int) error {
 
 func (d *Device) newBuffer(size int64, kind C.int) (*buffer, error) {
 	size = roundUp(max(size, align), align)
-	device := kind == C.SPOOL_MEM_DEVICE
+	device := kind == C.SPOOL_MEM_DEVICE || kind == C.SPOOL_MEM_MAPPED
 	if device && d.used+size > d.budget {
 		return nil, fmt.Errorf("gpu: %s more device memory would exceed the budget of %s (%s in use)", memText(size), memText(d.budget), memText(d.used))
 	}
@@ -382,6 +390,26 @@ func (d *Device) SetLimits(budget, bankBytes int64) {
 	if bankBytes > 0 {
 		d.bankBytes = bankBytes
 	}
+}
+
+// SetResidentExperts replaces Options.ResidentExpertBytes (0 drops the
+// resident experts), for a bound known only once the device is open (the
+// memory plan's line).
+func (d *Device) SetResidentExperts(bytes int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if bytes < d.resident.bytes {
+		d.freeResident()
+	}
+	d.resident.limit = bytes
+}
+
+// ResidentExperts reports the routed experts resident in device memory
+// and the bytes of their slabs.
+func (d *Device) ResidentExperts() (experts int, bytes int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.resident.at), d.resident.bytes
 }
 
 // importHost wraps host memory [p, p+size) (aligned) as a buffer.

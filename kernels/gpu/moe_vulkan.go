@@ -10,9 +10,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
-	"io"
 	"slices"
-	"time"
 	"unsafe"
 
 	"github.com/spoolhq/spool/kernels"
@@ -87,13 +85,11 @@ func (d *Device) moe(y, x []float32, n int, l *MoE, fetch Fetch) (Routes, error)
 		}
 	}
 	// The experts' scratch is sized for the worst case, n*k (row, slot)
-	// pairs, so that one layout serves every batch of experts.
+	// pairs, so that one layout serves every group of experts.
 	pairs := n * k
-	maxZ := min(E, pairs)
-	tables := make([]uint32, 3*4*maxZ)
-	lists := make([]uint32, 2*pairs) // rows in, then (row, slot) out
+	sets := o.groupSets(min(E, pairs), pairs)
 	combine := make([]uint32, 2*pairs)
-	tablesT, listsT, combineT := o.later(u32bytes(tables)), o.later(u32bytes(lists)), o.later(u32bytes(combine))
+	combineT := o.later(u32bytes(combine))
 	eoR := o.floats(pairs * H) // every (row, slot) output is written
 
 	if err := o.begin(); err != nil {
@@ -142,7 +138,9 @@ func (d *Device) moe(y, x []float32, n int, l *MoE, fetch Fetch) (Routes, error)
 		return Routes{}, err
 	}
 	defer delivery.Release()
-	if err := o.applyExperts(delivery, union, users, k, H, xr, eoR, tables, lists, tablesT, listsT); err != nil {
+	d.resident.noteUses(l, union)
+	g := &groups{o: o, layer: l, union: union, users: users, k: k, H: H, xr: xr, eoR: eoR, sets: sets}
+	if err := g.apply(delivery); err != nil {
 		return Routes{}, err
 	}
 
@@ -238,185 +236,4 @@ func (o *op) growWork() error {
 	}
 	d.freeBuffer(old)
 	return nil
-}
-
-// bank is a batch of experts being gathered in the bank buffer.
-type bank struct {
-	ids    []int // expert ids in bank order
-	places []expertPlace
-	first  MLP   // shapes and formats of the batch
-	used   int64 // bytes taken
-}
-
-// expertBytes is the bank space one expert takes.
-func expertBytes(e MLP) int64 {
-	var n int64
-	for _, m := range []*kernels.Matrix{e.Gate, e.Up, e.Down} {
-		data, scales := matrixBytes(m)
-		n += roundUp(int64(len(data))+4, align) + roundUp(int64(len(scales))+4, align)
-	}
-	return n
-}
-
-// applyExperts receives the experts as they become ready, copies each into
-// the bank (releasing it to its source at once) and applies every full
-// bank, and the last, to the rows that chose its experts.
-func (o *op) applyExperts(delivery Experts, union []int, users map[int][]int32, k, H int, xr, eoR region,
-	tables, lists []uint32, tablesT, listsT transfer) error {
-	d := o.d
-	var b bank
-	var hR, uR region
-	capacity := int64(0)
-	for {
-		t0 := time.Now()
-		idx, e, err := delivery.Next()
-		addTime(&d.times.Deliver, t0)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		if idx < 0 || idx >= len(union) {
-			return fmt.Errorf("gpu: expert index %d of %d", idx, len(union))
-		}
-		if err := checkExpert(&e, &b.first, len(b.ids) == 0, H); err != nil {
-			return err
-		}
-		need := expertBytes(e)
-		if len(b.ids) == 0 && capacity == 0 {
-			// First expert: size the scratch and the bank.
-			inter := e.Gate.Rows
-			pairs := len(lists) / 2
-			hR, uR = o.floats(pairs*inter), o.floats(pairs*inter)
-			if err := o.growWork(); err != nil {
-				return err
-			}
-			capacity = min(d.maxRange, d.budget-d.used+bankSize(d.bank), int64(len(union))*need)
-			if d.bankBytes > 0 {
-				capacity = min(capacity, d.bankBytes)
-			}
-			if capacity < need {
-				return fmt.Errorf("gpu: one expert of %d bytes does not fit the device budget or binding range (%s free)", need, memText(capacity))
-			}
-			if d.bank == nil || d.bank.size < capacity {
-				// Exactly the capacity: the bank is a line of the plan.
-				d.freeBuffer(d.bank)
-				d.bank = nil
-				nb, err := d.newBuffer(capacity, C.SPOOL_MEM_DEVICE)
-				if err != nil {
-					return err
-				}
-				d.bank = nb
-			}
-			b.first = e
-		}
-		if b.used+need > capacity {
-			if err := d.flush(); err != nil {
-				return err
-			}
-			if err := o.expertBatch(&b, users, k, H, xr, hR, uR, eoR, tables, lists, tablesT, listsT); err != nil {
-				return err
-			}
-			b = bank{first: b.first}
-		}
-		t0 = time.Now()
-		var p expertPlace
-		for j, m := range []*kernels.Matrix{e.Gate, e.Up, e.Down} {
-			data, scales := matrixBytes(m)
-			p.data[j] = b.used
-			if err := d.upload(d.bank, b.used, data); err != nil {
-				return err
-			}
-			b.used += roundUp(int64(len(data))+4, align)
-			p.scales[j] = b.used
-			if err := d.upload(d.bank, b.used, scales); err != nil {
-				return err
-			}
-			b.used += roundUp(int64(len(scales))+4, align)
-		}
-		addTime(&d.times.Experts, t0)
-		delivery.Done(idx)
-		b.ids = append(b.ids, union[idx])
-		b.places = append(b.places, p)
-	}
-	t0 := time.Now()
-	if err := d.flush(); err != nil {
-		return err
-	}
-	addTime(&d.times.Experts, t0)
-	if len(b.ids) > 0 {
-		return o.expertBatch(&b, users, k, H, xr, hR, uR, eoR, tables, lists, tablesT, listsT)
-	}
-	return nil
-}
-
-func bankSize(b *buffer) int64 {
-	if b == nil {
-		return 0
-	}
-	return b.size
-}
-
-// expertBatch applies the experts in the bank to the rows that chose them,
-// writing each (row, slot) output into eo.
-func (o *op) expertBatch(b *bank, users map[int][]int32, k, H int, xr, hR, uR, eoR region,
-	tables, lists []uint32, tablesT, listsT transfer) error {
-	d := o.d
-	Z := len(b.ids)
-	inter := b.first.Gate.Rows
-	pairs := len(lists) / 2
-	in, out := lists[:pairs], lists[pairs:]
-	maxZ := len(tables) / 12
-	gateT, upT, downT := tables[:4*maxZ], tables[4*maxZ:8*maxZ], tables[8*maxZ:]
-	base, most := 0, 0
-	for z, e := range b.ids {
-		us := users[e]
-		for j, p := range us {
-			in[base+j] = uint32(int(p) / k)
-			out[base+j] = uint32(p)
-		}
-		for t, tab := range [][]uint32{gateT, upT, downT} {
-			tab[4*z] = uint32(b.places[z].data[t])
-			tab[4*z+1] = uint32(b.places[z].scales[t] / 4)
-			tab[4*z+2] = uint32(len(us))
-			tab[4*z+3] = uint32(base)
-		}
-		base += len(us)
-		most = max(most, len(us))
-	}
-	if err := o.stage(tablesT, listsT); err != nil {
-		return err
-	}
-	tr, lr := tablesT.region(), listsT.region()
-	tb := func(t int) binding { return binding{d.work, tr.off + int64(16*maxZ*t), int64(16 * Z)} }
-	inB := binding{d.work, lr.off, int64(4 * pairs)}
-	outB := binding{d.work, lr.off + int64(4*pairs), int64(4 * pairs)}
-	bk := binding{d.bank, 0, b.used}
-	gw := &placed{m: b.first.Gate, data: bk, scales: bk}
-	dw := &placed{m: b.first.Down, data: bk, scales: bk}
-	x := o.bind(xr)
-	if err := o.gemm(gemm{w: gw, gather: 1, M: inter, K: H, N: most, Z: Z, x: x, xLd: H, y: o.bind(hR), yLd: inter, table: tb(0), rows: inB}); err != nil {
-		return err
-	}
-	if err := o.gemm(gemm{w: gw, gather: 1, M: inter, K: H, N: most, Z: Z, x: x, xLd: H, y: o.bind(uR), yLd: inter, table: tb(1), rows: inB}); err != nil {
-		return err
-	}
-	if err := o.barrier(); err != nil {
-		return err
-	}
-	if err := o.siluMul(o.bind(hR), o.bind(uR), base*inter); err != nil {
-		return err
-	}
-	if err := o.barrier(); err != nil {
-		return err
-	}
-	if err := o.gemm(gemm{w: dw, gather: 2, M: H, K: inter, N: most, Z: Z, x: o.bind(hR), xLd: inter, y: o.bind(eoR), yLd: H, table: tb(2), rows: outB}); err != nil {
-		return err
-	}
-	if err := o.barrier(); err != nil {
-		return err
-	}
-	// The bank is reused by the next batch: run this one first.
-	return o.submit()
 }

@@ -223,6 +223,7 @@ type gemm struct {
 	xOff, xLd, yOff, yLd int
 	zW, zS, zX, zY       int64
 	table, rows          binding
+	listOff              int // GATHER: the first entry of the row list in rows
 }
 
 // tile picks the tile shape for M outputs over N rows (BM x BN; the
@@ -265,7 +266,7 @@ func (o *op) gemm(g gemm) error {
 		uint32(g.w.sOff), uint32(m.ScalesPerRow()), uint32(groupCols(m)),
 		uint32(g.xOff), uint32(g.xLd), uint32(g.yOff), uint32(g.yLd),
 		uint32(g.zW), uint32(g.zS), uint32(g.zX), uint32(g.zY),
-		0,
+		uint32(g.listOff),
 	}
 	spec := []uint32{g.w.format(), trans, bm, bn, g.gather, o.d.tileK}
 	wd, ws := o.wbind(g.w)

@@ -18,6 +18,8 @@ func (d *Device) Times() Times                  { return Times{} }
 func (d *Device) Close()                        {}
 func (d *Device) Keep(...*kernels.Matrix) error { return ErrUnavailable }
 func (d *Device) SetLimits(int64, int64)        {}
+func (d *Device) SetResidentExperts(int64)      {}
+func (d *Device) ResidentExperts() (int, int64) { return 0, 0 }
 func (d *Device) MatMul(_ []float32, _ *kernels.Matrix, _ []float32, _ int) error {
 	return ErrUnavailable
 }

@@ -70,11 +70,11 @@ void spool_vk_close(spool_vk *v) {
 			if (v->pipe_layout[i]) v->vkDestroyPipelineLayout(v->device, v->pipe_layout[i], NULL);
 			if (v->set_layout[i]) v->vkDestroyDescriptorSetLayout(v->device, v->set_layout[i], NULL);
 		}
-		if (v->main.fence) v->vkDestroyFence(v->device, v->main.fence, NULL);
 		for (int i = 0; i < 2; i++) {
+			if (v->mains[i].fence) v->vkDestroyFence(v->device, v->mains[i].fence, NULL);
 			if (v->stage[i].fence) v->vkDestroyFence(v->device, v->stage[i].fence, NULL);
+			if (v->dpools[i]) v->vkDestroyDescriptorPool(v->device, v->dpools[i], NULL);
 		}
-		if (v->dpool) v->vkDestroyDescriptorPool(v->device, v->dpool, NULL);
 		if (v->pool) v->vkDestroyCommandPool(v->device, v->pool, NULL);
 		v->vkDestroyDevice(v->device, NULL);
 	}
@@ -231,10 +231,14 @@ static int open_device(spool_vk *v, int device_index) {
 	dpi.maxSets = POOL_SETS;
 	dpi.poolSizeCount = 1;
 	dpi.pPoolSizes = &ps;
-	r = v->vkCreateDescriptorPool(v->device, &dpi, NULL, &v->dpool);
-	if (r != VK_SUCCESS) return vk_fail(v, r, "vkCreateDescriptorPool");
+	for (int i = 0; i < 2; i++) {
+		r = v->vkCreateDescriptorPool(v->device, &dpi, NULL, &v->dpools[i]);
+		if (r != VK_SUCCESS) return vk_fail(v, r, "vkCreateDescriptorPool");
+	}
 	int e;
-	if ((e = vk_make_stream(v, &v->main)) || (e = vk_make_stream(v, &v->stage[0])) || (e = vk_make_stream(v, &v->stage[1]))) return e;
+	if ((e = vk_make_stream(v, &v->mains[0])) || (e = vk_make_stream(v, &v->mains[1])) || (e = vk_make_stream(v, &v->stage[0])) ||
+	    (e = vk_make_stream(v, &v->stage[1])))
+		return e;
 	void *map;
 	if ((e = spool_vk_buffer_create(v, 2 * (uint64_t)STAGE_HALF, SPOOL_MEM_UPLOAD, &v->stage_buf, &map))) return e;
 	v->stage_map = map;
@@ -355,6 +359,10 @@ int spool_vk_buffer_create(spool_vk *v, uint64_t size, int kind, spool_vk_buffer
 		t = find_type(v, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT);
 		if (t < 0) t = find_type(v, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
 		break;
+	case SPOOL_MEM_MAPPED:
+		t = find_type(v, req.memoryTypeBits, vis | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
+		if (t >= 0 && v->mem.memoryHeaps[v->mem.memoryTypes[t].heapIndex].size < size) t = -1; // a small BAR window
+		break;
 	case SPOOL_MEM_UPLOAD:
 		t = find_type(v, req.memoryTypeBits, vis, VK_MEMORY_PROPERTY_HOST_CACHED_BIT | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
 		if (t < 0) t = find_type(v, req.memoryTypeBits, vis, 0);
@@ -381,6 +389,7 @@ int spool_vk_buffer_create(spool_vk *v, uint64_t size, int kind, spool_vk_buffer
 		return vk_fail(v, r, "vkBindBufferMemory");
 	}
 	if (kind != SPOOL_MEM_DEVICE && mapped) {
+		// SPOOL_MEM_MAPPED is device memory the host writes directly.
 		r = v->vkMapMemory(v->device, b->memory, 0, VK_WHOLE_SIZE, 0, mapped);
 		if (r != VK_SUCCESS) {
 			destroy_buffer(v, b);

@@ -34,6 +34,7 @@ enum {
 	SPOOL_MEM_DEVICE = 0,   // device-local, not mapped
 	SPOOL_MEM_UPLOAD = 1,   // host-visible, coherent, written by the host
 	SPOOL_MEM_READBACK = 2, // host-visible, coherent (cached where offered), read by the host
+	SPOOL_MEM_MAPPED = 3,   // device-local and host-visible, coherent, written by the host (fails where none is)
 };
 
 // One storage-buffer binding of a dispatch.
@@ -72,7 +73,20 @@ int spool_vk_dispatch(spool_vk *v, int pipeline, const spool_vk_bind *binds, int
                       const void *push, uint32_t push_len, uint32_t gx, uint32_t gy, uint32_t gz);
 // Barrier makes every earlier write visible to every later command.
 int spool_vk_barrier(spool_vk *v);
+// Submit runs what was recorded and waits for it and for every earlier
+// submission.
 int spool_vk_submit(spool_vk *v);
+// Submit_async submits what was recorded without waiting and returns its
+// sequence number (the latest one when nothing was recorded); recording
+// goes on in the other command buffer, which first waits for its own
+// previous submission. Work recorded after it that depends on it must
+// start with a barrier (same queue: the barrier orders it after every
+// earlier submission).
+int spool_vk_submit_async(spool_vk *v, uint64_t *seq);
+// Wait waits for the submissions numbered up to seq.
+int spool_vk_wait(spool_vk *v, uint64_t seq);
+// Busy reports whether a submission is still running on the device.
+int spool_vk_busy(spool_vk *v);
 
 // Stage copies n host bytes to dst at dst_off through the internal staging
 // ring: memcpy into one half while the other half's device copies run.
@@ -80,6 +94,10 @@ int spool_vk_submit(spool_vk *v);
 // runs before anything reads dst or the source memory changes.
 int spool_vk_stage(spool_vk *v, spool_vk_buffer *dst, uint64_t dst_off, const void *src, uint64_t n);
 int spool_vk_stage_flush(spool_vk *v);
+// Stage_kick submits the staged copies recorded so far without waiting
+// for them (the ring moves to its other half): work submitted after it
+// that starts with a barrier sees them.
+int spool_vk_stage_kick(spool_vk *v);
 // Stage times: nanoseconds the staging ring has spent copying host bytes
 // into staging memory and waiting for its device copies, since open.
 void spool_vk_stage_times(spool_vk *v, uint64_t *copy_ns, uint64_t *wait_ns);

@@ -78,6 +78,7 @@
 	X(vkCreateFence)                                                                                                   \
 	X(vkDestroyFence)                                                                                                  \
 	X(vkWaitForFences)                                                                                                 \
+	X(vkGetFenceStatus)                                                                                                \
 	X(vkResetFences)
 
 #define DECLARE(name) PFN_##name name;
@@ -87,11 +88,13 @@ typedef struct {
 	int nbind;
 } pipeline_t;
 
-// A command buffer with its fence (the stream uses one, the staging ring two).
+// A command buffer with its fence (the command stream uses two, the
+// staging ring two). seq numbers a main stream's pending submission.
 typedef struct {
 	VkCommandBuffer cb;
 	VkFence fence;
 	int recording, pending;
+	uint64_t seq;
 } stream_t;
 
 struct spool_vk_buffer {
@@ -126,8 +129,14 @@ struct spool_vk {
 	int npipelines;
 
 	VkCommandPool pool;
-	VkDescriptorPool dpool;
-	stream_t main;
+	// The command stream: two command buffers, each with its descriptor
+	// pool, so that one records while the other's submission runs
+	// (spool_vk_submit_async). cur is the one recording; submitted counts
+	// the submissions.
+	VkDescriptorPool dpools[2];
+	stream_t mains[2];
+	int cur;
+	uint64_t submitted;
 	stream_t stage[2];
 	spool_vk_buffer *stage_buf;
 	void *stage_map;

@@ -95,40 +95,90 @@ static int finish(spool_vk *v, stream_t *s) {
 	return 0;
 }
 
-int spool_vk_submit(spool_vk *v) {
-	if (!v->main.recording) return 0;
-	int e = run(v, &v->main);
-	if (!e) e = finish(v, &v->main);
-	VkResult r = v->vkResetDescriptorPool(v->device, v->dpool, 0);
+// finish_main waits for main stream i's submission and frees its
+// descriptor sets.
+static int finish_main(spool_vk *v, int i) {
+	stream_t *s = &v->mains[i];
+	if (!s->pending) return 0;
+	int e = finish(v, s);
+	VkResult r = v->vkResetDescriptorPool(v->device, v->dpools[i], 0);
 	if (!e && r != VK_SUCCESS) e = vk_fail(v, r, "vkResetDescriptorPool");
 	return e;
 }
 
+// main_begin starts recording on the current main stream, first waiting
+// for its previous submission (two submissions back).
+static int main_begin(spool_vk *v) {
+	stream_t *s = &v->mains[v->cur];
+	if (s->recording) return 0;
+	int e = finish_main(v, v->cur);
+	return e ? e : begin(v, s);
+}
+
+static VkCommandBuffer main_cb(spool_vk *v) { return v->mains[v->cur].cb; }
+
+int spool_vk_submit(spool_vk *v) {
+	stream_t *s = &v->mains[v->cur];
+	int e = 0;
+	if (s->recording) {
+		e = run(v, s);
+		s->seq = ++v->submitted;
+	}
+	int e0 = finish_main(v, 0), e1 = finish_main(v, 1);
+	return e ? e : e0 ? e0 : e1;
+}
+
+int spool_vk_submit_async(spool_vk *v, uint64_t *seq) {
+	stream_t *s = &v->mains[v->cur];
+	*seq = v->submitted;
+	if (!s->recording) return 0;
+	int e = run(v, s);
+	if (e) return e;
+	s->seq = *seq = ++v->submitted;
+	v->cur ^= 1;
+	return 0;
+}
+
+int spool_vk_wait(spool_vk *v, uint64_t seq) {
+	int e = 0;
+	for (int i = 0; i < 2 && !e; i++) {
+		if (v->mains[i].pending && v->mains[i].seq <= seq) e = finish_main(v, i);
+	}
+	return e;
+}
+
+int spool_vk_busy(spool_vk *v) {
+	for (int i = 0; i < 2; i++) {
+		if (v->mains[i].pending && v->vkGetFenceStatus(v->device, v->mains[i].fence) == VK_NOT_READY) return 1;
+	}
+	return 0;
+}
+
 int spool_vk_barrier(spool_vk *v) {
-	int e = begin(v, &v->main);
+	int e = main_begin(v);
 	if (e) return e;
 	VkMemoryBarrier mb = {VK_STRUCTURE_TYPE_MEMORY_BARRIER};
 	mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
 	mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
 	VkPipelineStageFlags st = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
-	v->vkCmdPipelineBarrier(v->main.cb, st, st, 0, 1, &mb, 0, NULL, 0, NULL);
+	v->vkCmdPipelineBarrier(main_cb(v), st, st, 0, 1, &mb, 0, NULL, 0, NULL);
 	return 0;
 }
 
 int spool_vk_copy(spool_vk *v, spool_vk_buffer *src, uint64_t src_off, spool_vk_buffer *dst, uint64_t dst_off, uint64_t n) {
 	if (n == 0) return 0;
-	int e = begin(v, &v->main);
+	int e = main_begin(v);
 	if (e) return e;
 	VkBufferCopy c = {src_off, dst_off, n};
-	v->vkCmdCopyBuffer(v->main.cb, src->buffer, dst->buffer, 1, &c);
+	v->vkCmdCopyBuffer(main_cb(v), src->buffer, dst->buffer, 1, &c);
 	return 0;
 }
 
 int spool_vk_fill(spool_vk *v, spool_vk_buffer *dst, uint64_t off, uint64_t n, uint32_t value) {
 	if (n == 0) return 0;
-	int e = begin(v, &v->main);
+	int e = main_begin(v);
 	if (e) return e;
-	v->vkCmdFillBuffer(v->main.cb, dst->buffer, off, n, value);
+	v->vkCmdFillBuffer(main_cb(v), dst->buffer, off, n, value);
 	return 0;
 }
 
@@ -139,17 +189,17 @@ int spool_vk_dispatch(spool_vk *v, int pipeline, const spool_vk_bind *binds, int
 	if (nbind != p->nbind) return vk_fail(v, VK_SUCCESS, "pipeline %d takes %d buffers, got %d", pipeline, p->nbind, nbind);
 	if (push_len > 128) return vk_fail(v, VK_SUCCESS, "push constants of %u bytes", push_len);
 	if (gx == 0 || gy == 0 || gz == 0) return 0;
-	int e = begin(v, &v->main);
+	int e = main_begin(v);
 	if (e) return e;
 	VkDescriptorSetAllocateInfo ai = {VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
-	ai.descriptorPool = v->dpool;
+	ai.descriptorPool = v->dpools[v->cur];
 	ai.descriptorSetCount = 1;
 	ai.pSetLayouts = &v->set_layout[nbind];
 	VkDescriptorSet set;
 	VkResult r = v->vkAllocateDescriptorSets(v->device, &ai, &set);
 	if (r == VK_ERROR_OUT_OF_POOL_MEMORY || r == VK_ERROR_FRAGMENTED_POOL) {
 		// The pool is full: run what was recorded, then start over.
-		if ((e = spool_vk_submit(v)) || (e = begin(v, &v->main))) return e;
+		if ((e = spool_vk_submit(v)) || (e = main_begin(v))) return e;
 		r = v->vkAllocateDescriptorSets(v->device, &ai, &set);
 	}
 	if (r != VK_SUCCESS) return vk_fail(v, r, "vkAllocateDescriptorSets");
@@ -165,7 +215,7 @@ int spool_vk_dispatch(spool_vk *v, int pipeline, const spool_vk_bind *binds, int
 		w[i].pBufferInfo = &bi[i];
 	}
 	v->vkUpdateDescriptorSets(v->device, (uint32_t)nbind, w, 0, NULL);
-	VkCommandBuffer cb = v->main.cb;
+	VkCommandBuffer cb = main_cb(v);
 	v->vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipeline);
 	v->vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, v->pipe_layout[nbind], 0, 1, &set, 0, NULL);
 	if (push_len) v->vkCmdPushConstants(cb, v->pipe_layout[nbind], VK_SHADER_STAGE_COMPUTE_BIT, 0, push_len, push);
@@ -342,6 +392,11 @@ int spool_vk_stage(spool_vk *v, spool_vk_buffer *dst, uint64_t dst_off, const vo
 		p += c, dst_off += c, n -= c;
 	}
 	return 0;
+}
+
+int spool_vk_stage_kick(spool_vk *v) {
+	if (!v->stage[v->stage_half].recording) return 0;
+	return stage_switch(v);
 }
 
 int spool_vk_stage_flush(spool_vk *v) {

@@ -144,10 +144,14 @@ func (d *Device) importRange(b []byte) (buf *buffer, off, residual int64, ok boo
 	p := uintptr(unsafe.Pointer(&b[0]))
 	start := p &^ (page - 1)
 	end := (p + uintptr(len(b)) + 4 + page - 1) &^ (page - 1)
-	for _, im := range d.imports {
-		if im.start <= p && p+uintptr(len(b))+4 <= im.start+uintptr(im.buf.size) {
+	// An import starting at b's first page (the same matrix placed again:
+	// routed experts are placed at every forward), else any that covers b.
+	if im, ok := d.importAt[start]; ok && p+uintptr(len(b))+4 <= im.start+uintptr(im.buf.size) {
+		buf = im.buf
+	}
+	for i := 0; buf == nil && i < len(d.imports); i++ {
+		if im := d.imports[i]; im.start <= p && p+uintptr(len(b))+4 <= im.start+uintptr(im.buf.size) {
 			buf, start = im.buf, im.start
-			break
 		}
 	}
 	if buf == nil {
@@ -158,6 +162,12 @@ func (d *Device) importRange(b []byte) (buf *buffer, off, residual int64, ok boo
 			return nil, 0, 0, false
 		}
 		d.imports = append(d.imports, hostImport{start, buf})
+		if d.importAt == nil {
+			d.importAt = map[uintptr]hostImport{}
+		}
+		if old, ok := d.importAt[start]; !ok || old.buf.size < buf.size {
+			d.importAt[start] = hostImport{start, buf}
+		}
 	}
 	rel := int64(p - start)
 	off = rel &^ (align - 1)
