@@ -98,8 +98,12 @@ func TestTriggerErrorsNameTheProblem(t *testing.T) {
 func TestPSITriggerFiresUnderMemoryHog(t *testing.T) {
 	cg, procs, err := hogCgroup(t, 16<<20)
 	if err != nil {
-		t.Logf("NOT RUN HERE: no memory cgroup to confine a hog (%v); the trigger path is covered by TestStartRegistersPSITriggers", err)
-		return
+		if os.Geteuid() == 0 {
+			// Root can always make a memory cgroup where the kernel has the
+			// controller: failing to is a defect, not an environment.
+			t.Fatalf("no memory cgroup to confine a hog, as root: %v", err)
+		}
+		t.Skipf("needs a memory cgroup it can create (root or a delegated subtree): %v; the trigger path is covered by TestStartRegistersPSITriggers", err)
 	}
 	// A lower stall than production's so a hog on a busy 2-core machine
 	// fires it within a few windows; the path is Start's.
