@@ -2,11 +2,17 @@ package scheduler_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 
 	"github.com/spoolhq/spool/engine/generate"
+	"github.com/spoolhq/spool/engine/loader"
+	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/scheduler"
+	"github.com/spoolhq/spool/internal/fixtures"
+	"github.com/spoolhq/spool/kernels"
+	"github.com/spoolhq/spool/kernels/gpu"
 )
 
 // TestEmbedBatchedWithChats: embeddings queued beside decoding chats are
@@ -84,5 +90,74 @@ func TestEmbedBatchedWithChats(t *testing.T) {
 	}
 	if _, r := collect(t, st); r.CachedTokens < len(ps[0]) {
 		t.Errorf("the chat's next turn reused %d tokens, want at least %d: an embedding evicted its sequence", r.CachedTokens, len(ps[0]))
+	}
+}
+
+// inertBackend accelerates nothing: with a MinRows no forward reaches, it
+// only makes the model report a backend.
+type inertBackend struct{}
+
+var errInert = errors.New("inert backend called")
+
+func (inertBackend) Keep(...*kernels.Matrix) error { return nil }
+func (inertBackend) MatMulMany([]float32, int, []*kernels.Matrix, [][]float32) error {
+	return errInert
+}
+func (inertBackend) MLP([]float32, *gpu.MLP, []float32, int) error { return errInert }
+func (inertBackend) MoE([]float32, []float32, int, *gpu.MoE, gpu.Fetch) (gpu.Routes, error) {
+	return gpu.Routes{}, errInert
+}
+func (inertBackend) Attention([]float32, *gpu.Attention) error { return errInert }
+
+// TestEmbedAloneOnAcceleratedModel: with a backend, whether a forward runs
+// on it depends on its row count, so an embedding's chunks are forwarded
+// alone (never sharing a forward with a decoding chat), and the chat's
+// tokens stay those it gives alone.
+func TestEmbedAloneOnAcceleratedModel(t *testing.T) {
+	d, err := loader.Open(context.Background(), fixtures.Path(t, "glm52-mini"), loader.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	m := d.Model
+	var fellBack error
+	if err := m.SetBackend(inertBackend{}, model.BackendOptions{MinRows: 1 << 30, OnFallback: func(err error) { fellBack = err }}); err != nil {
+		t.Fatal(err)
+	}
+	ps := prompts(t)
+	chatParams := generate.Params{MaxTokens: 30}
+	chatWant, err := generate.Generate(context.Background(), m, m.NewSequence(0), ps[0], chatParams, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := generate.Generate(context.Background(), m, m.NewSequence(0), ps[1], generate.Params{Embed: true, PrefillChunk: 4}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, m, scheduler.Config{MaxBatch: 4, PrefillChunk: 4})
+	chat, err := s.Submit(context.Background(), scheduler.Request{Prompt: ps[0], Params: chatParams})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if toks, res, err := chat.Next(context.Background()); err != nil || res != nil || len(toks) == 0 {
+		t.Fatalf("chat's first read: %d tokens, result %v, err %v", len(toks), res, err)
+	}
+	st, err := s.Submit(context.Background(), scheduler.Request{Prompt: ps[1], Params: generate.Params{Embed: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, res := collect(t, st)
+	if res.Err != nil || res.Lane != scheduler.LaneSingle || res.PeakBatch != 1 {
+		t.Errorf("embedding on an accelerated model: err %v, lane %s, peak batch %d; want alone", res.Err, res.Lane, res.PeakBatch)
+	}
+	if !slices.Equal(res.Embedding, want.Embedding) {
+		t.Error("the embedding differs from the same embedding alone")
+	}
+	_, chatRes := collect(t, chat)
+	if chatRes.Err != nil || !slices.Equal(chatRes.Tokens, chatWant.Tokens) {
+		t.Errorf("chat beside an embedding: %v (err %v), alone %v", chatRes.Tokens, chatRes.Err, chatWant.Tokens)
+	}
+	if fellBack != nil {
+		t.Fatalf("the inert backend was used: %v", fellBack)
 	}
 }

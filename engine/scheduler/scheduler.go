@@ -78,6 +78,9 @@ type Scheduler struct {
 	idle      []*kvcache.Sequence
 	sequences int // sequences alive: active and idle, at most MaxBatch
 	reqs      []model.Request
+	// embedAlone: the last step on an accelerated model forwarded an
+	// embedding's chunk alone (the next gives the decoders theirs).
+	embedAlone bool
 }
 
 // entry is a submitted request.

@@ -75,6 +75,19 @@ func (s *Scheduler) step(ctx context.Context) {
 			pre = a
 		}
 	}
+	if pre != nil && pre.req.Embed && len(members) > 0 && s.m.Accelerated() {
+		// Whether a forward runs on the backend depends on its rows: an
+		// embedding's chunks are forwarded alone, so that its vector never
+		// depends on the requests beside it (on the CPU the rows do not
+		// matter). Its steps alternate with the decoders' so that neither
+		// starves.
+		s.embedAlone = !s.embedAlone
+		if s.embedAlone {
+			members = members[:0]
+		} else {
+			pre = nil
+		}
+	}
 	if pre != nil {
 		members = append(members, pre)
 	}
