@@ -61,6 +61,7 @@ type Decoder struct {
 
 	mtp      *mtpQueue // nil without speculation
 	restored bool      // Restore has run
+	pool     []float64 // Params.Embed: the sum of the prompt's hidden states so far
 	touched  model.ExpertSet
 	started  time.Time
 	first    time.Time // the first token was sampled
@@ -84,7 +85,13 @@ func NewDecoder(r *model.Runner, seq *kvcache.Sequence, prompt []int, p Params, 
 	if p.PrefillChunk == 0 {
 		p.PrefillChunk = DefaultPrefillChunk
 	}
-	common := reusePrefix(seq, prompt)
+	common := 0
+	if p.Embed {
+		seq.Trim(0)
+		seq.TrimMTP(0)
+	} else {
+		common = reusePrefix(seq, prompt)
+	}
 	d := &Decoder{
 		r: r, m: m, seq: seq, prompt: prompt, p: p, onToken: onToken,
 		sampler:   NewSampler(p.Sampling),
@@ -95,7 +102,10 @@ func NewDecoder(r *model.Runner, seq *kvcache.Sequence, prompt []int, p Params, 
 		started:   time.Now(),
 	}
 	d.logits = newLogitProcessor(&d.p, m.Config().VocabSize)
-	if p.Speculative && m.HasMTP() {
+	switch {
+	case p.Embed:
+		d.pool = make([]float64, m.Config().HiddenSize)
+	case p.Speculative && m.HasMTP():
 		d.mtp = newMTPQueue(m.Config().HiddenSize)
 	}
 	return d, nil
@@ -234,6 +244,10 @@ func (d *Decoder) consumePrefill(ctx context.Context, out model.Output, cost Cos
 	d.res.PrefillExpertBytes += cost.ExpertBytes
 	d.touched.Union(cost.Experts)
 	last := d.prefilled == len(d.prompt)
+	if d.pool != nil {
+		d.poolRows(out.Hidden[:n], last)
+		return nil
+	}
 	var tok int
 	var tl *Token
 	stop := false

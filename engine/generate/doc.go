@@ -9,7 +9,9 @@
 // (the MTP cache continues the main one a position behind). Generate
 // drives one Decoder alone (spool run); engine/scheduler drives many and
 // forwards their rows together. Either way, restored or computed, a
-// sequence's tokens are the same.
+// sequence's tokens are the same. With Params.Embed the Decoder is an
+// embedding instead: it prefills the whole prompt and pools the final
+// hidden states into a unit vector (Result.Embedding), sampling nothing.
 //
 // It does not render prompts, detokenize or queue requests.
 package generate

@@ -47,6 +47,10 @@ type Result struct {
 	// each of their sequences).
 	PrefillExpertBytes int64
 	DecodeExpertBytes  int64
+
+	// Embedding is an embedding's vector (Params.Embed): HiddenSize
+	// values of unit L2 norm.
+	Embedding []float32
 }
 
 // ExpertsTouchedPerLayer is the mean of PrefillExpertsByLayer over the

@@ -66,6 +66,15 @@ type Params struct {
 	// the end. Restored state gives exactly the tokens computed state
 	// gives.
 	PromptCache *promptcache.Cache
+
+	// Embed makes the generation an embedding: the whole prompt is
+	// forwarded from an empty sequence (no reused prefix, no prompt cache,
+	// no MTP layer), nothing is sampled or generated (MaxTokens and the
+	// sampling parameters are ignored), and Result.Embedding is the mean of
+	// the prompt tokens' final-normed hidden states (lm_head's input),
+	// L2-normalised. It depends only on the prompt and the model: not on
+	// the requests sharing its forwards.
+	Embed bool
 }
 
 // processed reports whether the logits change before sampling.
@@ -84,7 +93,7 @@ func (p *Params) Validate(prompt []int, vocab int) error {
 			return fmt.Errorf("prompt token id %d is outside the vocabulary (%d)", t, vocab)
 		}
 	}
-	if p.MaxTokens <= 0 {
+	if p.MaxTokens <= 0 && !p.Embed {
 		return fmt.Errorf("max tokens %d must be positive", p.MaxTokens)
 	}
 	if err := p.ValidateSampling(vocab); err != nil {

@@ -37,7 +37,7 @@ func (d *Decoder) Restore(ctx context.Context) error {
 	d.restored = true
 	var r promptcache.Restored
 	if c := d.p.PromptCache; c != nil {
-		if m := c.Lookup(d.prompt); m.Tokens > d.seq.Len() {
+		if m := c.Lookup(d.prompt); m.Tokens > d.seq.Len() && !d.p.Embed {
 			var err error
 			if r, err = c.Restore(ctx, d.seq, m); err != nil {
 				return fmt.Errorf("generate: prompt cache: %w", err)
@@ -83,7 +83,7 @@ func (d *Decoder) continueMTP(ctx context.Context, r promptcache.Restored) error
 // (whose output rows are hidden) into the prompt cache, and counts the
 // prompt tokens it added.
 func (d *Decoder) storePrompt(ctx context.Context, from int, hidden [][]float32) {
-	if d.p.PromptCache != nil {
+	if d.p.PromptCache != nil && !d.p.Embed {
 		d.res.CacheCreationTokens += d.store(ctx, promptcache.Hidden{From: from, Rows: hidden}).Tokens
 	}
 }
@@ -123,7 +123,7 @@ func (d *Decoder) keepState(ctx context.Context) {
 		}
 		q.n = 0
 	}
-	if d.p.PromptCache != nil {
+	if d.p.PromptCache != nil && !d.p.Embed {
 		d.store(ctx, hidden)
 	}
 }

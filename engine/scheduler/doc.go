@@ -9,7 +9,10 @@
 // request alone in the batch speculates with the MTP layer when allowed.
 // A request reuses the longest prefix an idle sequence holds, then
 // restores what the prompt cache (Config.PromptCache) holds beyond it, at
-// admission; its blocks go into the cache as it runs.
+// admission; its blocks go into the cache as it runs. An embedding
+// (generate.Params.Embed) queues and prefills like any prompt but reuses
+// no prefix and keeps no sequence; on an accelerated model its chunks are
+// forwarded alone, in steps that alternate with the decoders'.
 //
 // It does not tokenize, detokenize, match stop strings or speak HTTP: the
 // caller reads tokens from a Stream and cancels it when its text says stop.

@@ -45,6 +45,10 @@ type (
 )
 
 // Request is one generation: a prompt and the decode core's parameters.
+// With Params.Embed it is an embedding instead: its prompt is prefilled
+// like any other (queued, chunked and batched with the chats) and its
+// Result carries the pooled vector (generate.Result.Embedding) and no
+// tokens.
 // Speculative lets the request draft with the model's MTP layer while it is
 // alone in the batch; the tokens are the same either way. The scheduler
 // sets Params.PrefillChunk from its Config and Params.OnPrefill from

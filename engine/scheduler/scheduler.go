@@ -78,6 +78,9 @@ type Scheduler struct {
 	idle      []*kvcache.Sequence
 	sequences int // sequences alive: active and idle, at most MaxBatch
 	reqs      []model.Request
+	// embedAlone: the last step on an accelerated model forwarded an
+	// embedding's chunk alone (the next gives the decoders theirs).
+	embedAlone bool
 }
 
 // entry is a submitted request.
@@ -237,10 +240,15 @@ func (s *Scheduler) compact() {
 // prompt (keeping at least one prompt token to forward), else a new one
 // while fewer than MaxBatch sequences exist, else the oldest idle one: at
 // most MaxBatch sequences (the memory plan's KV cache line) ever hold
-// state. The decoder trims it to the common prefix.
-func (s *Scheduler) sequenceFor(prompt []int) *kvcache.Sequence {
+// state. The decoder trims it to the common prefix. An embedding reuses
+// nothing, so it takes a new sequence while one may be made and leaves the
+// idle ones with the most recent prefixes to chats.
+func (s *Scheduler) sequenceFor(prompt []int, embed bool) *kvcache.Sequence {
 	best, bestLen := -1, 0
 	for i, seq := range s.idle {
+		if embed {
+			break
+		}
 		n := commonPrefix(seq.Tokens(), prompt[:len(prompt)-1])
 		if n > bestLen {
 			best, bestLen = i, n
@@ -258,9 +266,11 @@ func (s *Scheduler) sequenceFor(prompt []int) *kvcache.Sequence {
 	return seq
 }
 
-// release keeps a finished sequence for prefix reuse, or drops it.
-func (s *Scheduler) release(seq *kvcache.Sequence) {
-	if s.cfg.IdleSequences == 0 || seq.Len() == 0 {
+// release keeps a finished sequence for prefix reuse, or drops it (an
+// embedding's: a later request never continues plain text pooled for a
+// vector, and keeping it would evict a chat's).
+func (s *Scheduler) release(seq *kvcache.Sequence, embed bool) {
+	if s.cfg.IdleSequences == 0 || seq.Len() == 0 || embed {
 		s.sequences--
 		return
 	}

@@ -25,7 +25,7 @@ type active struct {
 // fails, is finished (a.done).
 func (s *Scheduler) start(e *entry) *active {
 	now := time.Now()
-	seq := s.sequenceFor(e.req.Prompt)
+	seq := s.sequenceFor(e.req.Prompt, e.req.Embed)
 	a := &active{entry: e, res: Result{Lane: LaneSingle, QueueWait: now.Sub(e.submitted)}}
 	p := e.req.Params
 	p.PrefillChunk = s.cfg.PrefillChunk
@@ -41,7 +41,7 @@ func (s *Scheduler) start(e *entry) *active {
 		return nil
 	})
 	if err != nil {
-		s.release(seq)
+		s.release(seq, e.req.Embed)
 		a.done = true
 		r := a.res
 		r.FinishReason, r.StopToken, r.PromptTokens, r.Err = FinishError, -1, len(e.req.Prompt), fmt.Errorf("scheduler: %w", err)
@@ -73,6 +73,19 @@ func (s *Scheduler) step(ctx context.Context) {
 			members = append(members, a)
 		case pre == nil:
 			pre = a
+		}
+	}
+	if pre != nil && pre.req.Embed && len(members) > 0 && s.m.Accelerated() {
+		// Whether a forward runs on the backend depends on its rows: an
+		// embedding's chunks are forwarded alone, so that its vector never
+		// depends on the requests beside it (on the CPU the rows do not
+		// matter). Its steps alternate with the decoders' so that neither
+		// starves.
+		s.embedAlone = !s.embedAlone
+		if s.embedAlone {
+			members = members[:0]
+		} else {
+			pre = nil
 		}
 	}
 	if pre != nil {
@@ -200,7 +213,7 @@ func (s *Scheduler) finish(a *active) {
 		r.FinishReason = a.res.FinishReason
 	}
 	r.CompletionTokens = len(r.Tokens)
-	s.release(a.dec.Seq())
+	s.release(a.dec.Seq(), a.req.Embed)
 	// The figures count the request as ended before its caller hears so:
 	// a client reading Stats after its result never sees itself active.
 	live := 0

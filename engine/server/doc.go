@@ -1,6 +1,7 @@
 // Package server owns Spool's local HTTP API: the OpenAI chat completions,
 // completions and Responses endpoints (and the Responses WebSocket mode),
-// the Anthropic messages endpoint, Ollama's native API (/api/...), model
+// embeddings (OpenAI's and Ollama's, from the served model: embed.go), the
+// Anthropic messages endpoint, Ollama's native API (/api/...), model
 // listing, health and stats, server-sent event streaming, the websocket
 // that pushes live engine events to the UI. One route table (endpoints in
 // server.go) serves both modes; the transport guards in front of it

@@ -53,7 +53,7 @@ func TestErrorCases(t *testing.T) {
 		{"unknown model get", "GET", "/v1/models/gpt-9", nil, 404, "", "model_not_found"},
 		{"context exceeded", "POST", "/v1/chat/completions", map[string]any{"messages": []any{map[string]any{"role": "user", "content": long}}}, 400, "messages", "context_length_exceeded"},
 		{"body too large", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"` + strings.Repeat("x", 70<<10) + `"}]}`, 413, "", "request_too_large"},
-		{"embeddings", "POST", "/v1/embeddings", map[string]any{"input": "x"}, 404, "", "unsupported"},
+		{"embeddings empty", "POST", "/v1/embeddings", map[string]any{"input": ""}, 400, "input", ""},
 		{"unknown route", "GET", "/v2/whatever", nil, 404, "", "unknown_route"},
 		{"completions suffix", "POST", "/v1/completions", map[string]any{"prompt": "def f(", "suffix": "return"}, 400, "suffix", ""},
 		{"completions prompt ids", "POST", "/v1/completions", map[string]any{"prompt": []int{1, 999999}}, 400, "prompt", ""},

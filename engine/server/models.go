@@ -28,6 +28,7 @@ type capabilities struct {
 	Logprobs         bool     `json:"logprobs"`
 	MTP              bool     `json:"mtp"`
 	DSA              bool     `json:"dsa"`
+	Embeddings       bool     `json:"embeddings"`
 	Unsupported      []string `json:"unsupported"`
 }
 
@@ -56,7 +57,8 @@ func (s *Server) modelObject() modelObject {
 			Logprobs:         true,
 			MTP:              m.HasMTP(),
 			DSA:              m.HasDSA(),
-			Unsupported:      []string{"embeddings", "images", "audio", "n>1", "suffix (fill-in-the-middle)"},
+			Embeddings:       true,
+			Unsupported:      []string{"images", "audio", "n>1", "suffix (fill-in-the-middle)"},
 		},
 	}
 }

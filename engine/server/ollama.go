@@ -25,9 +25,10 @@ import (
 //   - num_ctx cannot grow the context past the one the memory plan fixed at
 //     start (--context); a smaller num_ctx bounds prompt plus output, and a
 //     prompt over it is refused, never truncated;
-//   - /api/embed answers 400: the served model is a chat model with no
-//     embedding head, and mean-pooled decoder states would be a poor, slow
-//     stand-in (each input a full prefill of a mixture-of-experts model);
+//   - /api/embed and /api/embeddings embed with the served model itself
+//     (mean-pooled final hidden states, L2-normalised: embed.go), each
+//     input a full prefill; the legacy /api/embeddings vector is normalised
+//     too;
 //   - /api/pull succeeds for the served model and answers 404 for any other
 //     name (downloads are the app's guided download or `spool pull`);
 //   - load_duration is the time before the engine started on the request
@@ -242,21 +243,6 @@ func (s *Server) ollamaShow() ollamaShow {
 		Capabilities: caps,
 		ModifiedAt:   ollamaTime(time.Unix(s.created, 0)),
 	}
-}
-
-// handleOllamaEmbed answers Ollama's embedding endpoints: the served model
-// has none (see the note at the top of this file).
-func (s *Server) handleOllamaEmbed(w http.ResponseWriter, r *http.Request) {
-	var req ollamaNameRequest
-	if err := decodeBody(r, &req); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	if err := s.ollamaModelName(req.model()); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	writeError(w, r, invalid("", "%q does not support embeddings: Spool serves a chat model with no embedding model beside it", req.model()))
 }
 
 // handleOllamaPull maps a pull onto what Spool has: the served model is

@@ -111,7 +111,7 @@ func TestOllamaErrors(t *testing.T) {
 		{"POST", "/api/chat", `not json`, 400, "JSON object"},
 		{"POST", "/api/generate", map[string]any{"model": "glm52-mini", "prompt": "x", "suffix": "y"}, 400, "suffix"},
 		{"POST", "/api/generate", map[string]any{"model": "glm52-mini", "prompt": "x", "context": []int{1 << 20}}, 400, "context token id"},
-		{"POST", "/api/embed", map[string]any{"model": "glm52-mini", "input": "x"}, 400, "does not support embeddings"},
+		{"POST", "/api/embed", map[string]any{"model": "glm52-mini", "input": []string{"x", ""}}, 400, "input[1] is empty"},
 		{"POST", "/api/embed", map[string]any{"model": "bge-m3", "input": "x"}, 404, "not found"},
 		{"POST", "/api/pull", map[string]any{"model": "llama3"}, 404, "spool pull"},
 		{"GET", "/api/nothing", nil, 404, "no route"},

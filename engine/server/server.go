@@ -290,7 +290,7 @@ var endpoints = []endpoint{
 	{pattern: "POST /api/chat", conversation: "messages", local: (*Server).handleOllamaChat},
 	{pattern: "POST /api/generate", local: (*Server).handleOllamaGenerate},
 	{pattern: "POST /api/embed", local: (*Server).handleOllamaEmbed},
-	{pattern: "POST /api/embeddings", local: (*Server).handleOllamaEmbed},
+	{pattern: "POST /api/embeddings", local: (*Server).handleOllamaEmbeddings},
 	{pattern: "POST /api/pull", local: (*Server).handleOllamaPull},
 	{pattern: "/", local: (*Server).handleFallback, remote: (*Server).handleFallback},
 }
@@ -324,10 +324,6 @@ func (s *Server) conversation(path string) (key string, limit int, ok bool) {
 		}
 	}
 	return "", 0, false
-}
-
-func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
-	writeError(w, r, notFound("unsupported", "embeddings are not supported by %s", s.cfg.ModelID))
 }
 
 // handleEventsRoute upgrades a websocket request to the events stream and

@@ -179,6 +179,20 @@ test('errors in the OpenAI envelope', async () => {
   await assert.rejects(bad.models.list(), OpenAI.AuthenticationError);
 });
 
+test('embeddings: vectors of the hidden size, float and base64 alike', async () => {
+  // The SDK asks for base64 by default and decodes it.
+  const b64 = await openai.embeddings.create({ model: MODEL, input: ['hello', 'hello'] });
+  assert.equal(b64.object, 'list');
+  assert.equal(b64.data.length, 2);
+  assert.equal(b64.data[0].embedding.length, 256);
+  assert.deepEqual(b64.data[1].embedding, b64.data[0].embedding);
+  assert.ok(b64.usage.prompt_tokens > 0 && b64.usage.total_tokens === b64.usage.prompt_tokens);
+  const flt = await openai.embeddings.create({ model: MODEL, input: 'hello', encoding_format: 'float' });
+  // JSON carries the float32 values' shortest decimals: rounded to float32 they are the base64 bits.
+  assert.deepEqual(flt.data[0].embedding.map(Math.fround), Array.from(b64.data[0].embedding));
+  await assert.rejects(openai.embeddings.create({ model: MODEL, input: '' }), (e) => e.status === 400);
+});
+
 test('completions', async () => {
   const r = await openai.completions.create({ model: 'glm52-mini', prompt: 'def join(a, b):', max_tokens: 8, temperature: 0 });
   assert.equal(r.object, 'text_completion');

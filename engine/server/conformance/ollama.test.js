@@ -88,8 +88,27 @@ test('ollama: think gives a thinking field or none, never markup in content', as
   assert.ok(r.message.thinking === undefined || typeof r.message.thinking === 'string');
 });
 
-test('ollama: embed answers its documented error; unknown models are 404', async () => {
-  await assert.rejects(ollama.embed({ model: MODEL, input: 'hello' }), (e) => e.status_code === 400 && /does not support embeddings/.test(e.error));
+const norm = (v) => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
+
+test('ollama: embed gives unit vectors of the hidden size, the same alone and in a batch', async () => {
+  const show = await ollama.show({ model: MODEL });
+  const hidden = show.model_info[`${show.model_info['general.architecture']}.embedding_length`];
+  const one = await ollama.embed({ model: MODEL, input: 'hello' });
+  assert.equal(one.embeddings.length, 1);
+  assert.equal(one.embeddings[0].length, hidden);
+  assert.ok(Math.abs(norm(one.embeddings[0]) - 1) < 1e-5, norm(one.embeddings[0]));
+  assert.ok(one.prompt_eval_count > 0 && one.total_duration > 0, JSON.stringify(one));
+  const batch = await ollama.embed({ model: MODEL, input: ['hello', 'a different text', 'hello'] });
+  assert.equal(batch.embeddings.length, 3);
+  assert.deepEqual(batch.embeddings[0], one.embeddings[0]);
+  assert.deepEqual(batch.embeddings[2], one.embeddings[0]);
+  assert.notDeepEqual(batch.embeddings[1], one.embeddings[0]);
+  const legacy = await ollama.embeddings({ model: MODEL, prompt: 'hello' });
+  assert.deepEqual(legacy.embedding, one.embeddings[0]);
+  await assert.rejects(ollama.embed({ model: MODEL, input: 'word '.repeat(20000), truncate: false }), (e) => e.status_code === 400 && /exceeds the context length/.test(e.error));
+});
+
+test('ollama: unknown models are 404', async () => {
   await assert.rejects(ollama.chat({ model: 'llama3.2', messages: [{ role: 'user', content: 'hi' }] }), (e) => e.status_code === 404 && /not found/.test(e.error));
   await assert.rejects(ollama.show({ model: 'llama3.2' }), (e) => e.status_code === 404);
 });
