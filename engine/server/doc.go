@@ -6,7 +6,8 @@
 // that pushes live engine events to the UI. One route table (endpoints in
 // server.go) serves both modes; the transport guards in front of it
 // (loopback bind, API key, DNS-rebinding guard, CORS, connection and body
-// limits) are engine/httpguard's.
+// limits) are engine/httpguard's; the error envelopes, the JSON answer
+// writer and the server-sent event writer are engine/apiwire's.
 //
 // It turns requests into prompts with the model's chat template and
 // tokenizer, hands them to an engine/scheduler Scheduler, and turns tokens

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/engine/anthropicsse"
+	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/remote"
 )
 
@@ -126,7 +127,7 @@ func (m *messagesTranslation) end() error {
 func (s *Server) streamRemoteMessages(w http.ResponseWriter, r *http.Request, resp *http.Response, call *remote.Call, oreq *remoteChatRequest) {
 	st := s.remote.Stream(resp)
 	defer st.Close()
-	sse, err := startSSE(w)
+	sse, err := apiwire.StartSSE(w)
 	if err != nil {
 		call.End(err)
 		return
@@ -138,7 +139,7 @@ func (s *Server) streamRemoteMessages(w http.ResponseWriter, r *http.Request, re
 	}
 	fail := func(err error) {
 		call.End(err)
-		msg.Error(anthropicRemoteError(err).anthropic())
+		msg.Error(anthropicRemoteError(err).Anthropic())
 	}
 	m := &messagesTranslation{blocks: msg, tools: map[int]*remoteToolStream{}}
 	tick := time.NewTicker(s.cfg.KeepAlive)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/httpguard"
 	"github.com/spoolhq/spool/engine/remote"
 )
@@ -242,7 +243,7 @@ func (s *Server) passStream(w http.ResponseWriter, r *http.Request, resp *http.R
 	st := s.remote.Stream(resp)
 	defer st.Close()
 	responses := r.URL.Path == "/v1/responses"
-	sse, err := startSSE(w)
+	sse, err := apiwire.StartSSE(w)
 	if err != nil {
 		call.End(err)
 		return
@@ -259,7 +260,7 @@ func (s *Server) passStream(w http.ResponseWriter, r *http.Request, resp *http.R
 			return
 		case <-tick.C:
 			if time.Since(last) >= s.cfg.KeepAlive {
-				if sse.comment("keep-alive") != nil {
+				if sse.Comment("keep-alive") != nil {
 					call.End(context.Canceled)
 					return
 				}
@@ -286,7 +287,7 @@ func (s *Server) passStream(w http.ResponseWriter, r *http.Request, resp *http.R
 				case c.Object == "error" || (len(c.Error) > 0 && !responses):
 					e := remoteAPIError(remote.ParseError(http.StatusInternalServerError, d))
 					failure = e
-					raw = sseData(e.openAI())
+					raw = sseData(e.OpenAI())
 				case dropUsage && c.Usage != nil && len(c.Choices) == 0:
 					c.Usage.record(call)
 					raw = nil
@@ -302,7 +303,7 @@ func (s *Server) passStream(w http.ResponseWriter, r *http.Request, resp *http.R
 				}
 			}
 			if raw != nil {
-				if sse.write(raw) != nil {
+				if sse.Write(raw) != nil {
 					call.End(context.Canceled)
 					return
 				}
@@ -324,11 +325,11 @@ func sseData(v any) []byte {
 
 // streamError ends a passed-through stream with an error event: the
 // OpenAI shape, or the Responses "error" event.
-func (s *Server) streamError(sse *sseWriter, responses bool, err error) {
+func (s *Server) streamError(sse *apiwire.SSE, responses bool, err error) {
 	e := remoteAPIError(err)
 	if responses {
-		sse.event("error", map[string]any{"type": "error", "code": e.Code, "message": e.Message, "param": nil})
+		sse.Event("error", map[string]any{"type": "error", "code": e.Code, "message": e.Message, "param": nil})
 		return
 	}
-	sse.write(sseData(e.openAI()))
+	sse.Write(sseData(e.OpenAI()))
 }

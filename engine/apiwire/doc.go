@@ -1,0 +1,8 @@
+// Package apiwire owns the wire shapes that Spool's API fronts share: the
+// error answered to a client (Error) with its OpenAI and Anthropic
+// envelopes, the JSON answer writer, and the server-sent event stream
+// writer (SSE).
+//
+// engine/server's protocol handlers use it; it knows nothing of the
+// engine, the scheduler or any one endpoint.
+package apiwire
