@@ -1,7 +1,7 @@
 // Package apiwire owns the wire shapes that Spool's API fronts share: the
-// error answered to a client (Error) with its OpenAI and Anthropic
-// envelopes, the JSON answer writer, and the server-sent event stream
-// writer (SSE).
+// error answered to a client (Error) with its OpenAI, Anthropic and
+// Ollama envelopes and the choice among them by path (WriteError), the
+// JSON answer writer, and the server-sent event stream writer (SSE).
 //
 // engine/server's protocol handlers use it; it knows nothing of the
 // engine, the scheduler or any one endpoint.

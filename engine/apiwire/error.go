@@ -128,3 +128,31 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	w.Write(append(data, '\n'))
 }
+
+// OllamaPrefix is the path prefix of Ollama's API.
+const OllamaPrefix = "/api/"
+
+// IsOllamaPath reports whether path belongs to Ollama's API (its errors
+// take Ollama's {"error": "..."} shape).
+func IsOllamaPath(path string) bool { return strings.HasPrefix(path, OllamaPrefix) }
+
+// IsAnthropicPath reports whether path belongs to Anthropic's Messages API
+// (its errors take Anthropic's envelope).
+func IsAnthropicPath(path string) bool {
+	return path == "/v1/messages" || strings.HasPrefix(path, "/v1/messages/")
+}
+
+// WriteError answers e in the envelope of path's API (Anthropic's,
+// Ollama's, else OpenAI's), with Retry-After when e sets it.
+func WriteError(w http.ResponseWriter, path string, e *Error) {
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	var body any = e.OpenAI()
+	if IsAnthropicPath(path) {
+		body = e.Anthropic()
+	} else if IsOllamaPath(path) {
+		body = e.Ollama()
+	}
+	WriteJSON(w, e.Status, body)
+}

@@ -91,3 +91,20 @@ func TestSSE(t *testing.T) {
 		t.Error("Data of an unencodable value: no error")
 	}
 }
+
+func TestWriteErrorEnvelopeByPath(t *testing.T) {
+	e := &Error{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Code: "queue_full", Message: "busy", RetryAfter: 2}
+	for _, tt := range []struct{ path, want string }{
+		{"/v1/chat/completions", `{"error":{"message":"busy","type":"rate_limit_error","param":null,"code":"queue_full"}}`},
+		{"/v1/messages", `{"type":"error","error":{"type":"rate_limit_error","message":"busy"}}`},
+		{"/v1/messages/count_tokens", `{"type":"error","error":{"type":"rate_limit_error","message":"busy"}}`},
+		{"/v1/messagesx", `{"error":{"message":"busy","type":"rate_limit_error","param":null,"code":"queue_full"}}`},
+		{"/api/chat", `{"error":"busy"}`},
+	} {
+		rec := httptest.NewRecorder()
+		WriteError(rec, tt.path, e)
+		if got := rec.Body.String(); got != tt.want+"\n" || rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "2" {
+			t.Errorf("%s: %d Retry-After %q %s, want 429 Retry-After 2 %s", tt.path, rec.Code, rec.Header().Get("Retry-After"), got, tt.want)
+		}
+	}
+}

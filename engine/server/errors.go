@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
-	"strings"
 
 	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/httpguard"
@@ -99,34 +97,9 @@ func asAPIError(err error) *apiError {
 	return internalError(err)
 }
 
-// envelope selects the error shape of a path.
-type envelope int
-
-const (
-	envOpenAI envelope = iota
-	envAnthropic
-)
-
-func envelopeFor(path string) envelope {
-	if path == "/v1/messages" || strings.HasPrefix(path, "/v1/messages/") {
-		return envAnthropic
-	}
-	return envOpenAI
-}
-
 // writeError answers err in the envelope of the request's path.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
-	e := asAPIError(err)
-	if e.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
-	}
-	var body any = e.OpenAI()
-	if envelopeFor(r.URL.Path) == envAnthropic {
-		body = e.Anthropic()
-	} else if isOllamaPath(r.URL.Path) {
-		body = e.Ollama()
-	}
-	writeJSON(w, e.Status, body)
+	apiwire.WriteError(w, r.URL.Path, asAPIError(err))
 }
 
 // writeJSON answers v with status.

@@ -41,13 +41,6 @@ import (
 // check it against a minimum), not Spool's version.
 const ollamaVersion = "0.13.0"
 
-// ollamaPrefix is the path prefix of Ollama's API.
-const ollamaPrefix = "/api/"
-
-// isOllamaPath reports whether path belongs to Ollama's API (its errors
-// take Ollama's {"error": "..."} shape).
-func isOllamaPath(path string) bool { return strings.HasPrefix(path, ollamaPrefix) }
-
 // ollamaModelName resolves a model name of Ollama's API: the served ids,
 // with or without the ":latest" tag. Ollama answers 404 for an unknown
 // model, with its own wording.

@@ -134,7 +134,7 @@ func failCall(w http.ResponseWriter, r *http.Request, call *remote.Call, err err
 	if r.Context().Err() != nil {
 		return
 	}
-	if envelopeFor(r.URL.Path) == envAnthropic {
+	if apiwire.IsAnthropicPath(r.URL.Path) {
 		writeError(w, r, anthropicRemoteError(err))
 		return
 	}
