@@ -3,6 +3,6 @@
 // Ollama envelopes and the choice among them by path (WriteError), the
 // JSON answer writer, and the server-sent event stream writer (SSE).
 //
-// engine/server's protocol handlers use it; it knows nothing of the
-// engine, the scheduler or any one endpoint.
+// engine/server's protocol handlers and engine/remotefront use it; it
+// knows nothing of the engine or the scheduler.
 package apiwire

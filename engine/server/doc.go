@@ -12,7 +12,8 @@
 // It turns requests into prompts with the model's chat template and
 // tokenizer, hands them to an engine/scheduler Scheduler, and turns tokens
 // back into protocol responses (stop strings, reasoning split, tool calls).
-// A server built with NewRemote runs no engine and forwards to a remote one
-// (vLLM, SGLang, another Spool), translating /v1/messages to the remote's
-// chat API. It does not load models, sample or batch; the scheduler does.
+// A server built with NewRemote runs no engine: the remote column of the
+// route table is engine/remotefront's, which forwards to a remote engine
+// (vLLM, SGLang, another Spool) and translates /v1/messages to its chat
+// API; this package decodes and checks the Anthropic request for it. It does not load models, sample or batch; the scheduler does.
 package server
