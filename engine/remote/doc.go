@@ -12,6 +12,6 @@
 // a round trip takes, and keeps the figures of the replies that passed
 // through it (tokens and rates from the remote's own usage).
 //
-// It does not speak Spool's API: engine/server proxies and translates
+// It does not speak Spool's API: engine/remotefront proxies and translates
 // requests with it.
 package remote

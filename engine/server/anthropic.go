@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/chat"
 )
 
@@ -414,7 +415,7 @@ func stopReason(o *outcome) (string, *string) {
 }
 
 // toolUseID turns a call id into Anthropic's form.
-func toolUseID(id string) string { return "toolu_" + strings.TrimPrefix(id, "call_") }
+func toolUseID(id string) string { return apiwire.ToolUseID(id) }
 
 func toolInput(c chat.ToolCall) json.RawMessage {
 	if s, ok := c.Function.Arguments.(string); ok && s != "" {

@@ -4,12 +4,13 @@ import (
 	"net/http"
 
 	"github.com/spoolhq/spool/engine/anthropicsse"
+	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/scheduler"
 )
 
 // streamMessages answers with the Anthropic event stream.
 func (s *Server) streamMessages(w http.ResponseWriter, r *http.Request, t *turn, st *scheduler.Stream) {
-	sse, err := startSSE(w)
+	sse, err := apiwire.StartSSE(w)
 	if err != nil {
 		st.Cancel()
 		return
@@ -45,7 +46,7 @@ func (s *Server) streamMessages(w http.ResponseWriter, r *http.Request, t *turn,
 	}, b.Ping)
 	if err != nil {
 		if r.Context().Err() == nil {
-			b.Error(asAPIError(err).anthropic())
+			b.Error(asAPIError(err).Anthropic())
 		}
 		return
 	}

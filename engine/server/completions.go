@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/scheduler"
 )
 
@@ -185,14 +186,14 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, c)
 		return
 	}
-	sse, err := startSSE(w)
+	sse, err := apiwire.StartSSE(w)
 	if err != nil {
 		st.Cancel()
 		return
 	}
 	offset := 0
 	if echo != "" {
-		if sse.data(object(echo, nil, nil)) != nil {
+		if sse.Data(object(echo, nil, nil)) != nil {
 			st.Cancel()
 			return
 		}
@@ -207,24 +208,24 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		if p.content == "" && lp == nil {
 			return nil
 		}
-		return sse.data(object(p.content, nil, lp))
-	}, func() error { return sse.comment("keep-alive") })
+		return sse.Data(object(p.content, nil, lp))
+	}, func() error { return sse.Comment("keep-alive") })
 	if err != nil {
 		if r.Context().Err() == nil {
-			sse.data(asAPIError(err).openAI())
+			sse.Data(asAPIError(err).OpenAI())
 		}
 		return
 	}
-	if sse.data(object("", &o.finish, nil)) != nil {
+	if sse.Data(object("", &o.finish, nil)) != nil {
 		return
 	}
 	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
 		c := object("", nil, nil)
 		c.Choices = []completionChoice{}
 		c.Usage = chatUsageOf(t, o)
-		if sse.data(c) != nil {
+		if sse.Data(c) != nil {
 			return
 		}
 	}
-	sse.done()
+	sse.Done()
 }

@@ -6,12 +6,14 @@
 // that pushes live engine events to the UI. One route table (endpoints in
 // server.go) serves both modes; the transport guards in front of it
 // (loopback bind, API key, DNS-rebinding guard, CORS, connection and body
-// limits) are engine/httpguard's.
+// limits) are engine/httpguard's; the error envelopes, the JSON answer
+// writer and the server-sent event writer are engine/apiwire's.
 //
 // It turns requests into prompts with the model's chat template and
 // tokenizer, hands them to an engine/scheduler Scheduler, and turns tokens
 // back into protocol responses (stop strings, reasoning split, tool calls).
-// A server built with NewRemote runs no engine and forwards to a remote one
-// (vLLM, SGLang, another Spool), translating /v1/messages to the remote's
-// chat API. It does not load models, sample or batch; the scheduler does.
+// A server built with NewRemote runs no engine: the remote column of the
+// route table is engine/remotefront's, which forwards to a remote engine
+// (vLLM, SGLang, another Spool) and translates /v1/messages to its chat
+// API; this package decodes and checks the Anthropic request for it. It does not load models, sample or batch; the scheduler does.
 package server

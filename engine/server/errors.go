@@ -1,49 +1,33 @@
 package server
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
-	"strings"
 
+	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/httpguard"
 	"github.com/spoolhq/spool/engine/kvcache"
 	"github.com/spoolhq/spool/engine/scheduler"
 )
 
-// apiError is an error answered to the client: an HTTP status and the
-// fields of the OpenAI error envelope {"error":{"message","type","param","code"}}
-// (the Anthropic envelope is derived from the status).
-type apiError struct {
-	Status  int
-	Type    string
-	Code    string
-	Param   string
-	Message string
-	// RetryAfter, when positive, is sent as the Retry-After header (seconds).
-	RetryAfter int
-}
-
-func (e *apiError) Error() string { return e.Message }
+// apiError is an error answered to the client (apiwire.Error).
+type apiError = apiwire.Error
 
 // invalid reports a bad request parameter.
 func invalid(param, format string, args ...any) *apiError {
-	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: param, Message: fmt.Sprintf(format, args...)}
+	return apiwire.Invalid(param, format, args...)
 }
 
 func notFound(code, format string, args ...any) *apiError {
-	return &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: code, Message: fmt.Sprintf(format, args...)}
+	return apiwire.NotFound(code, format, args...)
 }
 
 func forbidden(format string, args ...any) *apiError {
 	return &apiError{Status: http.StatusForbidden, Type: "permission_error", Code: "forbidden", Message: fmt.Sprintf(format, args...)}
 }
 
-func internalError(err error) *apiError {
-	return &apiError{Status: http.StatusInternalServerError, Type: "server_error", Code: "internal_error", Message: err.Error()}
-}
+func internalError(err error) *apiError { return apiwire.Internal(err) }
 
 func unavailable(format string, args ...any) *apiError {
 	return &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "unavailable", Message: fmt.Sprintf(format, args...), RetryAfter: 1}
@@ -113,104 +97,10 @@ func asAPIError(err error) *apiError {
 	return internalError(err)
 }
 
-// openAIError is the OpenAI error envelope.
-type openAIError struct {
-	Error openAIErrorBody `json:"error"`
-}
-
-type openAIErrorBody struct {
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Param   *string `json:"param"`
-	Code    *string `json:"code"`
-}
-
-func (e *apiError) openAI() openAIError {
-	b := openAIErrorBody{Message: e.Message, Type: e.Type}
-	if e.Param != "" {
-		b.Param = &e.Param
-	}
-	if e.Code != "" {
-		b.Code = &e.Code
-	}
-	return openAIError{Error: b}
-}
-
-// anthropicError is the Anthropic error envelope.
-type anthropicError struct {
-	Type  string             `json:"type"`
-	Error anthropicErrorBody `json:"error"`
-}
-
-type anthropicErrorBody struct {
-	Type    string `json:"type"`
-	Message string `json:"message"`
-}
-
-func (e *apiError) anthropic() anthropicError {
-	t := "api_error"
-	switch e.Status {
-	case http.StatusBadRequest:
-		t = "invalid_request_error"
-	case http.StatusUnauthorized:
-		t = "authentication_error"
-	case http.StatusForbidden:
-		t = "permission_error"
-	case http.StatusNotFound:
-		t = "not_found_error"
-	case http.StatusRequestEntityTooLarge:
-		t = "request_too_large"
-	case http.StatusTooManyRequests:
-		t = "rate_limit_error"
-	case http.StatusServiceUnavailable:
-		t = "overloaded_error"
-	}
-	msg := e.Message
-	if e.Param != "" && !strings.Contains(msg, e.Param) {
-		msg = e.Param + ": " + msg
-	}
-	return anthropicError{Type: "error", Error: anthropicErrorBody{Type: t, Message: msg}}
-}
-
-// envelope selects the error shape of a path.
-type envelope int
-
-const (
-	envOpenAI envelope = iota
-	envAnthropic
-)
-
-func envelopeFor(path string) envelope {
-	if path == "/v1/messages" || strings.HasPrefix(path, "/v1/messages/") {
-		return envAnthropic
-	}
-	return envOpenAI
-}
-
 // writeError answers err in the envelope of the request's path.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
-	e := asAPIError(err)
-	if e.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
-	}
-	var body any = e.openAI()
-	if envelopeFor(r.URL.Path) == envAnthropic {
-		body = e.anthropic()
-	} else if isOllamaPath(r.URL.Path) {
-		body = e.ollama()
-	}
-	writeJSON(w, e.Status, body)
+	apiwire.WriteError(w, r.URL.Path, asAPIError(err))
 }
 
 // writeJSON answers v with status.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		status = http.StatusInternalServerError
-		data = []byte(`{"error":{"message":"encoding the response failed","type":"server_error","param":null,"code":null}}`)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(data)+1))
-	w.WriteHeader(status)
-	w.Write(append(data, '\n'))
-}
+func writeJSON(w http.ResponseWriter, status int, v any) { apiwire.WriteJSON(w, status, v) }

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/spoolhq/spool/engine/apiwire"
 )
 
 // Ollama's native API (/api/...) beside the OpenAI and Anthropic ones, for
@@ -38,26 +40,6 @@ import (
 // ollamaVersion is the version of Ollama's API that /api mirrors (editors
 // check it against a minimum), not Spool's version.
 const ollamaVersion = "0.13.0"
-
-// ollamaPrefix is the path prefix of Ollama's API.
-const ollamaPrefix = "/api/"
-
-// isOllamaPath reports whether path belongs to Ollama's API (its errors
-// take Ollama's {"error": "..."} shape).
-func isOllamaPath(path string) bool { return strings.HasPrefix(path, ollamaPrefix) }
-
-// ollamaError is Ollama's error shape.
-type ollamaError struct {
-	Error string `json:"error"`
-}
-
-func (e *apiError) ollama() ollamaError {
-	msg := e.Message
-	if e.Param != "" && !strings.Contains(msg, e.Param) {
-		msg = e.Param + ": " + msg
-	}
-	return ollamaError{Error: msg}
-}
 
 // ollamaModelName resolves a model name of Ollama's API: the served ids,
 // with or without the ":latest" tag. Ollama answers 404 for an unknown
@@ -300,7 +282,7 @@ func (nd *ndjsonWriter) line(v any) error {
 	if err := enc.Encode(v); err != nil {
 		return fmt.Errorf("server: encoding a stream line: %w", err)
 	}
-	nd.rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
+	nd.rc.SetWriteDeadline(time.Now().Add(apiwire.SSEWriteTimeout))
 	if _, err := nd.w.Write(buf.Bytes()); err != nil {
 		return err
 	}

@@ -430,7 +430,7 @@ func (s *Server) ollamaChatReply(w http.ResponseWriter, r *http.Request, c *olla
 	}, func() error { return nd.line(chunk(ollamaMessage{}, false)) })
 	if err != nil {
 		if r.Context().Err() == nil {
-			nd.line(asAPIError(err).ollama())
+			nd.line(asAPIError(err).Ollama())
 		}
 		return
 	}
@@ -495,7 +495,7 @@ func (s *Server) handleOllamaGenerate(w http.ResponseWriter, r *http.Request) {
 	}, func() error { return nd.line(chunk("", "", false)) })
 	if err != nil {
 		if r.Context().Err() == nil {
-			nd.line(asAPIError(err).ollama())
+			nd.line(asAPIError(err).Ollama())
 		}
 		return
 	}

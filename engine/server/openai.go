@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/chat"
 	"github.com/spoolhq/spool/engine/scheduler"
 )
@@ -244,7 +245,7 @@ func (s *Server) completeChat(w http.ResponseWriter, r *http.Request, t *turn, s
 
 // streamChat answers a streaming chat completion.
 func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t *turn, st *scheduler.Stream, includeUsage bool) {
-	sse, err := startSSE(w)
+	sse, err := apiwire.StartSSE(w)
 	if err != nil {
 		st.Cancel()
 		return
@@ -256,7 +257,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t *turn, st 
 			Choices: []chatChoice{{Delta: delta, FinishReason: finish, Logprobs: lp}},
 		}
 	}
-	if err := sse.data(chunk(&chatMessage{Role: "assistant", Content: new("")}, nil, nil)); err != nil {
+	if err := sse.Data(chunk(&chatMessage{Role: "assistant", Content: new("")}, nil, nil)); err != nil {
 		st.Cancel()
 		return
 	}
@@ -267,39 +268,39 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t *turn, st 
 			lp = &chatLogprobs{Content: s.logprobsOf(p.tokens, true)}
 		}
 		if p.reasoning != "" {
-			if err := sse.data(chunk(&chatMessage{ReasoningContent: &p.reasoning}, nil, nil)); err != nil {
+			if err := sse.Data(chunk(&chatMessage{ReasoningContent: &p.reasoning}, nil, nil)); err != nil {
 				return err
 			}
 		}
 		if p.content != "" || lp != nil {
-			if err := sse.data(chunk(&chatMessage{Content: &p.content}, nil, lp)); err != nil {
+			if err := sse.Data(chunk(&chatMessage{Content: &p.content}, nil, lp)); err != nil {
 				return err
 			}
 		}
 		if len(p.calls) > 0 {
-			if err := sse.data(chunk(&chatMessage{ToolCalls: toolCallDeltas(p.calls, nCalls, true)}, nil, nil)); err != nil {
+			if err := sse.Data(chunk(&chatMessage{ToolCalls: toolCallDeltas(p.calls, nCalls, true)}, nil, nil)); err != nil {
 				return err
 			}
 			nCalls += len(p.calls)
 		}
 		return nil
-	}, func() error { return sse.comment("keep-alive") })
+	}, func() error { return sse.Comment("keep-alive") })
 	if err != nil {
 		if r.Context().Err() == nil {
-			sse.data(asAPIError(err).openAI())
+			sse.Data(asAPIError(err).OpenAI())
 		}
 		return
 	}
-	if err := sse.data(chunk(&chatMessage{}, &o.finish, nil)); err != nil {
+	if err := sse.Data(chunk(&chatMessage{}, &o.finish, nil)); err != nil {
 		return
 	}
 	if includeUsage {
 		c := chunk(nil, nil, nil)
 		c.Choices = []chatChoice{}
 		c.Usage = chatUsageOf(t, o)
-		if err := sse.data(c); err != nil {
+		if err := sse.Data(c); err != nil {
 			return
 		}
 	}
-	sse.done()
+	sse.Done()
 }

@@ -2,8 +2,6 @@ package server
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/generate"
 	"github.com/spoolhq/spool/engine/scheduler"
 )
@@ -32,49 +31,8 @@ func decodeBody(r *http.Request, v any) error {
 	return decodeJSON(body, v)
 }
 
-// decodeJSON decodes one JSON object.
-func decodeJSON(body []byte, v any) error {
-	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return invalid("", "the request body must be a JSON object")
-	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	if err := dec.Decode(v); err != nil {
-		var te *json.UnmarshalTypeError
-		var se *json.SyntaxError
-		switch {
-		case errors.As(err, &te):
-			field := strings.TrimPrefix(te.Field, "samplingParams.")
-			if field == "" {
-				field = "body"
-			}
-			return invalid(field, "%s must be %s, found a JSON %s", field, jsonKind(te.Type.Kind().String()), te.Value)
-		case errors.As(err, &se):
-			return invalid("", "the request body is not valid JSON: %v (at byte %d)", err, se.Offset)
-		}
-		return invalid("", "%v", err)
-	}
-	if dec.More() {
-		return invalid("", "the request body has data after the JSON object")
-	}
-	return nil
-}
-
-func jsonKind(goKind string) string {
-	switch goKind {
-	case "string":
-		return "a string"
-	case "bool":
-		return "a boolean"
-	case "int", "int64", "int32", "uint64", "float64", "float32":
-		return "a number"
-	case "slice", "array":
-		return "an array"
-	case "map", "struct":
-		return "an object"
-	}
-	return "of another type"
-}
+// decodeJSON decodes one JSON object (apiwire.DecodeJSON).
+func decodeJSON(body []byte, v any) error { return apiwire.DecodeJSON(body, v) }
 
 // samplingParams are the sampling fields the endpoints share.
 type samplingParams struct {
@@ -195,11 +153,7 @@ func (s *Server) maxTokens(param string, requested *int, promptLen int) (int, er
 }
 
 // newID returns prefix followed by 24 random hex digits.
-func newID(prefix string) string {
-	var b [12]byte
-	rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
-}
+func newID(prefix string) string { return apiwire.NewID(prefix) }
 
 // engineUsage is Spool's per-request report appended to every usage
 // object: the lane (single or batched) and timings.

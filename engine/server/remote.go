@@ -1,23 +1,20 @@
 package server
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
-	"runtime"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/spoolhq/spool/engine/remote"
+	"github.com/spoolhq/spool/engine/remotefront"
 )
 
 // A server built with NewRemote runs no engine: it forwards to a remote
-// one (vLLM, SGLang, another Spool). The OpenAI endpoints pass through
-// (remote.go, remotestream.go), /v1/messages is translated to the remote's
-// chat API (remotemessages.go), and /stats and the events websocket
-// report the remote's state. The security defaults are New's.
+// one (vLLM, SGLang, another Spool) through an engine/remotefront Front,
+// which answers the endpoints of the route table's remote column. This
+// file holds the server's side: building the front, decoding and checking
+// /v1/messages for it (remoteMessages), and the remote's state in Status
+// and on the events websocket. The security defaults are New's.
 
 // NewRemote builds a server that forwards to the remote engine rc. The
 // caller runs rc.Run, which keeps the reachability shown in /stats and on
@@ -37,6 +34,12 @@ func NewRemote(cfg Config, rc *remote.Client) (*Server, error) {
 		hub:     newHub(),
 		remote:  rc,
 	}
+	front, err := remotefront.New(remotefront.Config{Client: rc, Names: s.ids, MaxTokens: cfg.MaxTokens, KeepAlive: cfg.KeepAlive,
+		Messages: s.remoteMessages, AsError: asAPIError})
+	if err != nil {
+		return nil, err
+	}
+	s.front = front
 	s.guard = s.newGuard()
 	s.handler = s.guard.Handler(s.routes())
 	return s, nil
@@ -49,131 +52,6 @@ func (s *Server) RemoteStatus() (st remote.Status, ok bool) {
 		return remote.Status{}, false
 	}
 	return s.remote.Status(), true
-}
-
-func (s *Server) handleRemoteStats(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, s.remoteStats())
-}
-
-// remoteModel resolves the model a request names to one the remote
-// serves: a remote id as is; no model, Spool's own names (and, for
-// /v1/messages, Claude's) the remote's first model.
-func (s *Server) remoteModel(r *http.Request, id string, anthropic bool) (string, error) {
-	isDefault := func(m string) bool {
-		return slices.Contains(s.ids, m) || (anthropic && strings.HasPrefix(m, "claude-"))
-	}
-	model, ok, err := s.remote.Resolve(r.Context(), id, isDefault)
-	if err != nil {
-		return "", err
-	}
-	if !ok {
-		var ids []string
-		for _, m := range s.remote.Status().Models {
-			ids = append(ids, fmt.Sprintf("%q", m.ID))
-		}
-		return "", notFound("model_not_found", "the model %q does not exist; the remote engine serves %s", id, strings.Join(ids, ", "))
-	}
-	return model, nil
-}
-
-// remoteAPIError maps a remote failure to the error answered to the
-// client. The remote's own 4xx answers keep their status and fields; its
-// 5xx answers, and failures to reach it, are the gateway's (502, 503,
-// 504), so that a client can tell them from its own mistakes.
-func remoteAPIError(err error) *apiError {
-	var re *remote.Error
-	if !errors.As(err, &re) {
-		return asAPIError(err)
-	}
-	e := &apiError{Type: "server_error", Message: re.Message, RetryAfter: re.RetryAfterSeconds()}
-	switch re.Kind {
-	case remote.KindUnreachable:
-		e.Status, e.Code, e.RetryAfter = http.StatusBadGateway, "remote_unreachable", max(e.RetryAfter, 1)
-	case remote.KindTimeout:
-		e.Status, e.Code = http.StatusGatewayTimeout, "remote_timeout"
-	case remote.KindAuth:
-		e.Status, e.Code = http.StatusBadGateway, "remote_auth_failed"
-	case remote.KindProtocol:
-		e.Status, e.Code = http.StatusBadGateway, "remote_protocol_error"
-	default:
-		e.Status, e.Type, e.Code, e.Param = re.Status, re.Type, re.Code, re.Param
-		switch {
-		case remote.IsContextExceeded(re):
-			e.Code = "context_length_exceeded"
-		case re.Status == http.StatusServiceUnavailable || re.Status == http.StatusTooManyRequests:
-			e.RetryAfter = max(e.RetryAfter, 1)
-		case re.Status >= 500:
-			e.Status, e.Code = http.StatusBadGateway, "remote_error"
-			e.Message = fmt.Sprintf("the remote engine failed (%d %s): %s", re.Status, http.StatusText(re.Status), re.Message)
-		case re.Status == http.StatusNotFound && e.Code == "" && strings.Contains(strings.ToLower(re.Message), "model"):
-			e.Code = "model_not_found"
-		}
-		if e.Status < 400 || e.Status > 599 {
-			e.Status = http.StatusBadGateway
-		}
-	}
-	return e
-}
-
-// remoteModelObject is one remote model as /v1/models lists it: the
-// remote's entry, with context_length and max_model_len where known.
-func remoteModelObject(m remote.Model) map[string]any {
-	out := map[string]any{}
-	if len(m.Raw) > 0 {
-		json.Unmarshal(m.Raw, &out)
-	}
-	out["id"] = m.ID
-	if _, ok := out["object"]; !ok {
-		out["object"] = "model"
-	}
-	if m.ContextLength > 0 {
-		out["context_length"] = m.ContextLength
-		out["max_model_len"] = m.ContextLength
-	}
-	return out
-}
-
-func (s *Server) handleRemoteModels(w http.ResponseWriter, r *http.Request) {
-	models, err := s.remote.Models(r.Context())
-	if err != nil {
-		writeError(w, r, remoteAPIError(err))
-		return
-	}
-	data := make([]map[string]any, 0, len(models))
-	for _, m := range models {
-		data = append(data, remoteModelObject(m))
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
-}
-
-func (s *Server) handleRemoteModel(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	models, err := s.remote.Models(r.Context())
-	if err != nil {
-		writeError(w, r, remoteAPIError(err))
-		return
-	}
-	for _, m := range models {
-		if m.ID == id {
-			writeJSON(w, http.StatusOK, remoteModelObject(m))
-			return
-		}
-	}
-	writeError(w, r, notFound("model_not_found", "the model %q does not exist on the remote engine", id))
-}
-
-// remoteState is the engine state shown for the remote: connecting
-// (before the first probe), unreachable, generating or ready.
-func remoteState(st remote.Status) string {
-	switch {
-	case st.CheckedAt == nil && !st.Reachable:
-		return "connecting"
-	case !st.Reachable:
-		return "unreachable"
-	case st.Active > 0:
-		return "generating"
-	}
-	return "ready"
 }
 
 // RemoteSummary is the remote engine's state in Status: no model list.
@@ -215,7 +93,7 @@ func (s *Server) remoteHelloEvent() Event {
 	st := s.remote.Status()
 	hello := map[string]any{"id": defaultModelID(st), "object": "model"}
 	if len(st.Models) > 0 {
-		hello = remoteModelObject(st.Models[0])
+		hello = remotefront.ModelObject(st.Models[0])
 	}
 	hello["engine"] = "remote"
 	hello["remote"] = summaryOf(st)
@@ -229,21 +107,64 @@ func defaultModelID(st remote.Status) string {
 	return ""
 }
 
-// remoteStats is /stats of a remote server. There is no memory plan or
-// expert map: those describe a local engine.
-func (s *Server) remoteStats() map[string]any {
-	st := s.remote.Status()
-	out := map[string]any{
-		"engine": map[string]any{"kind": "remote", "state": remoteState(st), "remote": st},
+// remoteMessages decodes and checks an Anthropic Messages request and
+// translates it to the remote's chat request (remotefront resolves the
+// model, caps max_tokens and asks for stream usage); count makes
+// max_tokens optional (count_tokens).
+func (s *Server) remoteMessages(r *http.Request, count bool) (*remotefront.ChatRequest, error) {
+	var req messagesRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, err
 	}
-	if len(st.Models) > 0 {
-		out["model"] = remoteModelObject(st.Models[0])
+	if count && req.MaxTokens == nil {
+		req.MaxTokens = new(1)
 	}
-	if st.Last != nil {
-		out["last_turn"] = st.Last
+	if req.MaxTokens == nil {
+		return nil, invalid("max_tokens", "max_tokens is required")
 	}
-	var mem runtime.MemStats
-	runtime.ReadMemStats(&mem)
-	out["memory"] = map[string]any{"go_heap_bytes": mem.HeapAlloc, "go_sys_bytes": mem.Sys}
-	return out
+	if *req.MaxTokens <= 0 {
+		return nil, invalid("max_tokens", "max_tokens must be at least 1, got %d", *req.MaxTokens)
+	}
+	msgs, tools, err := req.toChat()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkTools("tools", tools); err != nil {
+		return nil, err
+	}
+	stops, err := checkStops("stop_sequences", req.StopSequences)
+	if err != nil {
+		return nil, err
+	}
+	out := &remotefront.ChatRequest{
+		Model: req.Model, Messages: msgs, MaxTokens: *req.MaxTokens, Stream: req.Stream, Stop: stops, Tools: tools,
+		Temperature: req.Temperature, TopP: req.TopP, TopK: req.TopK,
+	}
+	if tc := req.ToolChoice; tc != nil {
+		choice, err := anthropicToolChoice(tc.Type, tc.Name, tools)
+		if err != nil {
+			return nil, err
+		}
+		switch choice.mode {
+		case "none", "required":
+			out.ToolChoice = choice.mode
+		case "function":
+			out.ToolChoice = map[string]any{"type": "function", "function": map[string]string{"name": choice.name}}
+		}
+	}
+	if th := req.Thinking; th != nil {
+		on, err := anthropicThinking(th.Type)
+		if err != nil {
+			return nil, err
+		}
+		out.ChatTemplateKwargs = map[string]any{"enable_thinking": on}
+	}
+	format, _, err := req.responseFormat()
+	if err != nil {
+		return nil, err
+	}
+	if format != nil {
+		out.ResponseFormat = format
+	}
+	return out, nil
 }

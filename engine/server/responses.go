@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/chat"
 )
 
@@ -309,10 +310,10 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		resp.PreviousResponseID = &req.PreviousResponseID
 	}
 	b := &responsesBuilder{resp: resp, origins: req.origins}
-	var sse *sseWriter
+	var sse *apiwire.SSE
 	if req.Stream {
 		var err error
-		if sse, err = startSSE(w); err != nil {
+		if sse, err = apiwire.StartSSE(w); err != nil {
 			st.Cancel()
 			return
 		}
@@ -320,7 +321,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 			ev["type"] = name
 			ev["sequence_number"] = b.seq
 			b.seq++
-			return sse.event(name, ev)
+			return sse.Event(name, ev)
 		}
 	}
 	if err := b.send("response.created", map[string]any{"response": resp}); err != nil {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/spoolhq/spool/engine/apiwire"
 )
 
 // The Responses API's WebSocket mode: a client (the OpenAI Agents SDK's
@@ -115,7 +117,7 @@ func (rs *responsesSocket) sendError(status int, body []byte) error {
 		Error json.RawMessage `json:"error"`
 	}
 	if json.Unmarshal(body, &env) != nil || len(env.Error) == 0 {
-		env.Error, _ = json.Marshal(openAIErrorBody{Message: strings.TrimSpace(string(body)), Type: "server_error"})
+		env.Error, _ = json.Marshal(apiwire.OpenAIErrorBody{Message: strings.TrimSpace(string(body)), Type: "server_error"})
 	}
 	ev, _ := json.Marshal(map[string]any{"type": "error", "status": status, "error": env.Error})
 	return rs.send(ev)
@@ -232,7 +234,7 @@ func withStreamTrue(frame []byte) ([]byte, error) {
 
 // errorBody is the OpenAI error envelope of err.
 func errorBody(err error) []byte {
-	b, _ := json.Marshal(asAPIError(err).openAI())
+	b, _ := json.Marshal(asAPIError(err).OpenAI())
 	return b
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/spoolhq/spool/engine/chat"
 	"github.com/spoolhq/spool/engine/httpguard"
 	"github.com/spoolhq/spool/engine/remote"
+	"github.com/spoolhq/spool/engine/remotefront"
 	"github.com/spoolhq/spool/engine/scheduler"
 	"github.com/spoolhq/spool/engine/tokenizer"
 )
@@ -165,6 +166,8 @@ type Server struct {
 	// remote, when set, is the remote engine the server forwards to
 	// instead of eng (see NewRemote).
 	remote *remote.Client
+	// front answers the remote column of the route table (NewRemote).
+	front *remotefront.Front
 }
 
 // New checks the configuration and builds the server.
@@ -270,18 +273,18 @@ type endpoint struct {
 // endpoints is the route table: a new endpoint is added here.
 var endpoints = []endpoint{
 	{pattern: "GET /health", local: (*Server).handleHealth, remote: (*Server).handleHealth},
-	{pattern: "GET /stats", local: (*Server).handleStats, remote: (*Server).handleRemoteStats},
+	{pattern: "GET /stats", local: (*Server).handleStats, remote: viaFront((*remotefront.Front).Stats)},
 	{pattern: "GET " + eventsPath, local: (*Server).handleEventsRoute, remote: (*Server).handleEventsRoute},
-	{pattern: "GET /v1/models", local: (*Server).handleModels, remote: (*Server).handleRemoteModels},
-	{pattern: "GET /v1/models/{id...}", local: (*Server).handleModel, remote: (*Server).handleRemoteModel},
-	{pattern: "POST /v1/chat/completions", conversation: "messages", local: (*Server).handleChat, remote: (*Server).handleRemoteProxy},
-	{pattern: "POST /v1/completions", local: (*Server).handleCompletions, remote: (*Server).handleRemoteProxy},
-	{pattern: "POST /v1/messages", conversation: "messages", local: (*Server).handleMessages, remote: (*Server).handleRemoteMessages},
-	{pattern: "POST /v1/messages/count_tokens", conversation: "messages", local: (*Server).handleCountTokens, remote: (*Server).handleRemoteCountTokens},
-	{pattern: "POST /v1/responses", conversation: "input", local: (*Server).handleResponses, remote: (*Server).handleRemoteProxy},
+	{pattern: "GET /v1/models", local: (*Server).handleModels, remote: viaFront((*remotefront.Front).Models)},
+	{pattern: "GET /v1/models/{id...}", local: (*Server).handleModel, remote: viaFront((*remotefront.Front).Model)},
+	{pattern: "POST /v1/chat/completions", conversation: "messages", local: (*Server).handleChat, remote: viaFront((*remotefront.Front).Proxy)},
+	{pattern: "POST /v1/completions", local: (*Server).handleCompletions, remote: viaFront((*remotefront.Front).Proxy)},
+	{pattern: "POST /v1/messages", conversation: "messages", local: (*Server).handleMessages, remote: viaFront((*remotefront.Front).Messages)},
+	{pattern: "POST /v1/messages/count_tokens", conversation: "messages", local: (*Server).handleCountTokens, remote: viaFront((*remotefront.Front).CountTokens)},
+	{pattern: "POST /v1/responses", conversation: "input", local: (*Server).handleResponses, remote: viaFront((*remotefront.Front).Proxy)},
 	{pattern: "GET /v1/responses", local: (*Server).handleResponsesSocket},
-	{pattern: "GET /v1/responses/{id}", local: (*Server).handleGetResponse, remote: (*Server).handleRemoteGet},
-	{pattern: "POST /v1/embeddings", local: (*Server).handleEmbeddings, remote: (*Server).handleRemoteProxy},
+	{pattern: "GET /v1/responses/{id}", local: (*Server).handleGetResponse, remote: viaFront((*remotefront.Front).Get)},
+	{pattern: "POST /v1/embeddings", local: (*Server).handleEmbeddings, remote: viaFront((*remotefront.Front).Proxy)},
 	// Ollama's API (ollama*.go).
 	{pattern: "GET /api/version", local: (*Server).handleOllamaVersion},
 	{pattern: "GET /api/tags", local: (*Server).handleOllamaTags},
@@ -293,6 +296,12 @@ var endpoints = []endpoint{
 	{pattern: "POST /api/embeddings", local: (*Server).handleOllamaEmbeddings},
 	{pattern: "POST /api/pull", local: (*Server).handleOllamaPull},
 	{pattern: "/", local: (*Server).handleFallback, remote: (*Server).handleFallback},
+}
+
+// viaFront is a remote-mode handler of the route table: h of the
+// server's remote front.
+func viaFront(h func(*remotefront.Front, http.ResponseWriter, *http.Request)) func(*Server, http.ResponseWriter, *http.Request) {
+	return func(s *Server, w http.ResponseWriter, r *http.Request) { h(s.front, w, r) }
 }
 
 // routes is the route table's mux for s's mode.

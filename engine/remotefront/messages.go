@@ -1,4 +1,4 @@
-package server
+package remotefront
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/chat"
 	"github.com/spoolhq/spool/engine/httpguard"
 	"github.com/spoolhq/spool/engine/remote"
@@ -21,8 +22,8 @@ import (
 // and its answer back (thinking, text and tool_use blocks, stop reason,
 // usage), streamed as Anthropic's events when asked.
 
-// remoteChatRequest is the chat request sent to the remote.
-type remoteChatRequest struct {
+// ChatRequest is the chat request sent to the remote.
+type ChatRequest struct {
 	Model         string         `json:"model"`
 	Messages      []chat.Message `json:"messages"`
 	MaxTokens     int            `json:"max_tokens,omitempty"`
@@ -30,71 +31,35 @@ type remoteChatRequest struct {
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options,omitempty"`
-	Temperature        *float64        `json:"temperature,omitempty"`
-	TopP               *float64        `json:"top_p,omitempty"`
-	TopK               *int            `json:"top_k,omitempty"`
-	Stop               []string        `json:"stop,omitempty"`
-	Tools              []chat.Tool     `json:"tools,omitempty"`
-	ToolChoice         any             `json:"tool_choice,omitempty"`
-	ChatTemplateKwargs map[string]any  `json:"chat_template_kwargs,omitempty"`
-	ResponseFormat     *responseFormat `json:"response_format,omitempty"`
+	Temperature        *float64       `json:"temperature,omitempty"`
+	TopP               *float64       `json:"top_p,omitempty"`
+	TopK               *int           `json:"top_k,omitempty"`
+	Stop               []string       `json:"stop,omitempty"`
+	Tools              []chat.Tool    `json:"tools,omitempty"`
+	ToolChoice         any            `json:"tool_choice,omitempty"`
+	ChatTemplateKwargs map[string]any `json:"chat_template_kwargs,omitempty"`
+	// ResponseFormat is OpenAI's response_format, nil for none.
+	ResponseFormat any `json:"response_format,omitempty"`
 }
 
-// remoteChat translates an Anthropic request for the remote.
-func (s *Server) remoteChat(r *http.Request, req *messagesRequest) (*remoteChatRequest, error) {
-	if req.MaxTokens == nil {
-		return nil, invalid("max_tokens", "max_tokens is required")
-	}
-	if *req.MaxTokens <= 0 {
-		return nil, invalid("max_tokens", "max_tokens must be at least 1, got %d", *req.MaxTokens)
-	}
-	msgs, tools, err := req.toChat()
+// remoteChat translates an Anthropic request for the remote: the
+// server's translation (Config.Messages), then the front's part: the
+// messages in the wire form, the output cap, stream usage and the model.
+func (f *Front) remoteChat(r *http.Request, count bool) (*ChatRequest, error) {
+	out, err := f.cfg.Messages(r, count)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkTools("tools", tools); err != nil {
-		return nil, err
+	out.Messages = wireMessages(out.Messages)
+	if f.cfg.MaxTokens > 0 {
+		out.MaxTokens = min(out.MaxTokens, f.cfg.MaxTokens)
 	}
-	stops, err := checkStops("stop_sequences", req.StopSequences)
-	if err != nil {
-		return nil, err
-	}
-	out := &remoteChatRequest{
-		Messages: wireMessages(msgs), MaxTokens: *req.MaxTokens, Stop: stops, Tools: tools,
-		Temperature: req.Temperature, TopP: req.TopP, TopK: req.TopK,
-	}
-	if s.cfg.MaxTokens > 0 {
-		out.MaxTokens = min(out.MaxTokens, s.cfg.MaxTokens)
-	}
-	if tc := req.ToolChoice; tc != nil {
-		choice, err := anthropicToolChoice(tc.Type, tc.Name, tools)
-		if err != nil {
-			return nil, err
-		}
-		switch choice.mode {
-		case "none", "required":
-			out.ToolChoice = choice.mode
-		case "function":
-			out.ToolChoice = map[string]any{"type": "function", "function": map[string]string{"name": choice.name}}
-		}
-	}
-	if th := req.Thinking; th != nil {
-		on, err := anthropicThinking(th.Type)
-		if err != nil {
-			return nil, err
-		}
-		out.ChatTemplateKwargs = map[string]any{"enable_thinking": on}
-	}
-	if out.ResponseFormat, _, err = req.responseFormat(); err != nil {
-		return nil, err
-	}
-	if req.Stream {
-		out.Stream = true
+	if out.Stream {
 		out.StreamOptions = &struct {
 			IncludeUsage bool `json:"include_usage"`
 		}{true}
 	}
-	if out.Model, err = s.remoteModel(r, req.Model, true); err != nil {
+	if out.Model, err = f.remoteModel(r, out.Model, true); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -125,8 +90,29 @@ func wireMessages(msgs []chat.Message) []chat.Message {
 // remoteMessage is a chat message or delta of the remote's answer; vLLM
 // names reasoning "reasoning", SGLang and Spool "reasoning_content".
 type remoteMessage struct {
-	chatMessage
-	Reasoning *string `json:"reasoning"`
+	Content          *string         `json:"content"`
+	ReasoningContent *string         `json:"reasoning_content"`
+	Reasoning        *string         `json:"reasoning"`
+	ToolCalls        []toolCallDelta `json:"tool_calls"`
+}
+
+// toolCallDelta is a tool call of the remote's answer, or a piece of one.
+type toolCallDelta struct {
+	Index    *int   `json:"index"`
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// chatUsage is the usage of the remote's chat completion.
+type chatUsage struct {
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
 }
 
 func (m *remoteMessage) reasoning() string {
@@ -184,26 +170,31 @@ func recordChatUsage(call *remote.Call, u *chatUsage) {
 	}
 }
 
-// remoteMessagesResponse is a translated reply: the local shape with the
-// remote's usage.
+// remoteMessagesResponse is a translated reply: the shape of Anthropic's
+// message with the remote's usage.
 type remoteMessagesResponse struct {
-	anthropicResponse
-	Usage remoteMessagesUsage `json:"usage"`
+	ID           string              `json:"id"`
+	Type         string              `json:"type"`
+	Role         string              `json:"role"`
+	Model        string              `json:"model"`
+	Content      []map[string]any    `json:"content"`
+	StopReason   *string             `json:"stop_reason"`
+	StopSequence *string             `json:"stop_sequence"`
+	Usage        remoteMessagesUsage `json:"usage"`
 }
 
 // remoteStop maps the remote's finish to Anthropic's stop reason.
 func remoteStop(finish string, stopRaw json.RawMessage, stops []string, calls bool) (string, *string) {
-	o := outcome{finish: "stop"}
 	var matched string
 	switch {
 	case calls || finish == "tool_calls":
-		o.finish = "tool_calls"
+		return "tool_use", nil
 	case finish == "length":
-		o.finish = "length"
+		return "max_tokens", nil
 	case json.Unmarshal(stopRaw, &matched) == nil && slices.Contains(stops, matched):
-		o.stopString = matched
+		return "stop_sequence", &matched
 	}
-	return stopReason(&o)
+	return "end_turn", nil
 }
 
 // toolArguments is a call's input: its arguments when they are a JSON
@@ -218,22 +209,22 @@ func toolArguments(args string) json.RawMessage {
 
 func callID(id string) string {
 	if id == "" {
-		return newID("toolu_")
+		return apiwire.NewID("toolu_")
 	}
-	return toolUseID(id)
+	return apiwire.ToolUseID(id)
 }
 
 // sendChat sends the translated request. One whose output limit, not
 // its prompt, is over the remote's context goes again with the rest of the
 // context as its limit, as the local engine caps max_tokens (Claude Code
 // asks for 32k tokens whatever the context left).
-func (s *Server) sendChat(r *http.Request, oreq *remoteChatRequest) (*http.Response, error) {
+func (f *Front) sendChat(r *http.Request, oreq *ChatRequest) (*http.Response, error) {
 	for retried := false; ; retried = true {
 		body, err := json.Marshal(oreq)
 		if err != nil {
-			return nil, internalError(err)
+			return nil, apiwire.Internal(err)
 		}
-		resp, err := s.remote.Do(r.Context(), http.MethodPost, "/v1/chat/completions", body)
+		resp, err := f.rc.Do(r.Context(), http.MethodPost, "/v1/chat/completions", body)
 		var re *remote.Error
 		if err == nil || retried || !errors.As(err, &re) {
 			return resp, err
@@ -246,11 +237,11 @@ func (s *Server) sendChat(r *http.Request, oreq *remoteChatRequest) (*http.Respo
 	}
 }
 
-// anthropicRemoteError is the Anthropic answer to a remote failure; a
+// anthropicError is the Anthropic answer to a remote failure; a
 // prompt over the remote's context is worded as Anthropic does ("prompt is
 // too long"), which Claude Code acts on by compacting.
-func anthropicRemoteError(err error) *apiError {
-	e := remoteAPIError(err)
+func (f *Front) anthropicError(err error) *apiwire.Error {
+	e := f.apiError(err)
 	if e.Code != "context_length_exceeded" || strings.HasPrefix(e.Message, "prompt is too long") {
 		return e
 	}
@@ -265,37 +256,34 @@ func anthropicRemoteError(err error) *apiError {
 	return &c
 }
 
-func (s *Server) handleRemoteMessages(w http.ResponseWriter, r *http.Request) {
-	var req messagesRequest
-	if err := decodeBody(r, &req); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	oreq, err := s.remoteChat(r, &req)
+// Messages answers POST /v1/messages, translated to the remote's chat
+// API.
+func (f *Front) Messages(w http.ResponseWriter, r *http.Request) {
+	oreq, err := f.remoteChat(r, false)
 	if err != nil {
-		writeError(w, r, anthropicRemoteError(err))
+		f.writeError(w, r, f.anthropicError(err))
 		return
 	}
 	httpguard.EndParsing(r.Context())
-	call := s.remote.Begin(r.URL.Path, oreq.Model, oreq.Stream)
-	resp, err := s.sendChat(r, oreq)
+	call := f.rc.Begin(r.URL.Path, oreq.Model, oreq.Stream)
+	resp, err := f.sendChat(r, oreq)
 	if err != nil {
-		failCall(w, r, call, err)
+		f.failCall(w, r, call, err)
 		return
 	}
 	if oreq.Stream && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		s.streamRemoteMessages(w, r, resp, call, oreq)
+		f.streamRemoteMessages(w, r, resp, call, oreq)
 		return
 	}
 	data, err := remote.ReadBody(resp)
 	if err != nil {
-		failCall(w, r, call, err)
+		f.failCall(w, r, call, err)
 		return
 	}
 	call.Output()
 	var cc remoteCompletion
 	if err := json.Unmarshal(data, &cc); err != nil || len(cc.Choices) == 0 || cc.Choices[0].Message == nil {
-		failCall(w, r, call, &remote.Error{Kind: remote.KindProtocol, Message: "the remote engine's chat completion has no message"})
+		f.failCall(w, r, call, &remote.Error{Kind: remote.KindProtocol, Message: "the remote engine's chat completion has no message"})
 		return
 	}
 	recordChatUsage(call, cc.Usage)
@@ -321,27 +309,16 @@ func (s *Server) handleRemoteMessages(w http.ResponseWriter, r *http.Request) {
 	if model == "" {
 		model = oreq.Model
 	}
-	writeJSON(w, http.StatusOK, remoteMessagesResponse{
-		anthropicResponse: anthropicResponse{ID: newID("msg_"), Type: "message", Role: "assistant", Model: model,
-			Content: content, StopReason: &reason, StopSequence: seq},
-		Usage: messagesUsageOf(cc.Usage),
-	})
+	apiwire.WriteJSON(w, http.StatusOK, remoteMessagesResponse{ID: apiwire.NewID("msg_"), Type: "message", Role: "assistant", Model: model,
+		Content: content, StopReason: &reason, StopSequence: seq, Usage: messagesUsageOf(cc.Usage)})
 }
 
-// handleRemoteCountTokens counts a prompt with the remote's POST /tokenize
+// CountTokens answers POST /v1/messages/count_tokens: it counts a prompt with the remote's POST /tokenize
 // (vLLM's; other servers may have none, which is said plainly).
-func (s *Server) handleRemoteCountTokens(w http.ResponseWriter, r *http.Request) {
-	var req messagesRequest
-	if err := decodeBody(r, &req); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	if req.MaxTokens == nil {
-		req.MaxTokens = new(1)
-	}
-	oreq, err := s.remoteChat(r, &req)
+func (f *Front) CountTokens(w http.ResponseWriter, r *http.Request) {
+	oreq, err := f.remoteChat(r, true)
 	if err != nil {
-		writeError(w, r, anthropicRemoteError(err))
+		f.writeError(w, r, f.anthropicError(err))
 		return
 	}
 	tok := map[string]any{"model": oreq.Model, "messages": oreq.Messages, "add_generation_prompt": true}
@@ -353,15 +330,15 @@ func (s *Server) handleRemoteCountTokens(w http.ResponseWriter, r *http.Request)
 	}
 	body, _ := json.Marshal(tok)
 	httpguard.EndParsing(r.Context())
-	resp, err := s.remote.Do(r.Context(), http.MethodPost, "/tokenize", body)
+	resp, err := f.rc.Do(r.Context(), http.MethodPost, "/tokenize", body)
 	if err != nil {
 		var re *remote.Error
 		if errors.As(err, &re) && re.Kind == remote.KindStatus && (re.Status == http.StatusNotFound || re.Status == http.StatusMethodNotAllowed) {
-			writeError(w, r, notFound("unsupported", "counting tokens needs the remote engine's POST /tokenize (vLLM serves one); %s has none", s.remote.Endpoint()))
+			f.writeError(w, r, apiwire.NotFound("unsupported", "counting tokens needs the remote engine's POST /tokenize (vLLM serves one); %s has none", f.rc.Endpoint()))
 			return
 		}
 		if r.Context().Err() == nil {
-			writeError(w, r, anthropicRemoteError(err))
+			f.writeError(w, r, f.anthropicError(err))
 		}
 		return
 	}
@@ -373,8 +350,8 @@ func (s *Server) handleRemoteCountTokens(w http.ResponseWriter, r *http.Request)
 		err = &remote.Error{Kind: remote.KindProtocol, Message: "the remote engine's /tokenize answer has no count"}
 	}
 	if err != nil {
-		writeError(w, r, anthropicRemoteError(err))
+		f.writeError(w, r, f.anthropicError(err))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]int{"input_tokens": *out.Count})
+	apiwire.WriteJSON(w, http.StatusOK, map[string]int{"input_tokens": *out.Count})
 }

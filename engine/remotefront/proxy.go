@@ -1,4 +1,4 @@
-package server
+package remotefront
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/httpguard"
 	"github.com/spoolhq/spool/engine/remote"
 )
@@ -48,96 +49,96 @@ func (u *remoteUsage) record(call *remote.Call) {
 	}
 }
 
-// handleRemoteProxy passes a request through to the remote: the body as
+// Proxy passes a request through to the remote: the body as
 // sent, but for the model (resolved to one the remote serves) and, on a
 // streamed chat or completion, stream_options.include_usage (so that the
 // reply's figures are known; the usage chunk is dropped again when the
 // client did not ask for it).
-func (s *Server) handleRemoteProxy(w http.ResponseWriter, r *http.Request) {
+func (f *Front) Proxy(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
-			writeError(w, r, asAPIError(err))
+			f.writeError(w, r, err)
 		} else {
-			writeError(w, r, invalid("", "reading the request body: %v", err))
+			f.writeError(w, r, apiwire.Invalid("", "reading the request body: %v", err))
 		}
 		return
 	}
 	var fields map[string]json.RawMessage
-	if err := decodeJSON(body, &fields); err != nil {
-		writeError(w, r, err)
+	if err := apiwire.DecodeJSON(body, &fields); err != nil {
+		f.writeError(w, r, err)
 		return
 	}
 	var id string
 	if raw, ok := fields["model"]; ok && string(raw) != "null" {
 		if json.Unmarshal(raw, &id) != nil {
-			writeError(w, r, invalid("model", "model must be a string"))
+			f.writeError(w, r, apiwire.Invalid("model", "model must be a string"))
 			return
 		}
 	}
-	model, err := s.remoteModel(r, id, false)
+	model, err := f.remoteModel(r, id, false)
 	if err != nil {
-		writeError(w, r, remoteAPIError(err))
+		f.writeError(w, r, f.apiError(err))
 		return
 	}
 	fields["model"], _ = json.Marshal(model)
 	var stream bool
 	if raw, ok := fields["stream"]; ok && json.Unmarshal(raw, &stream) != nil {
-		writeError(w, r, invalid("stream", "stream must be a boolean"))
+		f.writeError(w, r, apiwire.Invalid("stream", "stream must be a boolean"))
 		return
 	}
 	path := r.URL.Path
 	dropUsage := false
 	if stream && (path == "/v1/chat/completions" || path == "/v1/completions") {
 		if dropUsage, err = forceUsage(fields); err != nil {
-			writeError(w, r, err)
+			f.writeError(w, r, err)
 			return
 		}
 	}
 	out, err := json.Marshal(fields)
 	if err != nil {
-		writeError(w, r, internalError(err))
+		f.writeError(w, r, apiwire.Internal(err))
 		return
 	}
-	s.forward(w, r, s.remote.Begin(path, model, stream), out, dropUsage)
+	f.forward(w, r, f.rc.Begin(path, model, stream), out, dropUsage)
 }
 
-// handleRemoteGet passes GET /v1/responses/{id} through.
-func (s *Server) handleRemoteGet(w http.ResponseWriter, r *http.Request) {
-	s.forward(w, r, s.remote.Begin(r.URL.Path, "", false), nil, false)
+// Get passes GET /v1/responses/{id} through.
+func (f *Front) Get(w http.ResponseWriter, r *http.Request) {
+	f.forward(w, r, f.rc.Begin(r.URL.Path, "", false), nil, false)
 }
 
 // forward sends the request (its method and path, with body) to the
 // remote and passes the answer on: a stream as it arrives, else whole.
-func (s *Server) forward(w http.ResponseWriter, r *http.Request, call *remote.Call, body []byte, dropUsage bool) {
+func (f *Front) forward(w http.ResponseWriter, r *http.Request, call *remote.Call, body []byte, dropUsage bool) {
 	// The body is read: the next request may be parsed.
 	httpguard.EndParsing(r.Context())
-	resp, err := s.remote.Do(r.Context(), r.Method, r.URL.Path, body)
+	resp, err := f.rc.Do(r.Context(), r.Method, r.URL.Path, body)
 	if err != nil {
-		failCall(w, r, call, err)
+		f.failCall(w, r, call, err)
 		return
 	}
 	copyRemoteHeaders(w, resp)
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		s.passStream(w, r, resp, call, dropUsage)
+		f.passStream(w, r, resp, call, dropUsage)
 		return
 	}
-	s.passBody(w, r, resp, call)
+	f.passBody(w, r, resp, call)
 }
 
 // failCall ends call with err and answers the error in the envelope of
 // the request's path, unless the client has gone.
-func failCall(w http.ResponseWriter, r *http.Request, call *remote.Call, err error) {
+func (f *Front) failCall(w http.ResponseWriter, r *http.Request, call *remote.Call, err error) {
 	call.End(err)
 	if r.Context().Err() != nil {
 		return
 	}
-	if envelopeFor(r.URL.Path) == envAnthropic {
-		writeError(w, r, anthropicRemoteError(err))
+	if apiwire.IsAnthropicPath(r.URL.Path) {
+		f.writeError(w, r, f.anthropicError(err))
 		return
 	}
-	writeError(w, r, remoteAPIError(err))
+	f.writeError(w, r, f.apiError(err))
 }
 
 // forceUsage sets stream_options.include_usage; it reports whether the
@@ -146,7 +147,7 @@ func forceUsage(fields map[string]json.RawMessage) (bool, error) {
 	opts := map[string]json.RawMessage{}
 	if raw, ok := fields["stream_options"]; ok && string(raw) != "null" {
 		if json.Unmarshal(raw, &opts) != nil {
-			return false, invalid("stream_options", "stream_options must be an object")
+			return false, apiwire.Invalid("stream_options", "stream_options must be an object")
 		}
 	}
 	var had bool
@@ -167,10 +168,10 @@ func copyRemoteHeaders(w http.ResponseWriter, resp *http.Response) {
 }
 
 // passBody answers with a non-streamed remote answer as it came.
-func (s *Server) passBody(w http.ResponseWriter, r *http.Request, resp *http.Response, call *remote.Call) {
+func (f *Front) passBody(w http.ResponseWriter, r *http.Request, resp *http.Response, call *remote.Call) {
 	data, err := remote.ReadBody(resp)
 	if err != nil {
-		failCall(w, r, call, err)
+		f.failCall(w, r, call, err)
 		return
 	}
 	call.Output()
@@ -238,16 +239,16 @@ func (c *streamChunk) terminal() bool {
 // stream that ends early, falls silent past the remote's timeout or
 // breaks ends with an error event. The client leaving closes the remote's
 // stream, which ends the generation there.
-func (s *Server) passStream(w http.ResponseWriter, r *http.Request, resp *http.Response, call *remote.Call, dropUsage bool) {
-	st := s.remote.Stream(resp)
+func (f *Front) passStream(w http.ResponseWriter, r *http.Request, resp *http.Response, call *remote.Call, dropUsage bool) {
+	st := f.rc.Stream(resp)
 	defer st.Close()
 	responses := r.URL.Path == "/v1/responses"
-	sse, err := startSSE(w)
+	sse, err := apiwire.StartSSE(w)
 	if err != nil {
 		call.End(err)
 		return
 	}
-	tick := time.NewTicker(s.cfg.KeepAlive)
+	tick := time.NewTicker(f.cfg.KeepAlive)
 	defer tick.Stop()
 	last := time.Now()
 	var failure error // an error event the remote sent
@@ -258,8 +259,8 @@ func (s *Server) passStream(w http.ResponseWriter, r *http.Request, resp *http.R
 			call.End(context.Canceled)
 			return
 		case <-tick.C:
-			if time.Since(last) >= s.cfg.KeepAlive {
-				if sse.comment("keep-alive") != nil {
+			if time.Since(last) >= f.cfg.KeepAlive {
+				if sse.Comment("keep-alive") != nil {
 					call.End(context.Canceled)
 					return
 				}
@@ -272,7 +273,7 @@ func (s *Server) passStream(w http.ResponseWriter, r *http.Request, resp *http.R
 					err = &remote.Error{Kind: remote.KindProtocol, Message: "the remote engine's stream ended before its end"}
 				}
 				if err != nil {
-					s.streamError(sse, responses, err)
+					f.streamError(sse, responses, err)
 					call.End(err)
 					return
 				}
@@ -284,9 +285,9 @@ func (s *Server) passStream(w http.ResponseWriter, r *http.Request, resp *http.R
 			if d := bytes.TrimSpace(ev.Data); len(d) > 0 && d[0] == '{' && json.Unmarshal(d, &c) == nil {
 				switch {
 				case c.Object == "error" || (len(c.Error) > 0 && !responses):
-					e := remoteAPIError(remote.ParseError(http.StatusInternalServerError, d))
+					e := f.apiError(remote.ParseError(http.StatusInternalServerError, d))
 					failure = e
-					raw = sseData(e.openAI())
+					raw = sseData(e.OpenAI())
 				case dropUsage && c.Usage != nil && len(c.Choices) == 0:
 					c.Usage.record(call)
 					raw = nil
@@ -302,7 +303,7 @@ func (s *Server) passStream(w http.ResponseWriter, r *http.Request, resp *http.R
 				}
 			}
 			if raw != nil {
-				if sse.write(raw) != nil {
+				if sse.Write(raw) != nil {
 					call.End(context.Canceled)
 					return
 				}
@@ -324,11 +325,11 @@ func sseData(v any) []byte {
 
 // streamError ends a passed-through stream with an error event: the
 // OpenAI shape, or the Responses "error" event.
-func (s *Server) streamError(sse *sseWriter, responses bool, err error) {
-	e := remoteAPIError(err)
+func (f *Front) streamError(sse *apiwire.SSE, responses bool, err error) {
+	e := f.apiError(err)
 	if responses {
-		sse.event("error", map[string]any{"type": "error", "code": e.Code, "message": e.Message, "param": nil})
+		sse.Event("error", map[string]any{"type": "error", "code": e.Code, "message": e.Message, "param": nil})
 		return
 	}
-	sse.write(sseData(e.openAI()))
+	sse.Write(sseData(e.OpenAI()))
 }

@@ -1,4 +1,4 @@
-package server
+package remotefront
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/engine/anthropicsse"
+	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/remote"
 )
 
@@ -123,25 +124,25 @@ func (m *messagesTranslation) end() error {
 // Anthropic's: message_start, content blocks with their deltas, pings
 // while the remote is silent, message_delta with the stop reason and
 // usage, and message_stop; a failure ends the stream with an error event.
-func (s *Server) streamRemoteMessages(w http.ResponseWriter, r *http.Request, resp *http.Response, call *remote.Call, oreq *remoteChatRequest) {
-	st := s.remote.Stream(resp)
+func (f *Front) streamRemoteMessages(w http.ResponseWriter, r *http.Request, resp *http.Response, call *remote.Call, oreq *ChatRequest) {
+	st := f.rc.Stream(resp)
 	defer st.Close()
-	sse, err := startSSE(w)
+	sse, err := apiwire.StartSSE(w)
 	if err != nil {
 		call.End(err)
 		return
 	}
-	msg, err := anthropicsse.Start(sse, newID("msg_"), oreq.Model, remoteMessagesUsage{})
+	msg, err := anthropicsse.Start(sse, apiwire.NewID("msg_"), oreq.Model, remoteMessagesUsage{})
 	if err != nil {
 		call.End(context.Canceled)
 		return
 	}
 	fail := func(err error) {
 		call.End(err)
-		msg.Error(anthropicRemoteError(err).anthropic())
+		msg.Error(f.anthropicError(err).Anthropic())
 	}
 	m := &messagesTranslation{blocks: msg, tools: map[int]*remoteToolStream{}}
-	tick := time.NewTicker(s.cfg.KeepAlive)
+	tick := time.NewTicker(f.cfg.KeepAlive)
 	defer tick.Stop()
 	last := time.Now()
 	for done := false; !done; {
@@ -150,7 +151,7 @@ func (s *Server) streamRemoteMessages(w http.ResponseWriter, r *http.Request, re
 			call.End(context.Canceled)
 			return
 		case <-tick.C:
-			if time.Since(last) >= s.cfg.KeepAlive {
+			if time.Since(last) >= f.cfg.KeepAlive {
 				if msg.Ping() != nil {
 					call.End(context.Canceled)
 					return

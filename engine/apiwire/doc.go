@@ -1,0 +1,8 @@
+// Package apiwire owns the wire shapes that Spool's API fronts share: the
+// error answered to a client (Error) with its OpenAI, Anthropic and
+// Ollama envelopes and the choice among them by path (WriteError), the
+// JSON answer writer, and the server-sent event stream writer (SSE).
+//
+// engine/server's protocol handlers and engine/remotefront use it; it
+// knows nothing of the engine or the scheduler.
+package apiwire

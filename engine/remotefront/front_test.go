@@ -1,0 +1,103 @@
+package remotefront
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"testing"
+
+	"github.com/spoolhq/spool/engine/apiwire"
+	"github.com/spoolhq/spool/engine/chat"
+	"github.com/spoolhq/spool/engine/remote"
+)
+
+func TestRemoteStop(t *testing.T) {
+	stops := []string{"END", "###"}
+	tests := []struct {
+		finish  string
+		stopRaw string
+		calls   bool
+		reason  string
+		seq     string
+	}{
+		{"stop", `null`, false, "end_turn", ""},
+		{"stop", `"END"`, false, "stop_sequence", "END"},
+		{"stop", `"other"`, false, "end_turn", ""},
+		{"stop", `151336`, false, "end_turn", ""},
+		{"length", `null`, false, "max_tokens", ""},
+		{"tool_calls", `null`, false, "tool_use", ""},
+		{"stop", `null`, true, "tool_use", ""},
+	}
+	for _, tt := range tests {
+		reason, seq := remoteStop(tt.finish, json.RawMessage(tt.stopRaw), stops, tt.calls)
+		got := ""
+		if seq != nil {
+			got = *seq
+		}
+		if reason != tt.reason || got != tt.seq {
+			t.Errorf("remoteStop(%q, %s, calls %v) = %q, %q; want %q, %q", tt.finish, tt.stopRaw, tt.calls, reason, got, tt.reason, tt.seq)
+		}
+	}
+}
+
+func TestToolArgumentsAndUsage(t *testing.T) {
+	for args, want := range map[string]string{`{"a":1}`: `{"a":1}`, ` {"a":1} `: `{"a":1}`, `[1]`: `{}`, `{"a":`: `{}`, ``: `{}`} {
+		if got := string(toolArguments(args)); got != want {
+			t.Errorf("toolArguments(%q) = %s, want %s", args, got, want)
+		}
+	}
+	u := &chatUsage{PromptTokens: 100, CompletionTokens: 7}
+	u.PromptTokensDetails.CachedTokens = 40
+	if got := messagesUsageOf(u); got != (remoteMessagesUsage{InputTokens: 60, OutputTokens: 7, CacheReadInputTokens: 40}) {
+		t.Errorf("messagesUsageOf = %+v", got)
+	}
+	if got := messagesUsageOf(nil); got != (remoteMessagesUsage{}) {
+		t.Errorf("messagesUsageOf(nil) = %+v", got)
+	}
+}
+
+func TestWireMessagesArgumentsAsText(t *testing.T) {
+	in := []chat.Message{{Role: "assistant", ToolCalls: []chat.ToolCall{
+		{ID: "a", Function: chat.FunctionCall{Name: "f", Arguments: json.RawMessage(`{"x":1}`)}},
+		{ID: "b", Function: chat.FunctionCall{Name: "g"}},
+	}}}
+	out := wireMessages(in)
+	if a := out[0].ToolCalls[0].Function.Arguments; a != `{"x":1}` {
+		t.Errorf("raw arguments became %#v, want the JSON text", a)
+	}
+	if a := out[0].ToolCalls[1].Function.Arguments; a != "{}" {
+		t.Errorf("no arguments became %#v, want {}", a)
+	}
+	if _, ok := in[0].ToolCalls[0].Function.Arguments.(json.RawMessage); !ok {
+		t.Error("wireMessages changed its input")
+	}
+}
+
+func TestAPIErrorOfRemoteFailures(t *testing.T) {
+	f := &Front{cfg: Config{AsError: func(err error) *apiwire.Error { return apiwire.Internal(err) }}}
+	tests := []struct {
+		err    error
+		status int
+		code   string
+	}{
+		{&remote.Error{Kind: remote.KindUnreachable, Message: "refused"}, http.StatusBadGateway, "remote_unreachable"},
+		{&remote.Error{Kind: remote.KindTimeout, Message: "slow"}, http.StatusGatewayTimeout, "remote_timeout"},
+		{&remote.Error{Kind: remote.KindAuth, Message: "key"}, http.StatusBadGateway, "remote_auth_failed"},
+		{&remote.Error{Kind: remote.KindProtocol, Message: "garbled"}, http.StatusBadGateway, "remote_protocol_error"},
+		{&remote.Error{Kind: remote.KindStatus, Status: http.StatusInternalServerError, Message: "boom"}, http.StatusBadGateway, "remote_error"},
+		{&remote.Error{Kind: remote.KindStatus, Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "bad", Message: "no"}, http.StatusBadRequest, "bad"},
+		{errors.New("local"), http.StatusInternalServerError, "internal_error"},
+	}
+	for _, tt := range tests {
+		e := f.apiError(tt.err)
+		if e.Status != tt.status || e.Code != tt.code {
+			t.Errorf("apiError(%v) = %d %q, want %d %q", tt.err, e.Status, e.Code, tt.status, tt.code)
+		}
+	}
+}
+
+func TestNewNeedsItsConfig(t *testing.T) {
+	if _, err := New(Config{}); err == nil {
+		t.Error("New without a client: no error")
+	}
+}
