@@ -109,4 +109,6 @@ func (m *Message) Finish(stopReason string, stopSequence, usage any) error {
 }
 
 // End writes message_stop, the stream's last event.
-func (m *Message) End() error { return m.w.Event("message_stop", map[string]string{"type": "message_stop"}) }
+func (m *Message) End() error {
+	return m.w.Event("message_stop", map[string]string{"type": "message_stop"})
+}
