@@ -71,8 +71,8 @@ func Files(ctx context.Context, paths []string, o Options) ([]File, error) {
 	out := make([]File, len(paths))
 	stamps := make([]diskio.Stamp, len(paths))
 	var store *store
-	var todo []int
-	var todoBytes int64
+	var pending []int
+	var pendingBytes int64
 	for i, p := range paths {
 		abs, err := filepath.Abs(p)
 		if err != nil {
@@ -98,10 +98,10 @@ func Files(ctx context.Context, paths []string, o Options) ([]File, error) {
 			out[i].SHA256, out[i].From = h, FromStore
 			continue
 		}
-		todo = append(todo, i)
-		todoBytes += fi.Size()
+		pending = append(pending, i)
+		pendingBytes += fi.Size()
 	}
-	if len(todo) == 0 {
+	if len(pending) == 0 {
 		return out, nil
 	}
 	start := time.Now()
@@ -109,15 +109,15 @@ func Files(ctx context.Context, paths []string, o Options) ([]File, error) {
 	// within the file system's time granularity and keep its stamp: its
 	// digest is not remembered (git's "racy" files).
 	settled := start.Add(-racyWindow).UnixNano()
-	log.Info("fingerprint: reading the weights once to tell this checkpoint from others", "files", len(todo), "bytes", todoBytes, "store", o.Store)
-	if err := hashAll(ctx, out, todo); err != nil {
+	log.Info("fingerprint: reading the weights once to tell this checkpoint from others", "files", len(pending), "bytes", pendingBytes, "store", o.Store)
+	if err := hashAll(ctx, out, pending); err != nil {
 		return nil, err
 	}
-	log.Info("fingerprint: weights read", "files", len(todo), "bytes", todoBytes, "elapsed", time.Since(start).Round(time.Millisecond))
+	log.Info("fingerprint: weights read", "files", len(pending), "bytes", pendingBytes, "elapsed", time.Since(start).Round(time.Millisecond))
 	if o.Store == "" {
 		return out, nil
 	}
-	for _, i := range todo {
+	for _, i := range pending {
 		fi, err := os.Stat(out[i].Path)
 		if err != nil || diskio.StampOf(fi) != stamps[i] {
 			// Changed while it was read: not remembered, and the digest
@@ -126,7 +126,7 @@ func Files(ctx context.Context, paths []string, o Options) ([]File, error) {
 		}
 	}
 	var keep []int
-	for _, i := range todo {
+	for _, i := range pending {
 		if stamps[i].ModNanos < settled {
 			keep = append(keep, i)
 		}
@@ -194,10 +194,10 @@ func hubDigest(path string) (Hash, bool) {
 	return h, true
 }
 
-// hashAll reads the files out[todo] and fills in their digests, a few
+// hashAll reads the files out[pending] and fills in their digests, a few
 // files at a time.
-func hashAll(ctx context.Context, out []File, todo []int) error {
-	workers := min(len(todo), max(1, runtime.GOMAXPROCS(0)/2), 4)
+func hashAll(ctx context.Context, out []File, pending []int) error {
+	workers := min(len(pending), max(1, runtime.GOMAXPROCS(0)/2), 4)
 	next := make(chan int)
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
@@ -229,7 +229,7 @@ func hashAll(ctx context.Context, out []File, todo []int) error {
 		}()
 	}
 feed:
-	for _, i := range todo {
+	for _, i := range pending {
 		select {
 		case next <- i:
 		case <-ctx.Done():
