@@ -3,6 +3,7 @@
 // Ollama envelopes and the choice among them by path (WriteError), the
 // JSON answer writer, and the server-sent event stream writer (SSE).
 //
-// engine/server's protocol handlers and engine/remotefront use it; it
-// knows nothing of the engine or the scheduler.
+// engine/server's protocol handlers and engine/remotefront use it, and
+// engine/httpguard's refusals are its Errors; it knows nothing of the
+// engine or the scheduler.
 package apiwire

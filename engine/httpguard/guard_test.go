@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/spoolhq/spool/engine/apiwire"
 )
 
 // testGuard is a guard over a handler that echoes the body's length; its
@@ -21,7 +23,7 @@ func testGuard(cfg Config) http.Handler {
 		return "", 0, false
 	}
 	cfg.WriteError = func(w http.ResponseWriter, r *http.Request, err error) {
-		var e *Error
+		var e *apiwire.Error
 		var mb *http.MaxBytesError
 		switch {
 		case errors.As(err, &e):

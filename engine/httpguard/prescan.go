@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"net/http"
+
+	"github.com/spoolhq/spool/engine/apiwire"
 )
 
 // A chat body is pre-scanned before it is decoded: a body with more messages
@@ -36,7 +38,7 @@ func (s *Guard) readBody(w http.ResponseWriter, r *http.Request) (*http.Request,
 		if errors.As(err, &mb) {
 			s.writeError(w, r, err)
 		} else {
-			s.writeError(w, r, invalid("", "reading the request body: %v", err))
+			s.writeError(w, r, apiwire.Invalid("", "reading the request body: %v", err))
 		}
 		return nil, false
 	}
@@ -57,11 +59,11 @@ func (s *Guard) prescan(w http.ResponseWriter, r *http.Request) (*http.Request, 
 	}
 	n, ok, err := conversationLength(body.data, key, limit+1)
 	if err != nil {
-		s.writeError(w, r, invalid("", "%v", err))
+		s.writeError(w, r, apiwire.Invalid("", "%v", err))
 		return nil, false
 	}
 	if ok && n > limit {
-		s.writeError(w, r, tooManyMessages(n, limit))
+		s.writeError(w, r, apiwire.TooManyMessages(n, limit))
 		return nil, false
 	}
 	return r, true
