@@ -231,6 +231,16 @@ func TestOllamaGenerate(t *testing.T) {
 	if streamed.String() != whole["response"] || lines[len(lines)-1]["done"] != true {
 		t.Errorf("streamed %q != whole %q", streamed.String(), whole["response"])
 	}
+	streamedCtx, _ := json.Marshal(lines[len(lines)-1]["context"])
+	if wholeCtx, _ := json.Marshal(ctx); string(streamedCtx) != string(wholeCtx) {
+		t.Errorf("streamed context %s, whole %s", streamedCtx, wholeCtx)
+	}
+
+	// A load request (no prompt) answers at once, with no context.
+	status, load, _ := ts.do(t, "POST", "/api/generate", map[string]any{"model": "glm52-mini"})
+	if status != 200 || load["done"] != true || load["done_reason"] != "load" || load["response"] != "" || load["context"] != nil {
+		t.Errorf("load: %d %v", status, load)
+	}
 
 	// raw: the prompt as it is, like /v1/completions.
 	status, raw, _ := ts.do(t, "POST", "/api/generate", map[string]any{"model": "glm52-mini", "prompt": "def join(", "raw": true, "stream": false,
