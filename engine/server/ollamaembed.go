@@ -20,12 +20,7 @@ type ollamaEmbedRequest struct {
 	KeepAlive  json.RawMessage `json:"keep_alive"`
 }
 
-func (req *ollamaEmbedRequest) model() string {
-	if req.Model != "" {
-		return req.Model
-	}
-	return req.Name
-}
+func (req *ollamaEmbedRequest) model() string { return ollamaModel(req.Model, req.Name) }
 
 // ollamaEmbedResponse is /api/embed's answer.
 type ollamaEmbedResponse struct {
