@@ -20,19 +20,7 @@ import (
 // vectors decode exactly), returning the status and the raw body.
 func (ts *testServer) postInto(t *testing.T, path string, body any, out any) (int, string) {
 	t.Helper()
-	raw, err := json.Marshal(body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, _ := http.NewRequest("POST", ts.URL+path, strings.NewReader(string(raw)))
-	req.Header.Set("Content-Type", "application/json")
-	if ts.key != "" {
-		req.Header.Set("Authorization", "Bearer "+ts.key)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := ts.post(t, context.Background(), path, body)
 	defer resp.Body.Close()
 	got, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode == http.StatusOK && out != nil {

@@ -14,15 +14,7 @@ import (
 // ndjson posts body and reads the NDJSON lines to the end.
 func (ts *testServer) ndjson(t *testing.T, path string, body any) []map[string]any {
 	t.Helper()
-	raw, _ := json.Marshal(body)
-	req, _ := http.NewRequest("POST", ts.URL+path, strings.NewReader(string(raw)))
-	if ts.key != "" {
-		req.Header.Set("Authorization", "Bearer "+ts.key)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := ts.post(t, context.Background(), path, body)
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/x-ndjson" {
 		b, _ := io.ReadAll(resp.Body)
