@@ -2,6 +2,7 @@ package apiwire
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -36,6 +37,18 @@ func NotFound(code, format string, args ...any) *Error {
 // Internal reports a failure of the server itself.
 func Internal(err error) *Error {
 	return &Error{Status: http.StatusInternalServerError, Type: "server_error", Code: "internal_error", Message: err.Error()}
+}
+
+// BodyError is the answer to a request whose body could not be read: 413
+// for one larger than the server takes (an *http.MaxBytesError), else a
+// 400 naming the failure.
+func BodyError(err error) *Error {
+	var mb *http.MaxBytesError
+	if errors.As(err, &mb) {
+		return &Error{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
+			Message: fmt.Sprintf("the request body is larger than %d bytes", mb.Limit)}
+	}
+	return Invalid("", "reading the request body: %v", err)
 }
 
 // Forbidden refuses a request the server does not allow (a host, an

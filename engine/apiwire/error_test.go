@@ -2,6 +2,7 @@ package apiwire
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -75,6 +76,15 @@ func TestEnvelopes(t *testing.T) {
 	}
 	if got := Internal(errString("disk gone")); got.Status != http.StatusInternalServerError || got.Code != "internal_error" || got.Error() != "disk gone" {
 		t.Errorf("Internal = %+v", got)
+	}
+}
+
+func TestBodyError(t *testing.T) {
+	if e := BodyError(fmt.Errorf("reading: %w", &http.MaxBytesError{Limit: 64})); e.Status != http.StatusRequestEntityTooLarge || e.Code != "request_too_large" || e.Message != "the request body is larger than 64 bytes" {
+		t.Errorf("BodyError of a body over the limit = %+v", e)
+	}
+	if e := BodyError(errString("connection reset")); e.Status != http.StatusBadRequest || e.Code != "" || e.Message != "reading the request body: connection reset" {
+		t.Errorf("BodyError of a failed read = %+v", e)
 	}
 }
 

@@ -2,7 +2,6 @@ package httpguard
 
 import (
 	"bytes"
-	"errors"
 	"net/http"
 
 	"github.com/spoolhq/spool/engine/apiwire"
@@ -34,12 +33,7 @@ func (s *Guard) readBody(w http.ResponseWriter, r *http.Request) (*http.Request,
 	_, err := buf.ReadFrom(r.Body)
 	r.Body.Close()
 	if err != nil {
-		var mb *http.MaxBytesError
-		if errors.As(err, &mb) {
-			s.writeError(w, r, err)
-		} else {
-			s.writeError(w, r, apiwire.Invalid("", "reading the request body: %v", err))
-		}
+		s.writeError(w, r, apiwire.BodyError(err))
 		return nil, false
 	}
 	r.Body = bufferedBody{Reader: bytes.NewReader(buf.Bytes()), data: buf.Bytes()}

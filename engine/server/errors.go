@@ -80,8 +80,7 @@ func asAPIError(err error) *apiError {
 	case errors.As(err, &ce):
 		return contextExceeded(ce.Have+ce.Add, ce.Limit)
 	case errors.As(err, &mb):
-		return &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
-			Message: fmt.Sprintf("the request body is larger than %d bytes", mb.Limit)}
+		return apiwire.BodyError(mb)
 	}
 	return internalError(err)
 }
