@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spoolhq/spool/engine/chat"
-	"github.com/spoolhq/spool/engine/experts"
 	"github.com/spoolhq/spool/engine/generate"
 	"github.com/spoolhq/spool/engine/host"
 	"github.com/spoolhq/spool/engine/loader"
@@ -193,7 +192,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	defer lm.Close()
 	defer g.Close() // before the model's memory goes
 	var pool *diskio.ReadPool
-	if s, ok := lm.Dir.Experts.(*experts.Streamed); ok {
+	if s := host.Streamed(lm.Dir); s != nil {
 		pool = s.ReadPool()
 	}
 	cache, err := pc.Open(ctx, lm.Dir, p, pool)

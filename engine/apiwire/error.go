@@ -2,6 +2,7 @@ package apiwire
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -36,6 +37,44 @@ func NotFound(code, format string, args ...any) *Error {
 // Internal reports a failure of the server itself.
 func Internal(err error) *Error {
 	return &Error{Status: http.StatusInternalServerError, Type: "server_error", Code: "internal_error", Message: err.Error()}
+}
+
+// BodyError is the answer to a request whose body could not be read: 413
+// for one larger than the server takes (an *http.MaxBytesError), else a
+// 400 naming the failure.
+func BodyError(err error) *Error {
+	var mb *http.MaxBytesError
+	if errors.As(err, &mb) {
+		return &Error{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
+			Message: fmt.Sprintf("the request body is larger than %d bytes", mb.Limit)}
+	}
+	return Invalid("", "reading the request body: %v", err)
+}
+
+// Forbidden refuses a request the server does not allow (a host, an
+// origin).
+func Forbidden(format string, args ...any) *Error {
+	return &Error{Status: http.StatusForbidden, Type: "permission_error", Code: "forbidden", Message: fmt.Sprintf(format, args...)}
+}
+
+// Unavailable reports a server that cannot take the request now; the
+// client may retry in a second.
+func Unavailable(format string, args ...any) *Error {
+	return &Error{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "unavailable", Message: fmt.Sprintf(format, args...), RetryAfter: 1}
+}
+
+// ContextLength refuses a request the context of limit tokens cannot
+// hold; the message goes on from "this model's context length is N
+// tokens, but".
+func ContextLength(limit int, format string, args ...any) *Error {
+	return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "context_length_exceeded", Param: "messages",
+		Message: fmt.Sprintf("this model's context length is %d tokens, but ", limit) + fmt.Sprintf(format, args...)}
+}
+
+// TooManyMessages refuses more conversation entries than the context of
+// limit tokens has tokens (each takes at least one).
+func TooManyMessages(n, limit int) *Error {
+	return ContextLength(limit, "the request has %d messages (each takes at least one token)", n)
 }
 
 // OpenAIError is the OpenAI error envelope.
@@ -95,11 +134,16 @@ func (e *Error) Anthropic() AnthropicError {
 	case http.StatusServiceUnavailable:
 		t = "overloaded_error"
 	}
-	msg := e.Message
-	if e.Param != "" && !strings.Contains(msg, e.Param) {
-		msg = e.Param + ": " + msg
+	return AnthropicError{Type: "error", Error: AnthropicErrorBody{Type: t, Message: e.paramMessage()}}
+}
+
+// paramMessage is the message of the envelopes that have no param field
+// (Anthropic's, Ollama's): the param leads it unless the message names it.
+func (e *Error) paramMessage() string {
+	if e.Param != "" && !strings.Contains(e.Message, e.Param) {
+		return e.Param + ": " + e.Message
 	}
-	return AnthropicError{Type: "error", Error: AnthropicErrorBody{Type: t, Message: msg}}
+	return e.Message
 }
 
 // OllamaError is Ollama's error shape.
@@ -108,13 +152,7 @@ type OllamaError struct {
 }
 
 // Ollama is e in Ollama's shape.
-func (e *Error) Ollama() OllamaError {
-	msg := e.Message
-	if e.Param != "" && !strings.Contains(msg, e.Param) {
-		msg = e.Param + ": " + msg
-	}
-	return OllamaError{Error: msg}
-}
+func (e *Error) Ollama() OllamaError { return OllamaError{Error: e.paramMessage()} }
 
 // WriteJSON answers v with status.
 func WriteJSON(w http.ResponseWriter, status int, v any) {

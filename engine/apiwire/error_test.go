@@ -2,6 +2,7 @@ package apiwire
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -31,6 +32,24 @@ func TestEnvelopes(t *testing.T) {
 			ollama:    `{"error":"the model \"x\" does not exist"}`,
 		},
 		{
+			err:       Forbidden("host %q is not allowed", "evil.example"),
+			openAI:    `{"error":{"message":"host \"evil.example\" is not allowed","type":"permission_error","param":null,"code":"forbidden"}}`,
+			anthropic: `{"type":"error","error":{"type":"permission_error","message":"host \"evil.example\" is not allowed"}}`,
+			ollama:    `{"error":"host \"evil.example\" is not allowed"}`,
+		},
+		{
+			err:       TooManyMessages(300, 256),
+			openAI:    `{"error":{"message":"this model's context length is 256 tokens, but the request has 300 messages (each takes at least one token)","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`,
+			anthropic: `{"type":"error","error":{"type":"invalid_request_error","message":"this model's context length is 256 tokens, but the request has 300 messages (each takes at least one token)"}}`,
+			ollama:    `{"error":"this model's context length is 256 tokens, but the request has 300 messages (each takes at least one token)"}`,
+		},
+		{
+			err:       Unavailable("the engine is %s", "stopping"),
+			openAI:    `{"error":{"message":"the engine is stopping","type":"server_error","param":null,"code":"unavailable"}}`,
+			anthropic: `{"type":"error","error":{"type":"overloaded_error","message":"the engine is stopping"}}`,
+			ollama:    `{"error":"the engine is stopping"}`,
+		},
+		{
 			err:       &Error{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "unavailable", Message: "busy"},
 			openAI:    `{"error":{"message":"busy","type":"server_error","param":null,"code":"unavailable"}}`,
 			anthropic: `{"type":"error","error":{"type":"overloaded_error","message":"busy"}}`,
@@ -52,8 +71,20 @@ func TestEnvelopes(t *testing.T) {
 			}
 		}
 	}
+	if got := Unavailable("busy"); got.RetryAfter != 1 {
+		t.Errorf("Unavailable's Retry-After = %d, want 1", got.RetryAfter)
+	}
 	if got := Internal(errString("disk gone")); got.Status != http.StatusInternalServerError || got.Code != "internal_error" || got.Error() != "disk gone" {
 		t.Errorf("Internal = %+v", got)
+	}
+}
+
+func TestBodyError(t *testing.T) {
+	if e := BodyError(fmt.Errorf("reading: %w", &http.MaxBytesError{Limit: 64})); e.Status != http.StatusRequestEntityTooLarge || e.Code != "request_too_large" || e.Message != "the request body is larger than 64 bytes" {
+		t.Errorf("BodyError of a body over the limit = %+v", e)
+	}
+	if e := BodyError(errString("connection reset")); e.Status != http.StatusBadRequest || e.Code != "" || e.Message != "reading the request body: connection reset" {
+		t.Errorf("BodyError of a failed read = %+v", e)
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/engine/config"
-	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/experts"
 	"github.com/spoolhq/spool/engine/generate"
 	"github.com/spoolhq/spool/engine/host"
@@ -316,25 +315,18 @@ type prefillMode struct {
 // the run in the mode's leg (and, on the first run, the expert I/O).
 func (b *prefillRun) run(ctx context.Context, mode prefillMode, first bool) error {
 	p, f, res, prompt, leg := mode.plan, b.flags, b.res, b.prompt, mode.leg
-	var src *experts.Streamed
 	opts := loader.Options{Model: host.PlannedModel(p, model.Options{DisableMTP: true, ComputeAllKeys: mode.allKeys})}
 	if f.Stream || !p.AllExpertsCached() {
-		opts.Experts = func(ctx context.Context, c *container.Container, cfg *config.Config, layers []int) (experts.Source, error) {
-			var err error
-			src, err = experts.NewStreamed(ctx, c, cfg, layers, experts.StreamOptions{
-				CacheBytes: p.ExpertCacheBytes, WorkingSlots: p.WorkingSlots, FootprintLimit: p.MemoryLimitBytes,
-			})
-			if err != nil {
-				return nil, err // not a nil *Streamed inside the interface
-			}
-			return src, nil
-		}
+		opts.Experts = host.StreamedWith(experts.StreamOptions{
+			CacheBytes: p.ExpertCacheBytes, WorkingSlots: p.WorkingSlots, FootprintLimit: p.MemoryLimitBytes,
+		})
 	}
-	d, err := loader.Open(ctx, b.dir, opts) // on error it closes src
+	d, err := loader.Open(ctx, b.dir, opts) // on error it closes the tier
 	if err != nil {
 		return err
 	}
 	defer d.Close()
+	src := host.Streamed(d) // nil: the experts are resident
 	m := d.Model
 	var g *host.GPU
 	if mode.gpu {

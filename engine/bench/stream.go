@@ -6,8 +6,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/spoolhq/spool/engine/config"
-	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/experts"
 	"github.com/spoolhq/spool/engine/generate"
 	"github.com/spoolhq/spool/engine/host"
@@ -111,30 +109,17 @@ func Stream(ctx context.Context, dir string, mem *host.Memory, tokens int, specu
 		return nil, err
 	}
 
-	var src *experts.Streamed
-	d, err := loader.Open(ctx, dir, loader.Options{
-		Model: model.Options{DisableMTP: !speculate},
-		Experts: func(ctx context.Context, c *container.Container, cfg *config.Config, layers []int) (experts.Source, error) {
-			so.CacheBytes, so.WorkingSlots = p.ExpertCacheBytes, p.WorkingSlots
-			if so.PinnedBytes < 0 {
-				so.PinnedBytes = so.CacheBytes / 2
-			}
-			so.PinnedBytes = min(so.PinnedBytes, so.CacheBytes)
-			src, err = experts.NewStreamed(ctx, c, cfg, layers, so)
-			if err != nil {
-				return nil, err // not a nil *Streamed inside the interface
-			}
-			return src, nil
-		},
-	})
-	if err != nil {
-		if src != nil {
-			src.Close()
-		}
-		return nil, err
+	so.CacheBytes, so.WorkingSlots = p.ExpertCacheBytes, p.WorkingSlots
+	if so.PinnedBytes < 0 {
+		so.PinnedBytes = so.CacheBytes / 2
 	}
-	defer d.Close()
-	defer src.Close()
+	so.PinnedBytes = min(so.PinnedBytes, so.CacheBytes)
+	d, err := loader.Open(ctx, dir, loader.Options{Model: model.Options{DisableMTP: !speculate}, Experts: host.StreamedWith(so)})
+	if err != nil {
+		return nil, err // loader.Open closed the tier
+	}
+	defer d.Close() // and the tier
+	src := host.Streamed(d)
 
 	before, err := src.ProbeReads(ctx, probeBytes, seed)
 	if err != nil {

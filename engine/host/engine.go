@@ -125,12 +125,29 @@ func StreamedExperts(p *plan.Plan, usage string) func(context.Context, *containe
 				opts.UsagePath = "" // no history rather than no engine
 			}
 		}
+		return StreamedWith(opts)(ctx, c, cfg, layers)
+	}
+}
+
+// StreamedWith builds a streamed expert tier with opts, for a loader that
+// sets the tier up itself (the benchmark harnesses); StreamedExperts is
+// the engine's. The loaded tier is the loader.Dir's Experts (see
+// Streamed); on an error nothing of it stays open.
+func StreamedWith(opts experts.StreamOptions) func(context.Context, *container.Container, *config.Config, []int) (experts.Source, error) {
+	return func(ctx context.Context, c *container.Container, cfg *config.Config, layers []int) (experts.Source, error) {
 		s, err := experts.NewStreamed(ctx, c, cfg, layers, opts)
 		if err != nil {
 			return nil, err // not a nil *Streamed inside the interface
 		}
 		return s, nil
 	}
+}
+
+// Streamed is the streamed expert tier d was loaded with, nil when its
+// experts are resident.
+func Streamed(d *loader.Dir) *experts.Streamed {
+	s, _ := d.Experts.(*experts.Streamed)
+	return s
 }
 
 // Engine is a loaded model with its memory plan, its streamed expert tier,
@@ -192,7 +209,7 @@ func Open(ctx context.Context, cfg Config, progress func(detail string, fraction
 		g.Close()
 		return nil, err
 	}
-	e := &Engine{Model: lm, Plan: p, Experts: lm.Dir.Experts.(*experts.Streamed), GPU: g}
+	e := &Engine{Model: lm, Plan: p, Experts: Streamed(lm.Dir), GPU: g}
 	// Restores read through the expert tier's pool.
 	if e.PromptCache, err = cfg.PromptCache.Open(ctx, lm.Dir, p, e.Experts.ReadPool()); err != nil {
 		g.Close()

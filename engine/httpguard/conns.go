@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/spoolhq/spool/engine/apiwire"
 )
 
 // The connection cap never leaves a client waiting in the listen backlog:
@@ -199,15 +201,14 @@ func (s *Guard) connAware(next http.Handler) http.Handler {
 		}
 		if c.framing.conflicted() {
 			w.Header().Set("Connection", "close")
-			s.writeError(w, r, invalid("", "the request has both Content-Length and Transfer-Encoding headers; send one (the connection is closed)"))
+			s.writeError(w, r, apiwire.Invalid("", "the request has both Content-Length and Transfer-Encoding headers; send one (the connection is closed)"))
 			return
 		}
 		if c.overflow {
 			w.Header().Set("Connection", "close")
 			get := r.Method == http.MethodGet || r.Method == http.MethodHead
 			if !get || r.URL.Path == s.cfg.EventsPath {
-				s.writeError(w, r, &Error{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "too_many_connections",
-					Message: "the server has too many open connections; retry shortly", RetryAfter: 1})
+				s.writeError(w, r, tooManyConnections())
 				return
 			}
 		}

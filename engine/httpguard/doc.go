@@ -6,8 +6,8 @@
 // conversation longer than the context before it is decoded (prescan.go),
 // and the bound on requests parsed at once (limits.go).
 //
-// It knows no protocol: a refusal is an *Error that the API renders in its
-// own envelope (Config.WriteError), and the API says which paths carry a
-// conversation (Config.Conversation). engine/server builds one Guard per
-// server.
+// It knows no protocol: a refusal is an *apiwire.Error (the error every
+// API front answers) that the API renders in its own envelope
+// (Config.WriteError), and the API says which paths carry a conversation
+// (Config.Conversation). engine/server builds one Guard per server.
 package httpguard

@@ -39,8 +39,9 @@ type Config struct {
 	// conversation of a request to path and the most entries it may have;
 	// ok is false for a path that has none (see prescan.go).
 	Conversation func(path string) (key string, limit int, ok bool)
-	// WriteError answers a refusal in the API's error envelope: an *Error,
-	// an *http.MaxBytesError or another error reading the body.
+	// WriteError answers a refusal in the API's error envelope: an
+	// *apiwire.Error, or the context's error when the client left while
+	// its request waited to be read.
 	WriteError func(w http.ResponseWriter, r *http.Request, err error)
 }
 

@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/spoolhq/spool/engine/apiwire"
 )
 
 // testGuard is a guard over a handler that echoes the body's length; its
@@ -21,14 +23,11 @@ func testGuard(cfg Config) http.Handler {
 		return "", 0, false
 	}
 	cfg.WriteError = func(w http.ResponseWriter, r *http.Request, err error) {
-		var e *Error
-		var mb *http.MaxBytesError
+		var e *apiwire.Error
 		switch {
 		case errors.As(err, &e):
 			w.Header().Set("X-Code", e.Code)
 			w.WriteHeader(e.Status)
-		case errors.As(err, &mb):
-			w.WriteHeader(http.StatusRequestEntityTooLarge)
 		default:
 			w.WriteHeader(http.StatusInternalServerError)
 		}
@@ -59,7 +58,7 @@ func TestGuard(t *testing.T) {
 		{"configured host", "GET", "/health", "", []string{"Host", "spool.lan:8484"}, 200, ""},
 		{"foreign origin", "GET", "/health", "", []string{"Origin", "https://evil.example"}, 403, "forbidden"},
 		{"loopback origin", "GET", "/health", "", []string{"Origin", "http://localhost:5173"}, 200, ""},
-		{"body too large", "POST", "/v1/completions", strings.Repeat("x", 65), []string{"x-api-key", "k"}, 413, ""},
+		{"body too large", "POST", "/v1/completions", strings.Repeat("x", 65), []string{"x-api-key", "k"}, 413, "request_too_large"},
 		{"conversation fits", "POST", "/v1/chat/completions", `{"messages":[1,2,3]}`, []string{"x-api-key", "k"}, 200, ""},
 		{"conversation too long", "POST", "/v1/chat/completions", `{"messages":[1,2,3,4]}`, []string{"x-api-key", "k"}, 400, "context_length_exceeded"},
 		{"no conversation path", "POST", "/v1/completions", `{"messages":[1,2,3,4]}`, []string{"x-api-key", "k"}, 200, ""},

@@ -7,6 +7,8 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
+
+	"github.com/spoolhq/spool/engine/apiwire"
 )
 
 // Requests are parsed (body decoded, template rendered, prompt tokenized)
@@ -87,7 +89,7 @@ func (g *parseGate) acquire(ctx context.Context) (release func(), err error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-timer.C:
-		return nil, unavailable("the server is busy reading other requests; retry shortly")
+		return nil, apiwire.Unavailable("the server is busy reading other requests; retry shortly")
 	}
 	g.mu.Lock()
 	g.active++

@@ -2,8 +2,9 @@ package httpguard
 
 import (
 	"bytes"
-	"errors"
 	"net/http"
+
+	"github.com/spoolhq/spool/engine/apiwire"
 )
 
 // A chat body is pre-scanned before it is decoded: a body with more messages
@@ -32,12 +33,7 @@ func (s *Guard) readBody(w http.ResponseWriter, r *http.Request) (*http.Request,
 	_, err := buf.ReadFrom(r.Body)
 	r.Body.Close()
 	if err != nil {
-		var mb *http.MaxBytesError
-		if errors.As(err, &mb) {
-			s.writeError(w, r, err)
-		} else {
-			s.writeError(w, r, invalid("", "reading the request body: %v", err))
-		}
+		s.writeError(w, r, apiwire.BodyError(err))
 		return nil, false
 	}
 	r.Body = bufferedBody{Reader: bytes.NewReader(buf.Bytes()), data: buf.Bytes()}
@@ -57,11 +53,11 @@ func (s *Guard) prescan(w http.ResponseWriter, r *http.Request) (*http.Request, 
 	}
 	n, ok, err := conversationLength(body.data, key, limit+1)
 	if err != nil {
-		s.writeError(w, r, invalid("", "%v", err))
+		s.writeError(w, r, apiwire.Invalid("", "%v", err))
 		return nil, false
 	}
 	if ok && n > limit {
-		s.writeError(w, r, tooManyMessages(n, limit))
+		s.writeError(w, r, apiwire.TooManyMessages(n, limit))
 		return nil, false
 	}
 	return r, true

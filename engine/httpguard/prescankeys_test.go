@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/spoolhq/spool/internal/jsonvalue"
+
+	"github.com/spoolhq/spool/engine/apiwire"
 )
 
 // messagesBody is a chat body of n messages under the key as written.
@@ -25,7 +27,7 @@ func TestPrescanDecodedKeys(t *testing.T) {
 	g := New(Config{
 		Conversation: func(string) (string, int, bool) { return "messages", 256, true },
 		WriteError: func(w http.ResponseWriter, r *http.Request, err error) {
-			e := err.(*Error)
+			e := err.(*apiwire.Error)
 			w.WriteHeader(e.Status)
 			json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": e.Code, "message": e.Message}})
 		},

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/spoolhq/spool/engine/apiwire"
 )
 
 // DefaultOrigins are the browser origins allowed without configuration:
@@ -97,13 +99,13 @@ func (s *Guard) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		if !s.hostAllowed(r) {
-			s.writeError(w, r, forbidden("host %q is not allowed (DNS-rebinding guard); add it with --allowed-host", r.Host))
+			s.writeError(w, r, apiwire.Forbidden("host %q is not allowed (DNS-rebinding guard); add it with --allowed-host", r.Host))
 			return
 		}
 		origin := r.Header.Get("Origin")
 		if origin != "" {
 			if !originAllowed(origin, s.origins) {
-				s.writeError(w, r, forbidden("origin %q is not allowed; add it with --cors-origin", origin))
+				s.writeError(w, r, apiwire.Forbidden("origin %q is not allowed; add it with --cors-origin", origin))
 				return
 			}
 			h := w.Header()

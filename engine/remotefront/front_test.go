@@ -27,15 +27,19 @@ func TestRemoteStop(t *testing.T) {
 		{"length", `null`, false, "max_tokens", ""},
 		{"tool_calls", `null`, false, "tool_use", ""},
 		{"stop", `null`, true, "tool_use", ""},
+		{"stop", `"END"`, true, "tool_use", ""},
+		{"length", `"END"`, false, "max_tokens", ""},
+		{"tool_calls", `"###"`, false, "tool_use", ""},
+		{"", `"###"`, false, "stop_sequence", "###"},
 	}
 	for _, tt := range tests {
-		reason, seq := remoteStop(tt.finish, json.RawMessage(tt.stopRaw), stops, tt.calls)
+		reason, seq := apiwire.AnthropicStop(remoteFinish(tt.finish, json.RawMessage(tt.stopRaw), stops, tt.calls))
 		got := ""
 		if seq != nil {
 			got = *seq
 		}
 		if reason != tt.reason || got != tt.seq {
-			t.Errorf("remoteStop(%q, %s, calls %v) = %q, %q; want %q, %q", tt.finish, tt.stopRaw, tt.calls, reason, got, tt.reason, tt.seq)
+			t.Errorf("the stop of (%q, %s, calls %v) = %q, %q; want %q, %q", tt.finish, tt.stopRaw, tt.calls, reason, got, tt.reason, tt.seq)
 		}
 	}
 }

@@ -170,31 +170,19 @@ func recordChatUsage(call *remote.Call, u *chatUsage) {
 	}
 }
 
-// remoteMessagesResponse is a translated reply: the shape of Anthropic's
-// message with the remote's usage.
-type remoteMessagesResponse struct {
-	ID           string              `json:"id"`
-	Type         string              `json:"type"`
-	Role         string              `json:"role"`
-	Model        string              `json:"model"`
-	Content      []map[string]any    `json:"content"`
-	StopReason   *string             `json:"stop_reason"`
-	StopSequence *string             `json:"stop_sequence"`
-	Usage        remoteMessagesUsage `json:"usage"`
-}
-
-// remoteStop maps the remote's finish to Anthropic's stop reason.
-func remoteStop(finish string, stopRaw json.RawMessage, stops []string, calls bool) (string, *string) {
-	var matched string
-	switch {
-	case calls || finish == "tool_calls":
-		return "tool_use", nil
-	case finish == "length":
-		return "max_tokens", nil
-	case json.Unmarshal(stopRaw, &matched) == nil && slices.Contains(stops, matched):
-		return "stop_sequence", &matched
+// remoteFinish is the remote's finish in apiwire.AnthropicStop's terms:
+// a reply with tool calls finishes with them, and the stop sequence is
+// the stop string the remote says matched (vLLM's stop_reason), when one
+// ended a reply that finished neither on its length nor with tool calls.
+func remoteFinish(finish string, stopRaw json.RawMessage, stops []string, calls bool) (string, string) {
+	if calls {
+		finish = "tool_calls"
 	}
-	return "end_turn", nil
+	var matched string
+	if finish == "tool_calls" || finish == "length" || json.Unmarshal(stopRaw, &matched) != nil || !slices.Contains(stops, matched) {
+		return finish, ""
+	}
+	return finish, matched
 }
 
 // toolArguments is a call's input: its arguments when they are a JSON
@@ -290,27 +278,23 @@ func (f *Front) Messages(w http.ResponseWriter, r *http.Request) {
 	call.End(nil)
 	choice := cc.Choices[0]
 	msg := choice.Message
-	content := []map[string]any{}
-	if th := msg.reasoning(); th != "" {
-		content = append(content, map[string]any{"type": "thinking", "thinking": th, "signature": ""})
-	}
-	if text := msg.content(); text != "" || len(msg.ToolCalls) == 0 {
-		content = append(content, map[string]any{"type": "text", "text": text})
-	}
-	for _, c := range msg.ToolCalls {
-		content = append(content, map[string]any{"type": "tool_use", "id": callID(c.ID), "name": c.Function.Name, "input": toolArguments(c.Function.Arguments)})
+	calls := make([]apiwire.AnthropicToolUse, len(msg.ToolCalls))
+	for i, c := range msg.ToolCalls {
+		calls[i] = apiwire.AnthropicToolUse{ID: callID(c.ID), Name: c.Function.Name, Input: toolArguments(c.Function.Arguments)}
 	}
 	var finish string
 	if choice.FinishReason != nil {
 		finish = *choice.FinishReason
 	}
-	reason, seq := remoteStop(finish, choice.StopReason, oreq.Stop, len(msg.ToolCalls) > 0)
+	finish, seq := remoteFinish(finish, choice.StopReason, oreq.Stop, len(msg.ToolCalls) > 0)
 	model := cc.Model
 	if model == "" {
 		model = oreq.Model
 	}
-	apiwire.WriteJSON(w, http.StatusOK, remoteMessagesResponse{ID: apiwire.NewID("msg_"), Type: "message", Role: "assistant", Model: model,
-		Content: content, StopReason: &reason, StopSequence: seq, Usage: messagesUsageOf(cc.Usage)})
+	apiwire.WriteJSON(w, http.StatusOK, apiwire.AnthropicReply{
+		ID: apiwire.NewID("msg_"), Model: model, Thinking: msg.reasoning(), Text: msg.content(), Calls: calls,
+		Finish: finish, StopSequence: seq, Usage: messagesUsageOf(cc.Usage),
+	}.Message())
 }
 
 // CountTokens answers POST /v1/messages/count_tokens: it counts a prompt with the remote's POST /tokenize

@@ -204,7 +204,7 @@ func (f *Front) streamRemoteMessages(w http.ResponseWriter, r *http.Request, res
 		return
 	}
 	recordChatUsage(call, m.usage)
-	reason, seq := remoteStop(m.finish, m.stopRaw, oreq.Stop, m.calls)
+	reason, seq := apiwire.AnthropicStop(remoteFinish(m.finish, m.stopRaw, oreq.Stop, m.calls))
 	if msg.Finish(reason, seq, messagesUsageOf(m.usage)) != nil {
 		call.End(context.Canceled)
 		return

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -57,12 +56,7 @@ func (u *remoteUsage) record(call *remote.Call) {
 func (f *Front) Proxy(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		var mb *http.MaxBytesError
-		if errors.As(err, &mb) {
-			f.writeError(w, r, err)
-		} else {
-			f.writeError(w, r, apiwire.Invalid("", "reading the request body: %v", err))
-		}
+		f.writeError(w, r, apiwire.BodyError(err))
 		return
 	}
 	var fields map[string]json.RawMessage

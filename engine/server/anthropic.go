@@ -380,17 +380,6 @@ func (s *Server) handleCountTokens(w http.ResponseWriter, r *http.Request) {
 
 // Response shapes.
 
-type anthropicResponse struct {
-	ID           string           `json:"id"`
-	Type         string           `json:"type"`
-	Role         string           `json:"role"`
-	Model        string           `json:"model"`
-	Content      []map[string]any `json:"content"`
-	StopReason   *string          `json:"stop_reason"`
-	StopSequence *string          `json:"stop_sequence"`
-	Usage        anthropicUsage   `json:"usage"`
-}
-
 // anthropicUsage counts the prompt in three parts, as Anthropic does:
 // tokens read from the prompt cache, tokens whose blocks this request
 // wrote to it, and the rest (input_tokens); their sum is the prompt.
@@ -400,18 +389,6 @@ type anthropicUsage struct {
 	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
 	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
 	engineUsage
-}
-
-func stopReason(o *outcome) (string, *string) {
-	switch {
-	case o.stopString != "":
-		return "stop_sequence", &o.stopString
-	case o.finish == "length":
-		return "max_tokens", nil
-	case o.finish == "tool_calls":
-		return "tool_use", nil
-	}
-	return "end_turn", nil
 }
 
 // toolUseID turns a call id into Anthropic's form.
@@ -438,22 +415,14 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	reasoning, text, calls := rep.reasoning, rep.content, rep.calls
-	content := []map[string]any{}
-	if reasoning != "" {
-		content = append(content, map[string]any{"type": "thinking", "thinking": reasoning, "signature": ""})
+	calls := make([]apiwire.AnthropicToolUse, len(rep.calls))
+	for i, c := range rep.calls {
+		calls[i] = apiwire.AnthropicToolUse{ID: toolUseID(c.ID), Name: c.Function.Name, Input: toolInput(c)}
 	}
-	if text != "" || len(calls) == 0 {
-		content = append(content, map[string]any{"type": "text", "text": text})
-	}
-	for _, c := range calls {
-		content = append(content, map[string]any{"type": "tool_use", "id": toolUseID(c.ID), "name": c.Function.Name, "input": toolInput(c)})
-	}
-	reason, seq := stopReason(o)
-	writeJSON(w, http.StatusOK, anthropicResponse{
-		ID: t.id, Type: "message", Role: "assistant", Model: s.cfg.ModelID, Content: content,
-		StopReason: &reason, StopSequence: seq, Usage: anthropicUsageOf(t, o),
-	})
+	writeJSON(w, http.StatusOK, apiwire.AnthropicReply{
+		ID: t.id, Model: s.cfg.ModelID, Thinking: rep.reasoning, Text: rep.content, Calls: calls,
+		Finish: o.finish, StopSequence: o.stopString, Usage: anthropicUsageOf(t, o),
+	}.Message())
 }
 
 func anthropicUsageOf(t *turn, o *outcome) anthropicUsage {

@@ -50,7 +50,7 @@ func (s *Server) streamMessages(w http.ResponseWriter, r *http.Request, t *turn,
 		}
 		return
 	}
-	reason, seq := stopReason(o)
+	reason, seq := apiwire.AnthropicStop(o.finish, o.stopString)
 	if b.Finish(reason, seq, anthropicUsageOf(t, o)) != nil {
 		return
 	}

@@ -97,6 +97,29 @@ func (s *Server) embedDimensions(d *int) (int, error) {
 	return *d, nil
 }
 
+// embedRequest decodes an embedding request into req, prepares its
+// inputs and their dimensions with prepare and embeds them; ok is false
+// when it has answered an error (or the client left).
+func embedRequest[R any](s *Server, w http.ResponseWriter, r *http.Request, req *R, prepare func(*R) ([][]int, int, error)) (*embedded, bool) {
+	if err := decodeBody(r, req); err != nil {
+		writeError(w, r, err)
+		return nil, false
+	}
+	inputs, dims, err := prepare(req)
+	if err != nil {
+		writeError(w, r, err)
+		return nil, false
+	}
+	e, err := s.embed(r.Context(), inputs, dims)
+	if err != nil {
+		if r.Context().Err() == nil {
+			writeError(w, r, err)
+		}
+		return nil, false
+	}
+	return e, true
+}
+
 // embedded is the answer to an embedding request.
 type embedded struct {
 	vectors [][]float32
@@ -231,10 +254,15 @@ func (s *Server) openAIEmbedInputs(raw json.RawMessage) ([][]int, error) {
 
 // embedCount checks the number of inputs of a batch.
 func embedCount(n int) error {
-	switch {
-	case n == 0:
+	if n == 0 {
 		return invalid("input", "input is an empty array: there is nothing to embed")
-	case n > maxEmbedInputs:
+	}
+	return embedMost(n)
+}
+
+// embedMost refuses more inputs than one request may embed.
+func embedMost(n int) error {
+	if n > maxEmbedInputs {
 		return invalid("input", "input has %d items, more than the %d one request may embed", n, maxEmbedInputs)
 	}
 	return nil
@@ -287,20 +315,8 @@ func (s *Server) embeddingsInputs(req *embeddingsRequest) ([][]int, int, error) 
 
 func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	var req embeddingsRequest
-	if err := decodeBody(r, &req); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	inputs, dims, err := s.embeddingsInputs(&req)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	e, err := s.embed(r.Context(), inputs, dims)
-	if err != nil {
-		if r.Context().Err() == nil {
-			writeError(w, r, err)
-		}
+	e, ok := embedRequest(s, w, r, &req, s.embeddingsInputs)
+	if !ok {
 		return
 	}
 	model := req.Model

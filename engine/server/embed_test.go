@@ -20,19 +20,7 @@ import (
 // vectors decode exactly), returning the status and the raw body.
 func (ts *testServer) postInto(t *testing.T, path string, body any, out any) (int, string) {
 	t.Helper()
-	raw, err := json.Marshal(body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, _ := http.NewRequest("POST", ts.URL+path, strings.NewReader(string(raw)))
-	req.Header.Set("Content-Type", "application/json")
-	if ts.key != "" {
-		req.Header.Set("Authorization", "Bearer "+ts.key)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := ts.post(t, context.Background(), path, body)
 	defer resp.Body.Close()
 	got, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode == http.StatusOK && out != nil {
@@ -175,10 +163,12 @@ func TestEmbedEndpoints(t *testing.T) {
 	}
 	unitNorm(t, cut.Embeddings[0])
 
-	// A missing input embeds nothing (Ollama's load request).
-	var none ollamaEmbedAnswer
-	if status, body := ts.postInto(t, "/api/embed", map[string]any{"model": "glm52-mini"}, &none); status != 200 || none.Embeddings == nil || len(none.Embeddings) != 0 {
-		t.Errorf("no input: %d %s", status, body)
+	// A missing or empty input embeds nothing (Ollama's load request).
+	for _, req := range []map[string]any{{"model": "glm52-mini"}, {"model": "glm52-mini", "input": []string{}}} {
+		var none ollamaEmbedAnswer
+		if status, body := ts.postInto(t, "/api/embed", req, &none); status != 200 || none.Embeddings == nil || len(none.Embeddings) != 0 {
+			t.Errorf("%v: %d %s", req, status, body)
+		}
 	}
 }
 
@@ -243,6 +233,7 @@ func TestEmbedRefusals(t *testing.T) {
 		{"/api/embed", map[string]any{"model": "glm52-mini", "input": "x", "dimensions": -1}, 400, "dimensions -1"},
 		{"/api/embed", map[string]any{"model": "glm52-mini", "input": "x", "keep_alive": "soon"}, 400, "keep_alive"},
 		{"/api/embed", map[string]any{"model": "glm52-mini", "input": "x", "options": map[string]any{"num_ctx": "big"}}, 400, "options.num_ctx"},
+		{"/api/embed", map[string]any{"model": "glm52-mini", "input": make([]string, maxEmbedInputs+1)}, 400, "input has 2049 items, more than the 2048"},
 		{"/api/embeddings", map[string]any{"model": "nope", "prompt": "x"}, 404, "not found"},
 		{"/api/embeddings", map[string]any{"model": "glm52-mini", "prompt": 3}, 400, "prompt"},
 		{"/v1/embeddings", map[string]any{"model": "gpt-9", "input": "x"}, 404, "model_not_found"},

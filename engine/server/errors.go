@@ -6,7 +6,6 @@ import (
 	"net/http"
 
 	"github.com/spoolhq/spool/engine/apiwire"
-	"github.com/spoolhq/spool/engine/httpguard"
 	"github.com/spoolhq/spool/engine/kvcache"
 	"github.com/spoolhq/spool/engine/scheduler"
 )
@@ -23,15 +22,11 @@ func notFound(code, format string, args ...any) *apiError {
 	return apiwire.NotFound(code, format, args...)
 }
 
-func forbidden(format string, args ...any) *apiError {
-	return &apiError{Status: http.StatusForbidden, Type: "permission_error", Code: "forbidden", Message: fmt.Sprintf(format, args...)}
-}
+func forbidden(format string, args ...any) *apiError { return apiwire.Forbidden(format, args...) }
 
 func internalError(err error) *apiError { return apiwire.Internal(err) }
 
-func unavailable(format string, args ...any) *apiError {
-	return &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "unavailable", Message: fmt.Sprintf(format, args...), RetryAfter: 1}
-}
+func unavailable(format string, args ...any) *apiError { return apiwire.Unavailable(format, args...) }
 
 func queueFull() *apiError {
 	return &apiError{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Code: "queue_full",
@@ -41,8 +36,7 @@ func queueFull() *apiError {
 // contextLength refuses a request the context of limit tokens cannot hold;
 // the message goes on from "this model's context length is N tokens, but".
 func contextLength(limit int, format string, args ...any) *apiError {
-	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "context_length_exceeded", Param: "messages",
-		Message: fmt.Sprintf("this model's context length is %d tokens, but ", limit) + fmt.Sprintf(format, args...)}
+	return apiwire.ContextLength(limit, format, args...)
 }
 
 func contextExceeded(prompt, limit int) *apiError {
@@ -61,9 +55,7 @@ func renderedTooLong(bytes int64, limit int) *apiError {
 }
 
 // tooManyMessages refuses more messages than the context has tokens.
-func tooManyMessages(n, limit int) *apiError {
-	return contextLength(limit, "the request has %d messages (each takes at least one token)", n)
-}
+func tooManyMessages(n, limit int) *apiError { return apiwire.TooManyMessages(n, limit) }
 
 // templateLimit reports a chat template that exceeded a render limit: the
 // model's template, not the request, is at fault, but a smaller request
@@ -78,12 +70,9 @@ func asAPIError(err error) *apiError {
 	var ae *apiError
 	var ce *kvcache.ContextError
 	var mb *http.MaxBytesError
-	var ge *httpguard.Error
 	switch {
 	case errors.As(err, &ae):
 		return ae
-	case errors.As(err, &ge):
-		return &apiError{Status: ge.Status, Type: ge.Type, Code: ge.Code, Param: ge.Param, Message: ge.Message, RetryAfter: ge.RetryAfter}
 	case errors.Is(err, scheduler.ErrQueueFull):
 		return queueFull()
 	case errors.Is(err, scheduler.ErrClosed):
@@ -91,8 +80,7 @@ func asAPIError(err error) *apiError {
 	case errors.As(err, &ce):
 		return contextExceeded(ce.Have+ce.Add, ce.Limit)
 	case errors.As(err, &mb):
-		return &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
-			Message: fmt.Sprintf("the request body is larger than %d bytes", mb.Limit)}
+		return apiwire.BodyError(mb)
 	}
 	return internalError(err)
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -161,11 +162,19 @@ type sseEvent struct {
 	data string
 }
 
-// stream posts body and reads the SSE events to the end.
-func (ts *testServer) stream(t *testing.T, path string, body any) []sseEvent {
+// post posts body as JSON to path with the server's API key; the caller
+// closes the answer's body.
+func (ts *testServer) post(t *testing.T, ctx context.Context, path string, body any) *http.Response {
 	t.Helper()
-	raw, _ := json.Marshal(body)
-	req, _ := http.NewRequest("POST", ts.URL+path, strings.NewReader(string(raw)))
+	raw, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(ctx, "POST", ts.URL+path, bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
 	if ts.key != "" {
 		req.Header.Set("Authorization", "Bearer "+ts.key)
 	}
@@ -173,6 +182,13 @@ func (ts *testServer) stream(t *testing.T, path string, body any) []sseEvent {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return resp
+}
+
+// stream posts body and reads the SSE events to the end.
+func (ts *testServer) stream(t *testing.T, path string, body any) []sseEvent {
+	t.Helper()
+	resp := ts.post(t, context.Background(), path, body)
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		b, _ := io.ReadAll(resp.Body)

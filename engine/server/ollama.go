@@ -140,11 +140,15 @@ type ollamaNameRequest struct {
 	Stream  *bool  `json:"stream"`
 }
 
-func (req *ollamaNameRequest) model() string {
-	if req.Model != "" {
-		return req.Model
+func (req *ollamaNameRequest) model() string { return ollamaModel(req.Model, req.Name) }
+
+// ollamaModel is the model an Ollama request names: "model", or older
+// clients' "name".
+func ollamaModel(model, name string) string {
+	if model != "" {
+		return model
 	}
-	return req.Name
+	return name
 }
 
 // ollamaShow is /api/show's answer.

@@ -14,15 +14,7 @@ import (
 // ndjson posts body and reads the NDJSON lines to the end.
 func (ts *testServer) ndjson(t *testing.T, path string, body any) []map[string]any {
 	t.Helper()
-	raw, _ := json.Marshal(body)
-	req, _ := http.NewRequest("POST", ts.URL+path, strings.NewReader(string(raw)))
-	if ts.key != "" {
-		req.Header.Set("Authorization", "Bearer "+ts.key)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := ts.post(t, context.Background(), path, body)
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/x-ndjson" {
 		b, _ := io.ReadAll(resp.Body)
@@ -230,6 +222,16 @@ func TestOllamaGenerate(t *testing.T) {
 	}
 	if streamed.String() != whole["response"] || lines[len(lines)-1]["done"] != true {
 		t.Errorf("streamed %q != whole %q", streamed.String(), whole["response"])
+	}
+	streamedCtx, _ := json.Marshal(lines[len(lines)-1]["context"])
+	if wholeCtx, _ := json.Marshal(ctx); string(streamedCtx) != string(wholeCtx) {
+		t.Errorf("streamed context %s, whole %s", streamedCtx, wholeCtx)
+	}
+
+	// A load request (no prompt) answers at once, with no context.
+	status, load, _ := ts.do(t, "POST", "/api/generate", map[string]any{"model": "glm52-mini"})
+	if status != 200 || load["done"] != true || load["done_reason"] != "load" || load["response"] != "" || load["context"] != nil {
+		t.Errorf("load: %d %v", status, load)
 	}
 
 	// raw: the prompt as it is, like /v1/completions.

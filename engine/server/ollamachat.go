@@ -375,89 +375,83 @@ func ollamaCalls(calls []chat.ToolCall, first int) []ollamaToolCall {
 }
 
 func (s *Server) handleOllamaChat(w http.ResponseWriter, r *http.Request) {
-	c := &ollamaCommon{start: time.Now()}
 	var req ollamaChatRequest
-	if err := decodeBody(r, &req); err != nil {
-		writeError(w, r, err)
-		return
+	c, t, ok := ollamaTurn(s, w, r, &req, s.ollamaChatTurn)
+	if ok {
+		s.ollamaChatReply(w, r, c, req.Model, t)
 	}
-	t, err := s.ollamaChatTurn(r.Context(), &req, c)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	s.ollamaChatReply(w, r, c, req.Model, t)
 }
 
 // ollamaChatReply runs a prepared /api/chat turn (nil: a load request) and
 // answers it, streamed or whole as c says.
 func (s *Server) ollamaChatReply(w http.ResponseWriter, r *http.Request, c *ollamaCommon, model string, t *turn) {
-	chunk := func(m ollamaMessage, done bool) ollamaChatChunk {
-		m.Role = "assistant"
-		return ollamaChatChunk{Model: model, CreatedAt: ollamaTime(time.Now()), Message: m, Done: done}
-	}
-	if t == nil {
-		httpguard.EndParsing(r.Context())
-		last := chunk(ollamaMessage{}, true)
-		last.DoneReason = "load"
-		writeJSON(w, http.StatusOK, last)
-		return
-	}
-	st, err := s.submit(r.Context(), t)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	if !c.stream {
-		rep, o, ok := s.generateReply(w, r, t, st)
-		if !ok {
-			return
-		}
-		last := chunk(ollamaMessage{Content: rep.content, Thinking: rep.reasoning, ToolCalls: ollamaCalls(rep.calls, 0)}, true)
-		last.ollamaStats = ollamaStatsOf(c, t, o)
-		writeJSON(w, http.StatusOK, last)
-		return
-	}
-	nd := startNDJSON(w)
-	nCalls := 0
-	o, err := s.generate(r.Context(), t, st, func(p piece) error {
-		if p.reasoning == "" && p.content == "" && len(p.calls) == 0 {
-			return nil
-		}
-		m := ollamaMessage{Content: p.content, Thinking: p.reasoning, ToolCalls: ollamaCalls(p.calls, nCalls)}
-		nCalls += len(p.calls)
-		return nd.line(chunk(m, false))
-	}, func() error { return nd.line(chunk(ollamaMessage{}, false)) })
-	if err != nil {
-		if r.Context().Err() == nil {
-			nd.line(asAPIError(err).Ollama())
-		}
-		return
-	}
-	last := chunk(ollamaMessage{}, true)
-	last.ollamaStats = ollamaStatsOf(c, t, o)
-	nd.line(last)
+	nCalls := 0 // the calls answered so far: a call's index goes on from them
+	ollamaAnswer(s, w, r, c, t, ollamaShape[ollamaChatChunk]{
+		chunk: func(p piece, done bool) ollamaChatChunk {
+			m := ollamaMessage{Role: "assistant", Content: p.content, Thinking: p.reasoning, ToolCalls: ollamaCalls(p.calls, nCalls)}
+			nCalls += len(p.calls)
+			return ollamaChatChunk{Model: model, CreatedAt: ollamaTime(time.Now()), Message: m, Done: done}
+		},
+		stats: func(last *ollamaChatChunk, st ollamaStats, _ []scheduler.Token) { last.ollamaStats = st },
+	})
 }
 
 func (s *Server) handleOllamaGenerate(w http.ResponseWriter, r *http.Request) {
-	c := &ollamaCommon{start: time.Now()}
 	var req ollamaGenerateRequest
-	if err := decodeBody(r, &req); err != nil {
-		writeError(w, r, err)
+	c, t, ok := ollamaTurn(s, w, r, &req, s.ollamaGenerateTurn)
+	if !ok {
 		return
 	}
-	t, err := s.ollamaGenerateTurn(r.Context(), &req, c)
+	ollamaAnswer(s, w, r, c, t, ollamaShape[ollamaGenerateChunk]{
+		chunk: func(p piece, done bool) ollamaGenerateChunk {
+			return ollamaGenerateChunk{Model: req.Model, CreatedAt: ollamaTime(time.Now()), Response: p.content, Thinking: p.reasoning, Done: done}
+		},
+		stats: func(last *ollamaGenerateChunk, st ollamaStats, tokens []scheduler.Token) {
+			last.ollamaStats = st
+			if t != nil && !req.Raw {
+				last.Context = append(append([]int{}, t.prompt...), tokenIDs(tokens)...)
+			}
+		},
+	})
+}
+
+// ollamaTurn decodes an Ollama request into req and prepares its turn
+// with build (nil without an error: a load request); ok is false when it
+// has answered an error.
+func ollamaTurn[R any](s *Server, w http.ResponseWriter, r *http.Request, req *R, build func(context.Context, *R, *ollamaCommon) (*turn, error)) (*ollamaCommon, *turn, bool) {
+	c := &ollamaCommon{start: time.Now()}
+	if err := decodeBody(r, req); err != nil {
+		writeError(w, r, err)
+		return nil, nil, false
+	}
+	t, err := build(r.Context(), req, c)
 	if err != nil {
 		writeError(w, r, err)
-		return
+		return nil, nil, false
 	}
-	chunk := func(resp, thinking string, done bool) ollamaGenerateChunk {
-		return ollamaGenerateChunk{Model: req.Model, CreatedAt: ollamaTime(time.Now()), Response: resp, Thinking: thinking, Done: done}
-	}
+	return c, t, true
+}
+
+// ollamaShape is how an Ollama endpoint words its answer; C is its chunk
+// (the whole answer, or a stream line).
+type ollamaShape[C any] struct {
+	// chunk is the chunk of a piece of the reply (the whole reply when
+	// not streamed, nothing for a keep-alive or the streamed last line);
+	// done marks the last chunk.
+	chunk func(p piece, done bool) C
+	// stats stamps the last chunk with the turn's stats; tokens are the
+	// reply's (none for a load request).
+	stats func(last *C, st ollamaStats, tokens []scheduler.Token)
+}
+
+// ollamaAnswer runs a prepared Ollama turn (nil: a load request, answered
+// done with done_reason "load") and answers it in sh's chunks: whole, or
+// streamed as NDJSON lines as c says.
+func ollamaAnswer[C any](s *Server, w http.ResponseWriter, r *http.Request, c *ollamaCommon, t *turn, sh ollamaShape[C]) {
 	if t == nil {
 		httpguard.EndParsing(r.Context())
-		last := chunk("", "", true)
-		last.DoneReason = "load"
+		last := sh.chunk(piece{}, true)
+		sh.stats(&last, ollamaStats{DoneReason: "load"}, nil)
 		writeJSON(w, http.StatusOK, last)
 		return
 	}
@@ -466,21 +460,13 @@ func (s *Server) handleOllamaGenerate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	final := func(o *outcome, tokens []scheduler.Token) ollamaGenerateChunk {
-		last := chunk("", "", true)
-		last.ollamaStats = ollamaStatsOf(c, t, o)
-		if !req.Raw {
-			last.Context = append(append([]int{}, t.prompt...), tokenIDs(tokens)...)
-		}
-		return last
-	}
 	if !c.stream {
 		rep, o, ok := s.generateReply(w, r, t, st)
 		if !ok {
 			return
 		}
-		last := final(o, rep.tokens)
-		last.Response, last.Thinking = rep.content, rep.reasoning
+		last := sh.chunk(piece{reasoning: rep.reasoning, content: rep.content, calls: rep.calls}, true)
+		sh.stats(&last, ollamaStatsOf(c, t, o), rep.tokens)
 		writeJSON(w, http.StatusOK, last)
 		return
 	}
@@ -488,18 +474,20 @@ func (s *Server) handleOllamaGenerate(w http.ResponseWriter, r *http.Request) {
 	var tokens []scheduler.Token
 	o, err := s.generate(r.Context(), t, st, func(p piece) error {
 		tokens = append(tokens, p.tokens...)
-		if p.reasoning == "" && p.content == "" {
+		if p.reasoning == "" && p.content == "" && len(p.calls) == 0 {
 			return nil
 		}
-		return nd.line(chunk(p.content, p.reasoning, false))
-	}, func() error { return nd.line(chunk("", "", false)) })
+		return nd.line(sh.chunk(p, false))
+	}, func() error { return nd.line(sh.chunk(piece{}, false)) })
 	if err != nil {
 		if r.Context().Err() == nil {
 			nd.line(asAPIError(err).Ollama())
 		}
 		return
 	}
-	nd.line(final(o, tokens))
+	last := sh.chunk(piece{}, true)
+	sh.stats(&last, ollamaStatsOf(c, t, o), tokens)
+	nd.line(last)
 }
 
 func tokenIDs(toks []scheduler.Token) []int {

@@ -20,12 +20,7 @@ type ollamaEmbedRequest struct {
 	KeepAlive  json.RawMessage `json:"keep_alive"`
 }
 
-func (req *ollamaEmbedRequest) model() string {
-	if req.Model != "" {
-		return req.Model
-	}
-	return req.Name
-}
+func (req *ollamaEmbedRequest) model() string { return ollamaModel(req.Model, req.Name) }
 
 // ollamaEmbedResponse is /api/embed's answer.
 type ollamaEmbedResponse struct {
@@ -55,8 +50,8 @@ func ollamaEmbedTexts(raw json.RawMessage) ([]string, error) {
 	if json.Unmarshal(raw, &texts) != nil {
 		return nil, invalid("input", "invalid input type: input must be a string or an array of strings")
 	}
-	if len(texts) > maxEmbedInputs {
-		return nil, invalid("input", "input has %d items, more than the %d one request may embed", len(texts), maxEmbedInputs)
+	if err := embedMost(len(texts)); err != nil {
+		return nil, err
 	}
 	return texts, nil
 }
@@ -93,25 +88,14 @@ func (s *Server) ollamaEmbedPrepare(req *ollamaEmbedRequest, texts []string) ([]
 func (s *Server) handleOllamaEmbed(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var req ollamaEmbedRequest
-	if err := decodeBody(r, &req); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	texts, err := ollamaEmbedTexts(req.Input)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	inputs, dims, err := s.ollamaEmbedPrepare(&req, texts)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	e, err := s.embed(r.Context(), inputs, dims)
-	if err != nil {
-		if r.Context().Err() == nil {
-			writeError(w, r, err)
+	e, ok := embedRequest(s, w, r, &req, func(req *ollamaEmbedRequest) ([][]int, int, error) {
+		texts, err := ollamaEmbedTexts(req.Input)
+		if err != nil {
+			return nil, 0, err
 		}
+		return s.ollamaEmbedPrepare(req, texts)
+	})
+	if !ok {
 		return
 	}
 	total := max(time.Since(start).Nanoseconds(), 1)
@@ -125,24 +109,14 @@ func (s *Server) handleOllamaEmbed(w http.ResponseWriter, r *http.Request) {
 // one vector (an empty prompt gives an empty vector, as in Ollama).
 func (s *Server) handleOllamaEmbeddings(w http.ResponseWriter, r *http.Request) {
 	var req ollamaEmbedRequest
-	if err := decodeBody(r, &req); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	var texts []string
-	if req.Prompt != nil && *req.Prompt != "" {
-		texts = []string{*req.Prompt}
-	}
-	inputs, dims, err := s.ollamaEmbedPrepare(&req, texts)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	e, err := s.embed(r.Context(), inputs, dims)
-	if err != nil {
-		if r.Context().Err() == nil {
-			writeError(w, r, err)
+	e, ok := embedRequest(s, w, r, &req, func(req *ollamaEmbedRequest) ([][]int, int, error) {
+		var texts []string
+		if req.Prompt != nil && *req.Prompt != "" {
+			texts = []string{*req.Prompt}
 		}
+		return s.ollamaEmbedPrepare(req, texts)
+	})
+	if !ok {
 		return
 	}
 	vec := []float32{}

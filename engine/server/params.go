@@ -22,11 +22,7 @@ import (
 func decodeBody(r *http.Request, v any) error {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		var mb *http.MaxBytesError
-		if errors.As(err, &mb) {
-			return asAPIError(err)
-		}
-		return invalid("", "reading the request body: %v", err)
+		return apiwire.BodyError(err)
 	}
 	return decodeJSON(body, v)
 }

@@ -68,13 +68,7 @@ func newStandinFront(t *testing.T, o standin.Options, cfg Config, rcfg remote.Co
 // raw posts body and returns the status, headers and the whole body.
 func (ts *testServer) raw(t *testing.T, ctx context.Context, path string, body any) (int, http.Header, string) {
 	t.Helper()
-	b, _ := json.Marshal(body)
-	req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+path, strings.NewReader(string(b)))
-	req.Header.Set("Authorization", "Bearer "+ts.key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := ts.post(t, ctx, path, body)
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, resp.Header, string(data)
