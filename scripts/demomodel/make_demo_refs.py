@@ -42,6 +42,16 @@ def score(expected, answer):
     return 2.0 * prev[-1] / (len(e) + len(a))
 
 
+def unparametrized(sd):
+    """A state dict saved with quantization-aware parametrizations still attached: 'x.parametrizations.w.original'
+    is the raw weight 'x.w' (the container's quantizer rounds it as the fake quantizer did)."""
+    out = {}
+    for k, v in sd.items():
+        m = re.match(r"^(.*)\.parametrizations\.([^.]+)\.original$", k)
+        out[f"{m.group(1)}.{m.group(2)}" if m else k] = v
+    return out
+
+
 @torch.no_grad()
 def greedy_gpu(model, ids, n, eos):
     ids = list(ids)
@@ -62,7 +72,7 @@ def main():
     tok = Tokenizer.from_file(os.path.join(WORK, "tokenizer.json"))
     eos = [tok.token_to_id(s) for s in ["<|endoftext|>", "<|user|>", "<|observation|>"]]
     blob = torch.load(os.path.join(WORK, "demo", "weights.pt"), map_location="cpu")
-    cfgd, sd, msd = blob["cfg"], blob["model"], blob["mtp"]
+    cfgd, sd, msd = blob["cfg"], unparametrized(blob["model"]), unparametrized(blob["mtp"])
     out = os.path.join(WORK, "out")
     d = os.path.join(out, NAME)
     rd = os.path.join(out, NAME + "-refs")

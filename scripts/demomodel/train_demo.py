@@ -154,17 +154,17 @@ def train(cfgd, tok, docs, seconds, seed):
             hooks.append(layer.mlp.gate.register_forward_hook(mk(li)))
     it = batches(tok, docs, rng)
     t0 = time.time()
-    step, warm, qat = 0, 100, False
+    step, warm, qat = 0, 100, []
     while True:
         el = time.time() - t0
         if el >= seconds:
             break
         if not qat and el >= seconds * (1 - QAT_SHARE):
-            for mod, pname, bits in quantized_params(model, mtp):
+            qat = quantized_params(model, mtp)
+            for mod, pname, bits in qat:
                 parametrize.register_parametrization(mod, pname, FakeQuant(bits))
             params = [p for n, p in model.named_parameters() if ".indexer." not in n] + list(mtp.parameters())
             print(f"step {step}: quantization-aware from here", flush=True)
-            qat = True
         lr_scale = min(1.0, (step + 1) / warm) * max(0.05, 1 - el / seconds)
         for g in opt.param_groups:
             g["lr"] = 3e-3 * lr_scale
@@ -194,10 +194,8 @@ def train(cfgd, tok, docs, seconds, seed):
         step += 1
     for hd in hooks:
         hd.remove()
-    if qat:   # keep the raw weights: the container's quantizer applies the same rounding
-        for mod, pname, _ in quantized_params(model, mtp):
-            if parametrize.is_parametrized(mod, pname):
-                parametrize.remove_parametrizations(mod, pname, leave_parametrized=False)
+    for mod, pname, _ in qat:   # keep the raw weights: the container's quantizer rounds them as FakeQuant did
+        parametrize.remove_parametrizations(mod, pname, leave_parametrized=False)
     print(f"trained {step} steps, final loss {loss_main.item():.3f} mtp {loss_mtp.item():.3f}", flush=True)
     return model.float().cpu(), mtp.float().cpu()
 
