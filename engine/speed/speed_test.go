@@ -62,10 +62,10 @@ func TestPredictDecode(t *testing.T) {
 		},
 		{
 			// everything cached: no reads, the products alone
-			name:      "all cached",
-			m:         Model{DenseBytes: 0, ExpertLayers: 2, ExpertsPerLayer: 16, ExpertsPerToken: 4, ExpertBytes: 1e6, CacheSlotsPerLayer: 40, PrefillChunk: 64},
-			mc:        Machine{Name: "m", DiskBytesPerSecond: 1e9, DiskBurstBytesPerSecond: 1e9, KernelBytesPerSecond: 1e9, MatMul8BytesPerSecond: 1e9},
-			wantTok:   2 * 4 * 1e6 / 1e9, wantBound: "compute", wantHit: 1,
+			name:    "all cached",
+			m:       Model{DenseBytes: 0, ExpertLayers: 2, ExpertsPerLayer: 16, ExpertsPerToken: 4, ExpertBytes: 1e6, CacheSlotsPerLayer: 40, PrefillChunk: 64},
+			mc:      Machine{Name: "m", DiskBytesPerSecond: 1e9, DiskBurstBytesPerSecond: 1e9, KernelBytesPerSecond: 1e9, MatMul8BytesPerSecond: 1e9},
+			wantTok: 2 * 4 * 1e6 / 1e9, wantBound: "compute", wantHit: 1,
 			wantWords: []string{"compute-bound", " 0 MB of misses"},
 		},
 	} {
