@@ -78,7 +78,7 @@ model will live on; any model directory there will do (a small
 				return enc.Encode(p)
 			}
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintf(tw, "machine\t%s, %d threads\n", p.Machine, p.Threads)
+			fmt.Fprintf(tw, "machine\t%s, %d threads (%.0f%% of them this process's while probed)\n", p.Machine, p.Threads, 100*p.CoreShare)
 			fmt.Fprintf(tw, "disk, expert reads\t%.2f GB/s, %d requests at once (direct %v) from %s\n", p.DiskBytesPerSecond/1e9, p.DiskQueueDepth, p.DiskDirect, p.DiskPath)
 			fmt.Fprintf(tw, "disk, a token's bursts\t%.2f GB/s, %d experts of a layer at a time\n", p.DiskBurstBytesPerSecond/1e9, p.DiskBurstExperts)
 			fmt.Fprintf(tw, "CPU time of the reads\t%.3f s per GB\n", p.ReadCPUSecondsPerByte*1e9)

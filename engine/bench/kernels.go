@@ -271,9 +271,12 @@ type ExpertOptions struct {
 // that the per-product costs of small matrices (handing work to the
 // threads, their wake-up, the tail of the split) count as they do in a
 // forward. It returns the expert weight bytes (packed weights and scales)
-// applied per second of wall time, the median of the rounds: one round
-// that meets someone else's burst of work does not decide the figure.
-func ExpertProducts(ctx context.Context, o ExpertOptions) (float64, error) {
+// applied per second of wall time, the median of the rounds (one round
+// that meets someone else's burst of work does not decide the figure), and
+// the same per second of process CPU time over the threads (0 without a
+// CPU clock): the first over the second is the share of the cores the
+// products got.
+func ExpertProducts(ctx context.Context, o ExpertOptions) (wall, cpu float64, err error) {
 	if o.Hidden <= 0 {
 		o.Hidden = 6144
 	}
@@ -339,13 +342,14 @@ func ExpertProducts(ctx context.Context, o ExpertOptions) (float64, error) {
 		kernels.MatMulThreads(y, e[2], g, 1, o.Threads)
 		return bytes
 	}
-	rates := make([]float64, o.Rounds)
-	for i := range rates {
-		rates[i], _ = b.rate(apply)
+	walls, cpus := make([]float64, o.Rounds), make([]float64, o.Rounds)
+	for i := range walls {
+		walls[i], cpus[i] = b.rate(apply)
 	}
 	if b.err != nil {
-		return 0, fmt.Errorf("bench: expert products: %w", b.err)
+		return 0, 0, fmt.Errorf("bench: expert products: %w", b.err)
 	}
-	slices.Sort(rates)
-	return rates[len(rates)/2], nil
+	slices.Sort(walls)
+	slices.Sort(cpus)
+	return walls[len(walls)/2], cpus[len(cpus)/2], nil
 }

@@ -62,9 +62,16 @@ func SpeedProbe(ctx context.Context, dir string, mem *host.Memory, probeBytes in
 	if err != nil {
 		return speed.Probes{}, fmt.Errorf("kernel probe: %w", err)
 	}
-	ex, err := ExpertProducts(ctx, ExpertOptions{Hidden: cfg.HiddenSize, Inter: cfg.MoEIntermediateSize, Seconds: seconds / 2})
+	ex, exCPU, err := ExpertProducts(ctx, ExpertOptions{Hidden: cfg.HiddenSize, Inter: cfg.MoEIntermediateSize, Seconds: seconds / 2})
 	if err != nil {
 		return speed.Probes{}, fmt.Errorf("kernel probe: %w", err)
+	}
+	// The share of the cores the products got: on a machine shared with
+	// other work the CPU time per second of wall time is below the
+	// threads, and reads that cost CPU time take it from fewer cores.
+	var share float64
+	if exCPU > 0 {
+		share = min(ex/exCPU, 1)
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -82,6 +89,7 @@ func SpeedProbe(ctx context.Context, dir string, mem *host.Memory, probeBytes in
 		DiskBurstBytesPerSecond:  burst.BytesPerSecond,
 		DiskBurstExperts:         cfg.ExpertsPerToken,
 		ReadCPUSecondsPerByte:    disk.CPUSeconds / float64(max(disk.Bytes, 1)),
+		CoreShare:                share,
 		KernelBytesPerSecond:     ex,
 		MatMul8BytesPerSecond:    k.Int4G64MatMul8BytesPerS,
 		MemoryReadBytesPerSecond: k.MemoryReadBytesPerS,

@@ -34,12 +34,14 @@ type Machine struct {
 	// DiskBurstBytesPerSecond the same reads in a decoded token's bursts,
 	// one layer's misses at a time, the queue draining between them
 	// (decode's reads). ReadCPUSecondsPerByte is the CPU time the reads
-	// take per byte (0 when the device moves the bytes) and Threads the
-	// threads that time is spread over and the products run on.
+	// take per byte (0 when the device moves the bytes) and Cores the
+	// cores that time is spread over and the products run on: the
+	// process's threads times the share of them it got while probed (on a
+	// machine shared with other work, less than the threads).
 	DiskBytesPerSecond      float64 `json:"disk_bytes_per_second"`
 	DiskBurstBytesPerSecond float64 `json:"disk_burst_bytes_per_second"`
 	ReadCPUSecondsPerByte   float64 `json:"read_cpu_seconds_per_byte,omitempty"`
-	Threads                 int     `json:"threads,omitempty"`
+	Cores                   float64 `json:"cores,omitempty"`
 	// KernelBytesPerSecond is the expert weight bytes per second decode's
 	// products apply (one row, every product on all threads);
 	// MatMul8BytesPerSecond the weight bytes per second of the 8-token
@@ -60,7 +62,7 @@ func FromProbes(p Probes) Machine {
 		DiskBytesPerSecond:      p.DiskBytesPerSecond,
 		DiskBurstBytesPerSecond: p.DiskBurstBytesPerSecond,
 		ReadCPUSecondsPerByte:   p.ReadCPUSecondsPerByte,
-		Threads:                 p.Threads,
+		Cores:                   p.Cores(),
 		KernelBytesPerSecond:    p.KernelBytesPerSecond,
 		MatMul8BytesPerSecond:   p.MatMul8BytesPerSecond,
 		GPUFlops:                p.GPUFlops,
@@ -95,8 +97,8 @@ func Predict(m Model, mc Machine) (Prediction, error) {
 		return Prediction{}, fmt.Errorf("speed: machine %q needs positive disk and kernel rates (have %g, %g, %g, %g)",
 			mc.Name, mc.DiskBytesPerSecond, mc.DiskBurstBytesPerSecond, mc.KernelBytesPerSecond, mc.MatMul8BytesPerSecond)
 	}
-	if !(mc.ReadCPUSecondsPerByte >= 0) || math.IsInf(mc.ReadCPUSecondsPerByte, 0) || (mc.ReadCPUSecondsPerByte > 0 && mc.Threads <= 0) {
-		return Prediction{}, fmt.Errorf("speed: machine %q has a bad read CPU cost (%g s/byte over %d threads)", mc.Name, mc.ReadCPUSecondsPerByte, mc.Threads)
+	if !(mc.ReadCPUSecondsPerByte >= 0) || math.IsInf(mc.ReadCPUSecondsPerByte, 0) || (mc.ReadCPUSecondsPerByte > 0 && !(mc.Cores > 0)) || math.IsInf(mc.Cores, 0) {
+		return Prediction{}, fmt.Errorf("speed: machine %q has a bad read CPU cost (%g s/byte over %g cores)", mc.Name, mc.ReadCPUSecondsPerByte, mc.Cores)
 	}
 	L, E, k := float64(m.ExpertLayers), float64(m.ExpertsPerLayer), float64(m.ExpertsPerToken)
 	eb := float64(m.ExpertBytes)
@@ -107,7 +109,7 @@ func Predict(m Model, mc Machine) (Prediction, error) {
 		if mc.ReadCPUSecondsPerByte == 0 {
 			return 0
 		}
-		return n * mc.ReadCPUSecondsPerByte / float64(mc.Threads)
+		return n * mc.ReadCPUSecondsPerByte / mc.Cores
 	}
 
 	// Decode runs two streams that overlap, and a token takes as long as

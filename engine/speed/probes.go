@@ -45,6 +45,12 @@ type Probes struct {
 	// file system, buffered reads), CPU time the products cannot have.
 	ReadCPUSecondsPerByte float64 `json:"read_cpu_seconds_per_byte"`
 
+	// CoreShare is the share of the Threads cores the process got while
+	// probed: the expert products' rate per second of wall time over
+	// their rate per second of CPU time spread over the threads (1 on an
+	// idle machine; 0: not measured, taken as 1).
+	CoreShare float64 `json:"core_share,omitempty"`
+
 	// KernelBytesPerSecond is the expert weight bytes decode's product
 	// applies per second on Threads threads: one row through whole
 	// experts of the model's shape, three int4 products each, every
@@ -72,12 +78,22 @@ func (p *Probes) Validate() error {
 		return fmt.Errorf("probe file has a bad read CPU cost (%g s/byte)", p.ReadCPUSecondsPerByte)
 	case p.ReadCPUSecondsPerByte > 0 && p.Threads <= 0:
 		return fmt.Errorf("probe file has a read CPU cost but no threads (%d)", p.Threads)
+	case !(p.CoreShare >= 0 && p.CoreShare <= 1):
+		return fmt.Errorf("probe file has a core share of %g, want 0 to 1", p.CoreShare)
 	case !(p.KernelBytesPerSecond > 0) || !(p.MatMul8BytesPerSecond > 0):
 		return fmt.Errorf("probe file has no kernel rates (%g, %g)", p.KernelBytesPerSecond, p.MatMul8BytesPerSecond)
 	case p.GPUFlops < 0:
 		return fmt.Errorf("probe file has a negative GPU throughput (%g)", p.GPUFlops)
 	}
 	return nil
+}
+
+// Cores is the cores the process had while probed: Threads x CoreShare.
+func (p *Probes) Cores() float64 {
+	if p.CoreShare == 0 {
+		return float64(p.Threads)
+	}
+	return float64(p.Threads) * p.CoreShare
 }
 
 // ErrNoProbes is returned by Load when no probe file exists yet.

@@ -56,7 +56,7 @@ func TestPredictDecode(t *testing.T) {
 			// stream becomes 32 x eb/10 GB/s + 13.5 ms + 58.6 ms = 132.6 ms.
 			name:    "reads copied by the CPU",
 			m:       p2,
-			mc:      Machine{Name: "tmpfs", DiskBytesPerSecond: 10e9, DiskBurstBytesPerSecond: 10e9, ReadCPUSecondsPerByte: 0.2e-9, Threads: 2, KernelBytesPerSecond: 10e9, MatMul8BytesPerSecond: 1e9},
+			mc:      Machine{Name: "tmpfs", DiskBytesPerSecond: 10e9, DiskBurstBytesPerSecond: 10e9, ReadCPUSecondsPerByte: 0.2e-9, Cores: 2, KernelBytesPerSecond: 10e9, MatMul8BytesPerSecond: 1e9},
 			wantTok: 4*8*eb/10e9 + 135e6/10e9 + miss*0.2e-9/2, wantBound: "compute", wantHit: 2.0 / 64,
 			wantWords: []string{"compute-bound", "copying the reads", "58.6 ms"},
 		},
@@ -102,7 +102,7 @@ func TestPredictDecode(t *testing.T) {
 // TestPredictDecodeMonotone: a faster disk, faster kernels or cheaper
 // reads never predict a slower decode.
 func TestPredictDecodeMonotone(t *testing.T) {
-	base := Machine{Name: "m", DiskBytesPerSecond: 2e9, DiskBurstBytesPerSecond: 1.5e9, ReadCPUSecondsPerByte: 0.1e-9, Threads: 2, KernelBytesPerSecond: 20e9, MatMul8BytesPerSecond: 5e9}
+	base := Machine{Name: "m", DiskBytesPerSecond: 2e9, DiskBurstBytesPerSecond: 1.5e9, ReadCPUSecondsPerByte: 0.1e-9, Cores: 2, KernelBytesPerSecond: 20e9, MatMul8BytesPerSecond: 5e9}
 	p0, err := Predict(p2, base)
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +111,7 @@ func TestPredictDecodeMonotone(t *testing.T) {
 		"burst rate":  func(m *Machine) { m.DiskBurstBytesPerSecond *= 4 },
 		"kernel rate": func(m *Machine) { m.KernelBytesPerSecond *= 4 },
 		"direct I/O":  func(m *Machine) { m.ReadCPUSecondsPerByte = 0 },
-		"threads":     func(m *Machine) { m.Threads *= 4 },
+		"cores":       func(m *Machine) { m.Cores *= 4 },
 	} {
 		mc := base
 		tweak(&mc)
@@ -163,7 +163,7 @@ func TestPredictRefusesBadInput(t *testing.T) {
 		"no burst rate":  {p2, Machine{DiskBytesPerSecond: 1, KernelBytesPerSecond: 1, MatMul8BytesPerSecond: 1}},
 		"NaN kernel":     {p2, Machine{DiskBytesPerSecond: 1, DiskBurstBytesPerSecond: 1, KernelBytesPerSecond: math.NaN(), MatMul8BytesPerSecond: 1}},
 		"negative GPU":   {p2, Machine{DiskBytesPerSecond: 1, DiskBurstBytesPerSecond: 1, KernelBytesPerSecond: 1, MatMul8BytesPerSecond: 1, GPUFlops: -1}},
-		"negative copy":  {p2, Machine{DiskBytesPerSecond: 1, DiskBurstBytesPerSecond: 1, KernelBytesPerSecond: 1, MatMul8BytesPerSecond: 1, ReadCPUSecondsPerByte: -1, Threads: 2}},
+		"negative copy":  {p2, Machine{DiskBytesPerSecond: 1, DiskBurstBytesPerSecond: 1, KernelBytesPerSecond: 1, MatMul8BytesPerSecond: 1, ReadCPUSecondsPerByte: -1, Cores: 2}},
 		"copy, no cores": {p2, Machine{DiskBytesPerSecond: 1, DiskBurstBytesPerSecond: 1, KernelBytesPerSecond: 1, MatMul8BytesPerSecond: 1, ReadCPUSecondsPerByte: 1e-9}},
 		"negative slots": {Model{ExpertLayers: 1, ExpertsPerLayer: 4, ExpertsPerToken: 2, ExpertBytes: 1, PrefillChunk: 1, CacheSlotsPerLayer: -1}, ok},
 	} {
@@ -209,7 +209,7 @@ func validProbes() Probes {
 	return Probes{
 		Version: ProbesVersion, MeasuredAt: time.Date(2026, 12, 5, 1, 0, 0, 0, time.UTC), Machine: "linux/amd64", Threads: 2,
 		DiskBytesPerSecond: 1.2e9, DiskQueueDepth: 8, DiskDirect: true, DiskPath: "/models/p2",
-		DiskBurstBytesPerSecond: 1.1e9, DiskBurstExperts: 8, ReadCPUSecondsPerByte: 0.1e-9,
+		DiskBurstBytesPerSecond: 1.1e9, DiskBurstExperts: 8, ReadCPUSecondsPerByte: 0.1e-9, CoreShare: 0.75,
 		KernelBytesPerSecond: 3e9, MatMul8BytesPerSecond: 0.5e9, MemoryReadBytesPerSecond: 7e9,
 	}
 }
@@ -239,7 +239,7 @@ func TestProbeFileRoundTrip(t *testing.T) {
 	if got, err = Load(path); err != nil || got.DiskBytesPerSecond != 5e9 {
 		t.Errorf("replaced file reads %g GB/s", got.DiskBytesPerSecond/1e9)
 	}
-	if mc := FromProbes(got); mc.DiskBytesPerSecond != 5e9 || !strings.Contains(mc.Name, "/models/p2") {
+	if mc := FromProbes(got); mc.DiskBytesPerSecond != 5e9 || mc.Cores != 1.5 || !strings.Contains(mc.Name, "/models/p2") {
 		t.Errorf("FromProbes = %+v", mc)
 	}
 }
@@ -257,6 +257,7 @@ func TestProbeFileRefusesBadContent(t *testing.T) {
 		"no burst":    `{"version": 2, "disk_bytes_per_second": 1e9, "kernel_bytes_per_second": 1e9, "matmul8_bytes_per_second": 1e9}`,
 		"no kernels":  `{"version": 2, "disk_bytes_per_second": 1e9, "disk_burst_bytes_per_second": 1e9}`,
 		"negative":    `{"version": 2, "disk_bytes_per_second": 1e9, "disk_burst_bytes_per_second": 1e9, "kernel_bytes_per_second": 1e9, "matmul8_bytes_per_second": 1e9, "gpu_flops": -5}`,
+		"core share":  `{"version": 2, "disk_bytes_per_second": 1e9, "disk_burst_bytes_per_second": 1e9, "kernel_bytes_per_second": 1e9, "matmul8_bytes_per_second": 1e9, "core_share": 1.5}`,
 		"copy cost":   `{"version": 2, "disk_bytes_per_second": 1e9, "disk_burst_bytes_per_second": 1e9, "kernel_bytes_per_second": 1e9, "matmul8_bytes_per_second": 1e9, "read_cpu_seconds_per_byte": -1}`,
 	} {
 		t.Run(name, func(t *testing.T) {
