@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/spoolhq/spool/native/diskio"
@@ -150,11 +151,14 @@ func (s *Streamed) probe(ctx context.Context, maxBytes int64, seed uint64, burst
 		lc := layers[rng.IntN(len(layers))]
 		issue(i, lc, rng.IntN(len(lc.layouts)))
 	}
-	// nextBurst reads burst distinct experts of one random layer.
+	// nextBurst reads burst distinct experts of one random layer, in id
+	// order as a decode step's lease submits them (and so in file order).
 	nextBurst := func() {
 		lc := layers[rng.IntN(len(layers))]
 		n := min(burst, len(slots), len(lc.layouts))
-		for i, e := range rng.Perm(len(lc.layouts))[:n] {
+		ids := rng.Perm(len(lc.layouts))[:n]
+		slices.Sort(ids)
+		for i, e := range ids {
 			issue(i, lc, e)
 		}
 	}
