@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/kernels"
+	"github.com/spoolhq/spool/native/offheap"
 	"github.com/spoolhq/spool/native/sysinfo"
 )
 
@@ -295,7 +296,10 @@ func ExpertProducts(ctx context.Context, o ExpertOptions) (wall, cpu float64, er
 	if o.WorkingSet <= 0 {
 		o.WorkingSet = 320 << 20
 	}
-	b := newBencher(ctx, KernelOptions{Seconds: o.Seconds, WorkingSet: o.WorkingSet, Threads: o.Threads})
+	// The experts live where streamed ones do: an off-heap mapping like
+	// the slabs (on Linux, on transparent huge pages as theirs are), filled
+	// with random bytes from the bencher's small heap slab.
+	b := newBencher(ctx, KernelOptions{Seconds: o.Seconds, WorkingSet: 1 << 20, Threads: o.Threads})
 	shape := func(rows, cols int) kernels.Matrix {
 		return kernels.Matrix{Format: kernels.Int4Row, Rows: rows, Cols: cols}
 	}
@@ -304,17 +308,22 @@ func ExpertProducts(ctx context.Context, o ExpertOptions) (wall, cpu float64, er
 	for _, m := range protos {
 		expertBytes += m.Rows * m.RowBytes()
 	}
-	if expertBytes > len(b.slab) {
-		b.slab = append(b.slab, make([]byte, expertBytes-len(b.slab))...)
+	slab, err := offheap.AllocAligned(max(int(o.WorkingSet), expertBytes), 4096)
+	if err != nil {
+		return 0, 0, fmt.Errorf("bench: expert products: %w", err)
+	}
+	defer offheap.Free(slab)
+	for done := 0; done < len(slab); {
+		done += copy(slab[done:], b.slab)
 	}
 	var ms [][3]*kernels.Matrix
 	var bytes int64
-	for off := 0; off+expertBytes <= len(b.slab); {
+	for off := 0; off+expertBytes <= len(slab); {
 		var e [3]*kernels.Matrix
 		for j, proto := range protos {
 			m := proto
 			n := m.Rows * m.RowBytes()
-			m.Data = b.slab[off : off+n]
+			m.Data = slab[off : off+n]
 			off += n
 			m.Scales = make([]float32, m.Rows*m.ScalesPerRow())
 			for i := range m.Scales {
