@@ -190,7 +190,7 @@ func decodeWords(bound string, missBytes float64, mc Machine, disk, cores, readC
 	w := fmt.Sprintf("Decode is %s-bound. Reads and products overlap, so a token takes the longer of two streams. The disk's: %.0f MB of misses a token read one layer's at a time at %.2f GB/s (bursts that start and drain the read queue, as a token's layers do), then idle while the last expert's product and the next layer's attention and router run: %s. The cores': every routed expert and the dense weights applied at %.2f GB/s",
 		bound, missBytes/1e6, mc.DiskBurstBytesPerSecond/1e9, ms(disk), mc.KernelBytesPerSecond/1e9)
 	if readCPU > 0 {
-		w += fmt.Sprintf(", plus %s copying the reads (the file system copies them: no direct I/O, so the reads take CPU time from the products)", ms(readCPU))
+		w += fmt.Sprintf(", plus %s of CPU time the reads take from them (the kernel's work per byte read, as probed: a copy of every byte where the file system has no direct I/O, far less where it has)", ms(readCPU))
 	}
 	return w + ": " + ms(cores) + "."
 }

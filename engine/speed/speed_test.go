@@ -58,7 +58,7 @@ func TestPredictDecode(t *testing.T) {
 			m:       p2,
 			mc:      Machine{Name: "tmpfs", DiskBytesPerSecond: 10e9, DiskBurstBytesPerSecond: 10e9, ReadCPUSecondsPerByte: 0.2e-9, Cores: 2, KernelBytesPerSecond: 10e9, MatMul8BytesPerSecond: 1e9},
 			wantTok: 4*8*eb/10e9 + 135e6/10e9 + miss*0.2e-9/2, wantBound: "compute", wantHit: 2.0 / 64,
-			wantWords: []string{"compute-bound", "copying the reads", "58.6 ms"},
+			wantWords: []string{"compute-bound", "of CPU time the reads take", "58.6 ms"},
 		},
 		{
 			// everything cached: no reads, the products alone
@@ -86,7 +86,7 @@ func TestPredictDecode(t *testing.T) {
 					t.Errorf("assumptions do not say %q: %q", w, p.Assumptions)
 				}
 			}
-			if copied := strings.Contains(words, "copying the reads"); copied != (tc.mc.ReadCPUSecondsPerByte > 0) {
+			if copied := strings.Contains(words, "of CPU time the reads take"); copied != (tc.mc.ReadCPUSecondsPerByte > 0) {
 				t.Errorf("assumptions name the reads' copies: %v, with %g s/byte", copied, tc.mc.ReadCPUSecondsPerByte)
 			}
 			if len(p.Assumptions) < 4 {
