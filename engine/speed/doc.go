@@ -10,8 +10,8 @@
 // burst at a time at the probed burst rate, then idle for each layer's last
 // product and the next layer's attention and router, which decide what to
 // read next) and the cores' (every routed expert and the dense weights at
-// the probed rate of the experts' own products, plus the CPU time of the
-// reads where the file system copies them instead of the device: a
+// the probed rate of the experts' own products, plus the reads' CPU time,
+// large where the file system copies them instead of the device: a
 // memory-backed file system). docs/speed.md says why, and how well it
 // predicted. It is a prediction, not a measurement: `spool run --json`
 // measures.
