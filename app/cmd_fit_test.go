@@ -166,7 +166,7 @@ func TestFitSpeed(t *testing.T) {
 
 	probes := speed.Probes{
 		Version: speed.ProbesVersion, MeasuredAt: time.Now().UTC(), Machine: "test", Threads: 2,
-		DiskBytesPerSecond: 2e9, DiskQueueDepth: 8, DiskPath: "/models",
+		DiskBytesPerSecond: 2e9, DiskQueueDepth: 8, DiskPath: "/models", DiskBurstBytesPerSecond: 1.8e9, DiskBurstExperts: 8,
 		KernelBytesPerSecond: 20e9, MatMul8BytesPerSecond: 10e9, MemoryReadBytesPerSecond: 40e9,
 	}
 	if err := speed.Save(speedProbesPath(), probes); err != nil {
@@ -185,6 +185,7 @@ func TestFitSpeed(t *testing.T) {
 	// Twice the disk rate on a disk-bound decode: faster, not twice (the
 	// products do not speed up).
 	probes.DiskBytesPerSecond *= 2
+	probes.DiskBurstBytesPerSecond *= 2
 	other := filepath.Join(t.TempDir(), "p.json")
 	if err := speed.Save(other, probes); err != nil {
 		t.Fatal(err)

@@ -48,7 +48,7 @@ func TestUIPlanSpeed(t *testing.T) {
 
 	err := speed.Save(speedProbesPath(), speed.Probes{
 		Version: speed.ProbesVersion, MeasuredAt: time.Now().UTC(), Machine: "test", Threads: 2,
-		DiskBytesPerSecond: 1e9, KernelBytesPerSecond: 3e9, MatMul8BytesPerSecond: 1e9,
+		DiskBytesPerSecond: 1e9, DiskBurstBytesPerSecond: 0.9e9, KernelBytesPerSecond: 3e9, MatMul8BytesPerSecond: 1e9,
 	})
 	if err != nil {
 		t.Fatal(err)

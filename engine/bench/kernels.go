@@ -3,12 +3,15 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/spoolhq/spool/kernels"
+	"github.com/spoolhq/spool/native/offheap"
 	"github.com/spoolhq/spool/native/sysinfo"
 )
 
@@ -243,4 +246,119 @@ func onThreads(n int, fn func(t int)) {
 	}
 	fn(n - 1)
 	wg.Wait()
+}
+
+// ExpertOptions configures ExpertProducts.
+type ExpertOptions struct {
+	// Hidden and Inter are the expert's shape: gate and up are Inter x
+	// Hidden, down Hidden x Inter (0: GLM-5.2's 6144 and 2048).
+	Hidden, Inter int
+	// Threads is the thread count of each product (0 means GOMAXPROCS).
+	Threads int
+	// Seconds is the time of each round (0 means 0.25); Rounds the rounds,
+	// of which the median is kept (0 means 5).
+	Seconds float64
+	Rounds  int
+	// WorkingSet is the bytes of experts cycled through (0 means 320 MiB,
+	// far above any cache, as experts streamed in are).
+	WorkingSet int64
+}
+
+// ExpertProducts measures decode's product the way decode runs it (int4
+// weights with a scale per row, the format of the artifact's experts and
+// the bench models'): one
+// token's row through one routed expert after another (gate and up on the
+// input, SiLU(gate)*up, down on that), each product on every thread, so
+// that the per-product costs of small matrices (handing work to the
+// threads, their wake-up, the tail of the split) count as they do in a
+// forward. It returns the expert weight bytes (packed weights and scales)
+// applied per second of wall time, the median of the rounds (one round
+// that meets someone else's burst of work does not decide the figure), and
+// the same per second of process CPU time over the threads (0 without a
+// CPU clock): the first over the second is the share of the cores the
+// products got.
+func ExpertProducts(ctx context.Context, o ExpertOptions) (wall, cpu float64, err error) {
+	if o.Hidden <= 0 {
+		o.Hidden = 6144
+	}
+	if o.Inter <= 0 {
+		o.Inter = 2048
+	}
+	if o.Threads <= 0 {
+		o.Threads = runtime.GOMAXPROCS(0)
+	}
+	if o.Seconds <= 0 {
+		o.Seconds = 0.25
+	}
+	if o.Rounds <= 0 {
+		o.Rounds = 5
+	}
+	if o.WorkingSet <= 0 {
+		o.WorkingSet = 320 << 20
+	}
+	// The experts live where streamed ones do: an off-heap mapping like
+	// the slabs (on Linux, on transparent huge pages as theirs are), filled
+	// with random bytes from the bencher's small heap slab.
+	b := newBencher(ctx, KernelOptions{Seconds: o.Seconds, WorkingSet: 1 << 20, Threads: o.Threads})
+	shape := func(rows, cols int) kernels.Matrix {
+		return kernels.Matrix{Format: kernels.Int4Row, Rows: rows, Cols: cols}
+	}
+	protos := [3]kernels.Matrix{shape(o.Inter, o.Hidden), shape(o.Inter, o.Hidden), shape(o.Hidden, o.Inter)}
+	var expertBytes int
+	for _, m := range protos {
+		expertBytes += m.Rows * m.RowBytes()
+	}
+	slab, err := offheap.AllocAligned(max(int(o.WorkingSet), expertBytes), 4096)
+	if err != nil {
+		return 0, 0, fmt.Errorf("bench: expert products: %w", err)
+	}
+	defer offheap.Free(slab)
+	for done := 0; done < len(slab); {
+		done += copy(slab[done:], b.slab)
+	}
+	var ms [][3]*kernels.Matrix
+	var bytes int64
+	for off := 0; off+expertBytes <= len(slab); {
+		var e [3]*kernels.Matrix
+		for j, proto := range protos {
+			m := proto
+			n := m.Rows * m.RowBytes()
+			m.Data = slab[off : off+n]
+			off += n
+			m.Scales = make([]float32, m.Rows*m.ScalesPerRow())
+			for i := range m.Scales {
+				m.Scales[i] = 0.01 + 0.01*b.rng.Float32()
+			}
+			e[j] = &m
+			if len(ms) == 0 {
+				bytes += int64(len(m.Data) + 4*len(m.Scales))
+			}
+		}
+		ms = append(ms, e)
+	}
+	x := make([]float32, o.Hidden)
+	for i := range x {
+		x[i] = float32(b.rng.NormFloat64())
+	}
+	g, u, y := make([]float32, o.Inter), make([]float32, o.Inter), make([]float32, o.Hidden)
+	apply := func(i int) int64 {
+		e := ms[i%len(ms)]
+		kernels.MatMulThreads(g, e[0], x, 1, o.Threads)
+		kernels.MatMulThreads(u, e[1], x, 1, o.Threads)
+		for j := range g {
+			g[j] = g[j] / (1 + float32(math.Exp(float64(-g[j])))) * u[j]
+		}
+		kernels.MatMulThreads(y, e[2], g, 1, o.Threads)
+		return bytes
+	}
+	walls, cpus := make([]float64, o.Rounds), make([]float64, o.Rounds)
+	for i := range walls {
+		walls[i], cpus[i] = b.rate(apply)
+	}
+	if b.err != nil {
+		return 0, 0, fmt.Errorf("bench: expert products: %w", b.err)
+	}
+	slices.Sort(walls)
+	slices.Sort(cpus)
+	return walls[len(walls)/2], cpus[len(cpus)/2], nil
 }

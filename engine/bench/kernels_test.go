@@ -36,3 +36,24 @@ func TestKernelsReports(t *testing.T) {
 		t.Error("cancelled benchmark returned no error")
 	}
 }
+
+func TestExpertProducts(t *testing.T) {
+	// Small experts (gate and up 64x256, down 256x64) in an 8 MiB working
+	// set: many experts, each applied once a cycle.
+	rate, cpu, err := ExpertProducts(context.Background(), ExpertOptions{Hidden: 256, Inter: 64, Threads: 2, Seconds: 0.001, Rounds: 3, WorkingSet: 8 << 20})
+	if err != nil || !(rate > 0) {
+		t.Fatalf("ExpertProducts = %g, %v; want a positive rate", rate, err)
+	}
+	if sysinfo.ProcessCPUTime() > 0 && !(cpu > 0) {
+		t.Errorf("no CPU-time rate: %g", cpu)
+	}
+	// A working set smaller than one expert still holds one.
+	if rate, _, err := ExpertProducts(context.Background(), ExpertOptions{Hidden: 256, Inter: 64, Seconds: 0.001, Rounds: 1, WorkingSet: 1024}); err != nil || !(rate > 0) {
+		t.Errorf("one-expert working set: %g, %v", rate, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := ExpertProducts(ctx, ExpertOptions{Hidden: 256, Inter: 64, Seconds: 0.001, WorkingSet: 8 << 20}); err == nil {
+		t.Error("cancelled benchmark returned no error")
+	}
+}

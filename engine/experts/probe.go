@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/spoolhq/spool/native/diskio"
+	"github.com/spoolhq/spool/native/sysinfo"
 )
 
 // ReadProbe is the disk measured with decoding's own access pattern.
@@ -25,6 +27,12 @@ type ReadProbe struct {
 	// allowed to wait.
 	Requests, Workers, QueueDepth int
 	Direct                        bool
+	// CPUSeconds is the process CPU time the probe took (0 where the
+	// platform has no process CPU clock): near zero when the device
+	// moves the bytes (direct I/O, DMA), about Bytes / copy rate when
+	// the kernel copies them (a memory-backed file system, buffered
+	// reads), time decode's products then cannot have.
+	CPUSeconds float64
 }
 
 // ProbeReads measures the disk the way decoding reads it: whole experts
@@ -34,6 +42,27 @@ type ReadProbe struct {
 // outstanding: the probe takes the working bank for its duration and
 // leaves the cache tiers as they were.
 func (s *Streamed) ProbeReads(ctx context.Context, maxBytes int64, seed uint64) (ReadProbe, error) {
+	return s.probe(ctx, maxBytes, seed, 0)
+}
+
+// ProbeBursts measures the disk the way one decoded token reads a layer's
+// misses: burst distinct experts of one layer (picked at random, seeded)
+// submitted at once, as the read pool's chunked requests, and nothing more
+// until the last of them has landed; then the next burst, until maxBytes
+// are read. Unlike ProbeReads the queue drains at the end of every burst
+// and starts empty at the next, as it does between a token's layers, so
+// the rate counts the first request's wait and the last ones' lone
+// finish. burst is capped at the working bank.
+func (s *Streamed) ProbeBursts(ctx context.Context, maxBytes int64, seed uint64, burst int) (ReadProbe, error) {
+	if burst <= 0 {
+		return ReadProbe{}, errors.New("experts: read probe: a burst needs at least one expert")
+	}
+	return s.probe(ctx, maxBytes, seed, burst)
+}
+
+// probe is ProbeReads (burst 0: every working slot kept in flight) and
+// ProbeBursts.
+func (s *Streamed) probe(ctx context.Context, maxBytes int64, seed uint64, burst int) (ReadProbe, error) {
 	if maxBytes <= 0 {
 		return ReadProbe{}, errors.New("experts: read probe: byte budget must be positive")
 	}
@@ -92,11 +121,10 @@ func (s *Streamed) ProbeReads(ctx context.Context, maxBytes int64, seed uint64) 
 	var submitted int64
 	inflight := 0
 	var firstErr error
-	start := time.Now()
-	// issue reads one random expert into slot i.
-	issue := func(i int) {
-		lc := layers[rng.IntN(len(layers))]
-		lo := lc.layouts[rng.IntN(len(lc.layouts))]
+	start, cpu0 := time.Now(), sysinfo.ProcessCPUTime()
+	// issue reads expert e of layer lc into slot i.
+	issue := func(i int, lc *layerCache, e int) {
+		lo := lc.layouts[e]
 		cs := lo.chunks(s.opts.ReadChunk)
 		left[i] = len(cs)
 		p.Experts++
@@ -119,8 +147,27 @@ func (s *Streamed) ProbeReads(ctx context.Context, maxBytes int64, seed uint64) 
 			}()
 		}
 	}
-	for i := range slots {
-		issue(i)
+	random := func(i int) {
+		lc := layers[rng.IntN(len(layers))]
+		issue(i, lc, rng.IntN(len(lc.layouts)))
+	}
+	// nextBurst reads burst distinct experts of one random layer, in id
+	// order as a decode step's lease submits them (and so in file order).
+	nextBurst := func() {
+		lc := layers[rng.IntN(len(layers))]
+		n := min(burst, len(slots), len(lc.layouts))
+		ids := rng.Perm(len(lc.layouts))[:n]
+		slices.Sort(ids)
+		for i, e := range ids {
+			issue(i, lc, e)
+		}
+	}
+	if burst > 0 {
+		nextBurst()
+	} else {
+		for i := range slots {
+			random(i)
+		}
 	}
 	for inflight > 0 {
 		d := <-results
@@ -131,11 +178,18 @@ func (s *Streamed) ProbeReads(ctx context.Context, maxBytes int64, seed uint64) 
 		}
 		p.Bytes += d.res.Bytes
 		left[d.slot]--
-		if left[d.slot] == 0 && firstErr == nil && submitted < maxBytes {
-			issue(d.slot)
+		switch {
+		case firstErr != nil || submitted >= maxBytes:
+		case burst == 0 && left[d.slot] == 0:
+			random(d.slot)
+		case burst > 0 && inflight == 0:
+			nextBurst()
 		}
 	}
 	p.Seconds = time.Since(start).Seconds()
+	if cpu := sysinfo.ProcessCPUTime(); cpu0 > 0 && cpu > cpu0 {
+		p.CPUSeconds = (cpu - cpu0).Seconds()
+	}
 	if firstErr != nil {
 		return p, fmt.Errorf("experts: read probe: %w", firstErr)
 	}

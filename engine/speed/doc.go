@@ -5,9 +5,14 @@
 // machine and cached (Probes, Load, Save), or published figures of an
 // Apple chip (Chips). Predict says in words what it assumed.
 //
-// The model is a roofline of decode's two streams: the routed experts a
-// token misses in the cache are read from the SSD at the probed random-read
-// rate while the experts that have landed are applied at the probed kernel
-// rate, layer after layer; the dense weights are applied once per token.
-// It is a prediction, not a measurement: `spool run --json` measures.
+// The model is a roofline of decode's two overlapping streams, a token
+// taking as long as the slower: the disk's (the misses read one layer's
+// burst at a time at the probed burst rate, then idle for each layer's last
+// product and the next layer's attention and router, which decide what to
+// read next) and the cores' (every routed expert and the dense weights at
+// the probed rate of the experts' own products, plus the reads' CPU time,
+// large where the file system copies them instead of the device: a
+// memory-backed file system). docs/speed.md says why, and how well it
+// predicted. It is a prediction, not a measurement: `spool run --json`
+// measures.
 package speed

@@ -30,11 +30,23 @@ type Machine struct {
 	// Name says where the figures come from.
 	Name string `json:"name"`
 	// DiskBytesPerSecond is whole-expert random reads at the read pool's
-	// depth; KernelBytesPerSecond the weight bytes per second the decode
-	// product applies; MatMul8BytesPerSecond the weight bytes per second
-	// of the 8-token product prefill uses on the CPU; GPUFlops the GPU
-	// float throughput prefill uses instead when it is positive.
-	DiskBytesPerSecond    float64 `json:"disk_bytes_per_second"`
+	// depth with the queue kept full (prefill's reads);
+	// DiskBurstBytesPerSecond the same reads in a decoded token's bursts,
+	// one layer's misses at a time, the queue draining between them
+	// (decode's reads). ReadCPUSecondsPerByte is the CPU time the reads
+	// take per byte (0 when the device moves the bytes) and Cores the
+	// cores that time is spread over and the products run on: the
+	// process's threads times the share of them it got while probed (on a
+	// machine shared with other work, less than the threads).
+	DiskBytesPerSecond      float64 `json:"disk_bytes_per_second"`
+	DiskBurstBytesPerSecond float64 `json:"disk_burst_bytes_per_second"`
+	ReadCPUSecondsPerByte   float64 `json:"read_cpu_seconds_per_byte,omitempty"`
+	Cores                   float64 `json:"cores,omitempty"`
+	// KernelBytesPerSecond is the expert weight bytes per second decode's
+	// products apply (one row, every product on all threads);
+	// MatMul8BytesPerSecond the weight bytes per second of the 8-token
+	// product prefill uses on the CPU; GPUFlops the GPU float throughput
+	// prefill uses instead when it is positive.
 	KernelBytesPerSecond  float64 `json:"kernel_bytes_per_second"`
 	MatMul8BytesPerSecond float64 `json:"matmul8_bytes_per_second"`
 	GPUFlops              float64 `json:"gpu_flops,omitempty"`
@@ -47,10 +59,13 @@ func FromProbes(p Probes) Machine {
 	return Machine{
 		Name: fmt.Sprintf("this machine (%s, %d threads; probed %s from %s)",
 			p.Machine, p.Threads, p.MeasuredAt.UTC().Format("2006-01-02 15:04 MST"), p.DiskPath),
-		DiskBytesPerSecond:    p.DiskBytesPerSecond,
-		KernelBytesPerSecond:  p.KernelBytesPerSecond,
-		MatMul8BytesPerSecond: p.MatMul8BytesPerSecond,
-		GPUFlops:              p.GPUFlops,
+		DiskBytesPerSecond:      p.DiskBytesPerSecond,
+		DiskBurstBytesPerSecond: p.DiskBurstBytesPerSecond,
+		ReadCPUSecondsPerByte:   p.ReadCPUSecondsPerByte,
+		Cores:                   p.Cores(),
+		KernelBytesPerSecond:    p.KernelBytesPerSecond,
+		MatMul8BytesPerSecond:   p.MatMul8BytesPerSecond,
+		GPUFlops:                p.GPUFlops,
 	}
 }
 
@@ -78,26 +93,49 @@ func Predict(m Model, mc Machine) (Prediction, error) {
 	if err := m.validate(); err != nil {
 		return Prediction{}, err
 	}
-	if !(mc.DiskBytesPerSecond > 0) || !(mc.KernelBytesPerSecond > 0) || !(mc.MatMul8BytesPerSecond > 0) || mc.GPUFlops < 0 {
-		return Prediction{}, fmt.Errorf("speed: machine %q needs positive disk and kernel rates (have %g, %g, %g)",
-			mc.Name, mc.DiskBytesPerSecond, mc.KernelBytesPerSecond, mc.MatMul8BytesPerSecond)
+	if !(mc.DiskBytesPerSecond > 0) || !(mc.DiskBurstBytesPerSecond > 0) || !(mc.KernelBytesPerSecond > 0) || !(mc.MatMul8BytesPerSecond > 0) || mc.GPUFlops < 0 {
+		return Prediction{}, fmt.Errorf("speed: machine %q needs positive disk and kernel rates (have %g, %g, %g, %g)",
+			mc.Name, mc.DiskBytesPerSecond, mc.DiskBurstBytesPerSecond, mc.KernelBytesPerSecond, mc.MatMul8BytesPerSecond)
+	}
+	if !(mc.ReadCPUSecondsPerByte >= 0) || math.IsInf(mc.ReadCPUSecondsPerByte, 0) || (mc.ReadCPUSecondsPerByte > 0 && !(mc.Cores > 0)) || math.IsInf(mc.Cores, 0) {
+		return Prediction{}, fmt.Errorf("speed: machine %q has a bad read CPU cost (%g s/byte over %g cores)", mc.Name, mc.ReadCPUSecondsPerByte, mc.Cores)
 	}
 	L, E, k := float64(m.ExpertLayers), float64(m.ExpertsPerLayer), float64(m.ExpertsPerToken)
 	eb := float64(m.ExpertBytes)
 	hit := math.Min(1, float64(m.CacheSlotsPerLayer)/E)
-
-	// Decode: per layer the k(1-hit) misses stream from the disk while the
-	// experts that landed are applied; the layer ends when the last
-	// expert's product does, which follows its read when the disk is the
-	// slower stream.
-	read := k * (1 - hit) * eb / mc.DiskBytesPerSecond
-	apply := k * eb / mc.KernelBytesPerSecond
-	one := eb / mc.KernelBytesPerSecond
-	layer, bound := apply, "compute"
-	if read > 0 && read+one > apply {
-		layer, bound = read+one, "disk"
+	// readCPU is the wall time the reads of n bytes take from the
+	// products, their CPU time spread over the threads.
+	readCPU := func(n float64) float64 {
+		if mc.ReadCPUSecondsPerByte == 0 {
+			return 0
+		}
+		return n * mc.ReadCPUSecondsPerByte / mc.Cores
 	}
-	token := float64(m.DenseBytes)/mc.KernelBytesPerSecond + L*layer
+
+	// Decode runs two streams that overlap, and a token takes as long as
+	// the slower one:
+	//   - the disk's: per layer the k(1-hit) misses read at the burst
+	//     rate (the queue fills and drains once a layer), then the last
+	//     expert's product, which follows its read; and the rest of the
+	//     token's work, during which the disk has nothing to read: the
+	//     next layer's misses are not known until its attention and
+	//     router have run (the dense weights: attention, dense and shared
+	//     MLPs, routers, lm_head);
+	//   - the cores': every expert and the dense weights applied at the
+	//     kernel rate, plus the CPU time of the reads where the kernel
+	//     copies the bytes (a memory-backed file system): that time is
+	//     taken from the same cores.
+	missBytes := L * k * (1 - hit) * eb
+	dense := float64(m.DenseBytes) / mc.KernelBytesPerSecond
+	diskStream := missBytes/mc.DiskBurstBytesPerSecond + L*eb/mc.KernelBytesPerSecond + dense
+	if missBytes == 0 {
+		diskStream = 0
+	}
+	coreStream := L*k*eb/mc.KernelBytesPerSecond + dense + readCPU(missBytes)
+	token, bound := coreStream, "compute"
+	if diskStream > coreStream {
+		token, bound = diskStream, "disk"
+	}
 
 	// Prefill: a chunk of B tokens touches, under routing spread evenly,
 	// E(1-(1-k/E)^B) experts of a layer; each is read once (unless cached)
@@ -106,7 +144,8 @@ func Predict(m Model, mc Machine) (Prediction, error) {
 	B := float64(min(PromptTokens, m.PrefillChunk))
 	touched := E * (1 - math.Pow(1-k/E, B))
 	rowsPerExpert := B * k / touched
-	prefillRead := L * touched * (1 - hit) * eb / mc.DiskBytesPerSecond
+	prefillBytes := L * touched * (1 - hit) * eb
+	prefillRead := prefillBytes / mc.DiskBytesPerSecond
 	var prefillCompute float64
 	if mc.GPUFlops > 0 {
 		// int4 weights: 2 weights a byte, 2 flops a weight and token.
@@ -116,6 +155,7 @@ func Predict(m Model, mc Machine) (Prediction, error) {
 		passes := func(rows float64) float64 { return math.Ceil(rows / 8) }
 		prefillCompute = (float64(m.DenseBytes)*passes(B) + L*touched*eb*passes(rowsPerExpert)) / mc.MatMul8BytesPerSecond
 	}
+	prefillCompute += readCPU(prefillBytes)
 	prefill := math.Max(prefillRead, prefillCompute)
 
 	p := Prediction{
@@ -124,16 +164,15 @@ func Predict(m Model, mc Machine) (Prediction, error) {
 		PrefillTokensPerSecond:  B / prefill,
 		PrefillTokens:           int(B),
 		ExpectedHitRate:         hit,
-		DecodeReadBytesPerToken: int64(math.Round(L * k * (1 - hit) * eb)),
+		DecodeReadBytesPerToken: int64(math.Round(missBytes)),
 		DecodeBound:             bound,
 	}
 	gb := func(v float64) string { return fmt.Sprintf("%.2f GB/s", v/1e9) }
 	p.Assumptions = []string{
 		fmt.Sprintf("Routing spreads over the experts evenly, so %d cache slots of %d experts per layer hit %.1f%% of a token's %d experts per layer; a trained model's routing repeats experts more, so this is the cautious side.",
 			m.CacheSlotsPerLayer, m.ExpertsPerLayer, 100*hit, m.ExpertsPerToken),
-		fmt.Sprintf("Misses are read at %s (random whole-expert reads at the read pool's depth) while experts that have landed are applied at %s; decode is %s-bound: %.0f MB read a token over %d layers.",
-			gb(mc.DiskBytesPerSecond), gb(mc.KernelBytesPerSecond), bound, float64(p.DecodeReadBytesPerToken)/1e6, m.ExpertLayers),
-		fmt.Sprintf("The %.2f GB of dense weights are applied once a token; attention over a short context, sampling and the OS are not counted.", float64(m.DenseBytes)/1e9),
+		decodeWords(bound, missBytes, mc, diskStream, coreStream, readCPU(missBytes)),
+		fmt.Sprintf("The %.2f GB of dense weights (attention, dense and shared MLPs, routers, lm_head) are applied once a token at the experts' kernel rate; attention over a long context, sampling and the OS are not counted.", float64(m.DenseBytes)/1e9),
 		"Speculative decoding (the MTP layer) is not counted: accepted drafts raise decode speed above this.",
 	}
 	p.Assumptions = append(p.Assumptions, mc.Notes...)
@@ -143,6 +182,17 @@ func Predict(m Model, mc Machine) (Prediction, error) {
 		p.Assumptions = append(p.Assumptions, fmt.Sprintf("Prefill of a %d-token prompt touches %.0f experts a layer, read once each, with the products on the CPU at %s of weights per 8 tokens.", int(B), touched, gb(mc.MatMul8BytesPerSecond)))
 	}
 	return p, nil
+}
+
+// decodeWords says how the decode figure came about.
+func decodeWords(bound string, missBytes float64, mc Machine, disk, cores, readCPU float64) string {
+	ms := func(s float64) string { return fmt.Sprintf("%.1f ms", 1e3*s) }
+	w := fmt.Sprintf("Decode is %s-bound. Reads and products overlap, so a token takes the longer of two streams. The disk's: %.0f MB of misses a token read one layer's at a time at %.2f GB/s (bursts that start and drain the read queue, as a token's layers do), then idle while the last expert's product and the next layer's attention and router run: %s. The cores': every routed expert and the dense weights applied at %.2f GB/s",
+		bound, missBytes/1e6, mc.DiskBurstBytesPerSecond/1e9, ms(disk), mc.KernelBytesPerSecond/1e9)
+	if readCPU > 0 {
+		w += fmt.Sprintf(", plus %s of CPU time the reads take from them (the kernel's work per byte read, as probed: a copy of every byte where the file system has no direct I/O, far less where it has)", ms(readCPU))
+	}
+	return w + ": " + ms(cores) + "."
 }
 
 func (m Model) validate() error {

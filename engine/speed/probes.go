@@ -4,14 +4,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"time"
 
 	"github.com/spoolhq/spool/internal/atomicfile"
 )
 
-// ProbesVersion is the version of the probe cache file's layout.
-const ProbesVersion = 1
+// ProbesVersion is the version of the probe cache file's layout. Version
+// 2 added the burst read rate and the reads' CPU cost, and measures the
+// kernel on expert-shaped products: a version 1 file is probed again.
+const ProbesVersion = 2
 
 // Probes are this machine's figures as `spool bench probe` measured them.
 type Probes struct {
@@ -23,14 +26,35 @@ type Probes struct {
 
 	// DiskBytesPerSecond is random whole-expert reads at the read pool's
 	// depth (DiskQueueDepth requests at once, direct I/O when DiskDirect)
-	// from the model directory DiskPath.
+	// from the model directory DiskPath, with the queue kept full: what a
+	// prefill reading many experts at once streams.
 	DiskBytesPerSecond float64 `json:"disk_bytes_per_second"`
 	DiskQueueDepth     int     `json:"disk_queue_depth"`
 	DiskDirect         bool    `json:"disk_direct"`
 	DiskPath           string  `json:"disk_path"`
+	// DiskBurstBytesPerSecond is the same reads in bursts of
+	// DiskBurstExperts experts of one layer, each burst submitted at once
+	// and landed in full before the next: a decoded token's misses of one
+	// layer, with the queue starting empty and draining as it does between
+	// layers.
+	DiskBurstBytesPerSecond float64 `json:"disk_burst_bytes_per_second"`
+	DiskBurstExperts        int     `json:"disk_burst_experts"`
+	// ReadCPUSecondsPerByte is the process CPU time the reads took per
+	// byte read: near zero when the device moves the bytes (direct I/O),
+	// about 1 / copy rate when the kernel copies them (a memory-backed
+	// file system, buffered reads), CPU time the products cannot have.
+	ReadCPUSecondsPerByte float64 `json:"read_cpu_seconds_per_byte"`
 
-	// KernelBytesPerSecond is the weight bytes the int4 matrix-vector
-	// kernel applies per second on Threads threads (decode's product);
+	// CoreShare is the share of the Threads cores the process got while
+	// probed: the expert products' rate per second of wall time over
+	// their rate per second of CPU time spread over the threads (1 on an
+	// idle machine; 0: not measured, taken as 1).
+	CoreShare float64 `json:"core_share,omitempty"`
+
+	// KernelBytesPerSecond is the expert weight bytes decode's product
+	// applies per second on Threads threads: one row through whole
+	// experts of the model's shape, three int4 products each, every
+	// product on all threads (bench.ExpertProducts);
 	// MatMul8BytesPerSecond the weight bytes of the 8-input product
 	// (prefill's), each pass serving 8 tokens.
 	KernelBytesPerSecond  float64 `json:"kernel_bytes_per_second"`
@@ -48,14 +72,28 @@ func (p *Probes) Validate() error {
 	switch {
 	case p.Version != ProbesVersion:
 		return fmt.Errorf("probe file version %d, want %d (run `spool bench probe` again)", p.Version, ProbesVersion)
-	case !(p.DiskBytesPerSecond > 0):
-		return fmt.Errorf("probe file has no disk read rate (%g)", p.DiskBytesPerSecond)
+	case !(p.DiskBytesPerSecond > 0) || !(p.DiskBurstBytesPerSecond > 0):
+		return fmt.Errorf("probe file has no disk read rates (%g, %g)", p.DiskBytesPerSecond, p.DiskBurstBytesPerSecond)
+	case !(p.ReadCPUSecondsPerByte >= 0) || math.IsInf(p.ReadCPUSecondsPerByte, 0):
+		return fmt.Errorf("probe file has a bad read CPU cost (%g s/byte)", p.ReadCPUSecondsPerByte)
+	case p.ReadCPUSecondsPerByte > 0 && p.Threads <= 0:
+		return fmt.Errorf("probe file has a read CPU cost but no threads (%d)", p.Threads)
+	case !(p.CoreShare >= 0 && p.CoreShare <= 1):
+		return fmt.Errorf("probe file has a core share of %g, want 0 to 1", p.CoreShare)
 	case !(p.KernelBytesPerSecond > 0) || !(p.MatMul8BytesPerSecond > 0):
 		return fmt.Errorf("probe file has no kernel rates (%g, %g)", p.KernelBytesPerSecond, p.MatMul8BytesPerSecond)
 	case p.GPUFlops < 0:
 		return fmt.Errorf("probe file has a negative GPU throughput (%g)", p.GPUFlops)
 	}
 	return nil
+}
+
+// Cores is the cores the process had while probed: Threads x CoreShare.
+func (p *Probes) Cores() float64 {
+	if p.CoreShare == 0 {
+		return float64(p.Threads)
+	}
+	return float64(p.Threads) * p.CoreShare
 }
 
 // ErrNoProbes is returned by Load when no probe file exists yet.

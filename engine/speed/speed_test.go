@@ -19,6 +19,7 @@ var p2 = Model{
 
 func TestPredictDecode(t *testing.T) {
 	eb := 18_915_328.0
+	miss := 4 * 8 * (62.0 / 64) * eb // P2's misses a token: 2 of 64 experts cached
 	for _, tc := range []struct {
 		name      string
 		m         Model
@@ -26,27 +27,46 @@ func TestPredictDecode(t *testing.T) {
 		wantTok   float64 // expected seconds per token, worked by hand below
 		wantBound string
 		wantHit   float64
+		wantWords []string // in the decode assumption
 	}{
 		{
-			// disk-bound: 4 layers x (8 x 62/64 misses x eb / 1 GB/s + eb / 4 GB/s), dense 135 MB / 4 GB/s
+			// disk-bound, direct reads: the disk's stream is the misses at
+			// the burst rate, each layer's last expert (4 x eb / 4 GB/s)
+			// and the dense weights (135 MB / 4 GB/s); the cores' stream,
+			// 32 experts and the dense weights at 4 GB/s, is shorter.
 			name:    "disk-bound",
 			m:       p2,
-			mc:      Machine{Name: "vm", DiskBytesPerSecond: 1e9, KernelBytesPerSecond: 4e9, MatMul8BytesPerSecond: 1e9},
-			wantTok: 135e6/4e9 + 4*(8*(62.0/64)*eb/1e9+eb/4e9), wantBound: "disk", wantHit: 2.0 / 64,
+			mc:      Machine{Name: "vm", DiskBytesPerSecond: 1e9, DiskBurstBytesPerSecond: 0.8e9, KernelBytesPerSecond: 4e9, MatMul8BytesPerSecond: 1e9},
+			wantTok: miss/0.8e9 + 4*eb/4e9 + 135e6/4e9, wantBound: "disk", wantHit: 2.0 / 64,
+			wantWords: []string{"disk-bound", "0.80 GB/s", "4.00 GB/s"},
 		},
 		{
 			// compute-bound: a disk far faster than the kernels: 4 layers x 8 x eb / 1 GB/s
 			name:    "compute-bound",
 			m:       p2,
-			mc:      Machine{Name: "fast disk", DiskBytesPerSecond: 100e9, KernelBytesPerSecond: 1e9, MatMul8BytesPerSecond: 1e9},
+			mc:      Machine{Name: "fast disk", DiskBytesPerSecond: 100e9, DiskBurstBytesPerSecond: 100e9, KernelBytesPerSecond: 1e9, MatMul8BytesPerSecond: 1e9},
 			wantTok: 135e6/1e9 + 4*8*eb/1e9, wantBound: "compute", wantHit: 2.0 / 64,
+			wantWords: []string{"compute-bound"},
+		},
+		{
+			// reads the kernel copies (a memory-backed file system): the
+			// disk's stream, miss/10 GB/s + 4 x eb/10 GB/s + 135 MB/10
+			// GB/s = 79.7 ms, would bound the token; but the copies take
+			// miss x 0.2 ns / 2 threads = 58.6 ms of the cores, whose
+			// stream becomes 32 x eb/10 GB/s + 13.5 ms + 58.6 ms = 132.6 ms.
+			name:    "reads copied by the CPU",
+			m:       p2,
+			mc:      Machine{Name: "tmpfs", DiskBytesPerSecond: 10e9, DiskBurstBytesPerSecond: 10e9, ReadCPUSecondsPerByte: 0.2e-9, Cores: 2, KernelBytesPerSecond: 10e9, MatMul8BytesPerSecond: 1e9},
+			wantTok: 4*8*eb/10e9 + 135e6/10e9 + miss*0.2e-9/2, wantBound: "compute", wantHit: 2.0 / 64,
+			wantWords: []string{"compute-bound", "of CPU time the reads take", "58.6 ms"},
 		},
 		{
 			// everything cached: no reads, the products alone
 			name:    "all cached",
 			m:       Model{DenseBytes: 0, ExpertLayers: 2, ExpertsPerLayer: 16, ExpertsPerToken: 4, ExpertBytes: 1e6, CacheSlotsPerLayer: 40, PrefillChunk: 64},
-			mc:      Machine{Name: "m", DiskBytesPerSecond: 1e9, KernelBytesPerSecond: 1e9, MatMul8BytesPerSecond: 1e9},
+			mc:      Machine{Name: "m", DiskBytesPerSecond: 1e9, DiskBurstBytesPerSecond: 1e9, KernelBytesPerSecond: 1e9, MatMul8BytesPerSecond: 1e9},
 			wantTok: 2 * 4 * 1e6 / 1e9, wantBound: "compute", wantHit: 1,
+			wantWords: []string{"compute-bound", " 0 MB of misses"},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -60,8 +80,17 @@ func TestPredictDecode(t *testing.T) {
 			if p.DecodeBound != tc.wantBound || p.ExpectedHitRate != tc.wantHit {
 				t.Errorf("bound %q hit %g, want %q %g", p.DecodeBound, p.ExpectedHitRate, tc.wantBound, tc.wantHit)
 			}
-			if len(p.Assumptions) < 4 || !strings.Contains(strings.Join(p.Assumptions, " "), tc.wantBound+"-bound") {
-				t.Errorf("assumptions do not say the bound: %q", p.Assumptions)
+			words := strings.Join(p.Assumptions, " ")
+			for _, w := range tc.wantWords {
+				if !strings.Contains(words, w) {
+					t.Errorf("assumptions do not say %q: %q", w, p.Assumptions)
+				}
+			}
+			if copied := strings.Contains(words, "of CPU time the reads take"); copied != (tc.mc.ReadCPUSecondsPerByte > 0) {
+				t.Errorf("assumptions name the reads' copies: %v, with %g s/byte", copied, tc.mc.ReadCPUSecondsPerByte)
+			}
+			if len(p.Assumptions) < 4 {
+				t.Errorf("%d assumptions", len(p.Assumptions))
 			}
 			if !(p.PrefillTokensPerSecond > 0) || p.PrefillTokens != min(PromptTokens, tc.m.PrefillChunk) {
 				t.Errorf("prefill %g tok/s over %d tokens", p.PrefillTokensPerSecond, p.PrefillTokens)
@@ -70,12 +99,35 @@ func TestPredictDecode(t *testing.T) {
 	}
 }
 
+// TestPredictDecodeMonotone: a faster disk, faster kernels or cheaper
+// reads never predict a slower decode.
+func TestPredictDecodeMonotone(t *testing.T) {
+	base := Machine{Name: "m", DiskBytesPerSecond: 2e9, DiskBurstBytesPerSecond: 1.5e9, ReadCPUSecondsPerByte: 0.1e-9, Cores: 2, KernelBytesPerSecond: 20e9, MatMul8BytesPerSecond: 5e9}
+	p0, err := Predict(p2, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tweak := range map[string]func(*Machine){
+		"burst rate":  func(m *Machine) { m.DiskBurstBytesPerSecond *= 4 },
+		"kernel rate": func(m *Machine) { m.KernelBytesPerSecond *= 4 },
+		"direct I/O":  func(m *Machine) { m.ReadCPUSecondsPerByte = 0 },
+		"cores":       func(m *Machine) { m.Cores *= 4 },
+	} {
+		mc := base
+		tweak(&mc)
+		p, err := Predict(p2, mc)
+		if err != nil || p.DecodeTokensPerSecond < p0.DecodeTokensPerSecond {
+			t.Errorf("%s: %g tok/s (%v), below %g", name, p.DecodeTokensPerSecond, err, p0.DecodeTokensPerSecond)
+		}
+	}
+}
+
 func TestPredictPrefill(t *testing.T) {
 	// 512 tokens over 64 experts with 8 a token touch all but (56/64)^512
 	// of them: every expert is read (62 of 64 miss) and applied to its
 	// 64 rows in 8 passes of 8.
 	eb := 18_915_328.0
-	mc := Machine{Name: "vm", DiskBytesPerSecond: 1e9, KernelBytesPerSecond: 4e9, MatMul8BytesPerSecond: 0.5e9}
+	mc := Machine{Name: "vm", DiskBytesPerSecond: 1e9, DiskBurstBytesPerSecond: 0.5e9, KernelBytesPerSecond: 4e9, MatMul8BytesPerSecond: 0.5e9}
 	p, err := Predict(p2, mc)
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +151,7 @@ func TestPredictPrefill(t *testing.T) {
 }
 
 func TestPredictRefusesBadInput(t *testing.T) {
-	ok := Machine{Name: "m", DiskBytesPerSecond: 1, KernelBytesPerSecond: 1, MatMul8BytesPerSecond: 1}
+	ok := Machine{Name: "m", DiskBytesPerSecond: 1, DiskBurstBytesPerSecond: 1, KernelBytesPerSecond: 1, MatMul8BytesPerSecond: 1}
 	for name, tc := range map[string]struct {
 		m  Model
 		mc Machine
@@ -108,8 +160,11 @@ func TestPredictRefusesBadInput(t *testing.T) {
 		"k above E":      {Model{ExpertLayers: 1, ExpertsPerLayer: 4, ExpertsPerToken: 5, ExpertBytes: 1, PrefillChunk: 1}, ok},
 		"no chunk":       {Model{ExpertLayers: 1, ExpertsPerLayer: 4, ExpertsPerToken: 2, ExpertBytes: 1}, ok},
 		"no disk":        {p2, Machine{KernelBytesPerSecond: 1, MatMul8BytesPerSecond: 1}},
-		"NaN kernel":     {p2, Machine{DiskBytesPerSecond: 1, KernelBytesPerSecond: math.NaN(), MatMul8BytesPerSecond: 1}},
-		"negative GPU":   {p2, Machine{DiskBytesPerSecond: 1, KernelBytesPerSecond: 1, MatMul8BytesPerSecond: 1, GPUFlops: -1}},
+		"no burst rate":  {p2, Machine{DiskBytesPerSecond: 1, KernelBytesPerSecond: 1, MatMul8BytesPerSecond: 1}},
+		"NaN kernel":     {p2, Machine{DiskBytesPerSecond: 1, DiskBurstBytesPerSecond: 1, KernelBytesPerSecond: math.NaN(), MatMul8BytesPerSecond: 1}},
+		"negative GPU":   {p2, Machine{DiskBytesPerSecond: 1, DiskBurstBytesPerSecond: 1, KernelBytesPerSecond: 1, MatMul8BytesPerSecond: 1, GPUFlops: -1}},
+		"negative copy":  {p2, Machine{DiskBytesPerSecond: 1, DiskBurstBytesPerSecond: 1, KernelBytesPerSecond: 1, MatMul8BytesPerSecond: 1, ReadCPUSecondsPerByte: -1, Cores: 2}},
+		"copy, no cores": {p2, Machine{DiskBytesPerSecond: 1, DiskBurstBytesPerSecond: 1, KernelBytesPerSecond: 1, MatMul8BytesPerSecond: 1, ReadCPUSecondsPerByte: 1e-9}},
 		"negative slots": {Model{ExpertLayers: 1, ExpertsPerLayer: 4, ExpertsPerToken: 2, ExpertBytes: 1, PrefillChunk: 1, CacheSlotsPerLayer: -1}, ok},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -154,6 +209,7 @@ func validProbes() Probes {
 	return Probes{
 		Version: ProbesVersion, MeasuredAt: time.Date(2026, 12, 5, 1, 0, 0, 0, time.UTC), Machine: "linux/amd64", Threads: 2,
 		DiskBytesPerSecond: 1.2e9, DiskQueueDepth: 8, DiskDirect: true, DiskPath: "/models/p2",
+		DiskBurstBytesPerSecond: 1.1e9, DiskBurstExperts: 8, ReadCPUSecondsPerByte: 0.1e-9, CoreShare: 0.75,
 		KernelBytesPerSecond: 3e9, MatMul8BytesPerSecond: 0.5e9, MemoryReadBytesPerSecond: 7e9,
 	}
 }
@@ -183,7 +239,7 @@ func TestProbeFileRoundTrip(t *testing.T) {
 	if got, err = Load(path); err != nil || got.DiskBytesPerSecond != 5e9 {
 		t.Errorf("replaced file reads %g GB/s", got.DiskBytesPerSecond/1e9)
 	}
-	if mc := FromProbes(got); mc.DiskBytesPerSecond != 5e9 || !strings.Contains(mc.Name, "/models/p2") {
+	if mc := FromProbes(got); mc.DiskBytesPerSecond != 5e9 || mc.Cores != 1.5 || !strings.Contains(mc.Name, "/models/p2") {
 		t.Errorf("FromProbes = %+v", mc)
 	}
 }
@@ -196,10 +252,13 @@ func TestProbeFileRefusesBadContent(t *testing.T) {
 		t.Error("saved probes without a disk rate")
 	}
 	for name, body := range map[string]string{
-		"truncated":   `{"version": 1, "disk_bytes_per`,
-		"old version": `{"version": 0, "disk_bytes_per_second": 1e9, "kernel_bytes_per_second": 1e9, "matmul8_bytes_per_second": 1e9}`,
-		"no kernels":  `{"version": 1, "disk_bytes_per_second": 1e9}`,
-		"negative":    `{"version": 1, "disk_bytes_per_second": 1e9, "kernel_bytes_per_second": 1e9, "matmul8_bytes_per_second": 1e9, "gpu_flops": -5}`,
+		"truncated":   `{"version": 2, "disk_bytes_per`,
+		"old version": `{"version": 1, "disk_bytes_per_second": 1e9, "kernel_bytes_per_second": 1e9, "matmul8_bytes_per_second": 1e9}`,
+		"no burst":    `{"version": 2, "disk_bytes_per_second": 1e9, "kernel_bytes_per_second": 1e9, "matmul8_bytes_per_second": 1e9}`,
+		"no kernels":  `{"version": 2, "disk_bytes_per_second": 1e9, "disk_burst_bytes_per_second": 1e9}`,
+		"negative":    `{"version": 2, "disk_bytes_per_second": 1e9, "disk_burst_bytes_per_second": 1e9, "kernel_bytes_per_second": 1e9, "matmul8_bytes_per_second": 1e9, "gpu_flops": -5}`,
+		"core share":  `{"version": 2, "disk_bytes_per_second": 1e9, "disk_burst_bytes_per_second": 1e9, "kernel_bytes_per_second": 1e9, "matmul8_bytes_per_second": 1e9, "core_share": 1.5}`,
+		"copy cost":   `{"version": 2, "disk_bytes_per_second": 1e9, "disk_burst_bytes_per_second": 1e9, "kernel_bytes_per_second": 1e9, "matmul8_bytes_per_second": 1e9, "read_cpu_seconds_per_byte": -1}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".json")
@@ -214,7 +273,7 @@ func TestProbeFileRefusesBadContent(t *testing.T) {
 }
 
 func FuzzLoad(f *testing.F) {
-	f.Add([]byte(`{"version": 1, "disk_bytes_per_second": 1e9, "kernel_bytes_per_second": 1e9, "matmul8_bytes_per_second": 1e9}`))
+	f.Add([]byte(`{"version": 2, "threads": 2, "disk_bytes_per_second": 1e9, "disk_burst_bytes_per_second": 1e9, "read_cpu_seconds_per_byte": 1e-10, "kernel_bytes_per_second": 1e9, "matmul8_bytes_per_second": 1e9}`))
 	f.Add([]byte(`{}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		path := filepath.Join(t.TempDir(), "p.json")

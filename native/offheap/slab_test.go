@@ -95,3 +95,34 @@ func TestFreeRejectsForeignSlices(t *testing.T) {
 		}
 	}
 }
+
+// TestAllocHugeAligned: where the system has transparent huge pages, a
+// mapping of at least one huge page starts on a huge page boundary (so
+// that whole huge pages fit in it), smaller ones keep the alignment asked
+// for, and a discarded mapping stays usable.
+func TestAllocHugeAligned(t *testing.T) {
+	if hugeAlign == 0 {
+		t.Log("no huge page hint on this system: alignment as asked for")
+	}
+	for _, size := range []int{hugeAlign + 12345, 3*hugeAlign + 1, 19 << 20} {
+		b, err := AllocAligned(size, testAlign)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+		if want := uintptr(max(hugeAlign, testAlign)); addr%want != 0 || len(b) != size {
+			t.Errorf("size %d: address %#x, length %d; want a multiple of %d and length %d", size, addr, len(b), want, size)
+		}
+		b[0], b[size-1] = 1, 2
+		if err := Discard(b); err != nil {
+			t.Fatal(err)
+		}
+		if b[0] != 0 || b[size-1] != 0 {
+			t.Errorf("size %d: discarded memory reads %d %d, want zeros", size, b[0], b[size-1])
+		}
+		b[size/2] = 3
+		if err := Free(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

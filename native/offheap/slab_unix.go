@@ -14,13 +14,25 @@ import (
 // starting at an address that is a multiple of align (a power of two) and of
 // the page size (4 KiB on Linux x86-64, 16 KiB on Apple silicon). The slice
 // has length size and capacity size rounded up to the page size. Release it
-// with Free; the garbage collector never does.
+// with Free; the garbage collector never does. On Linux a mapping of at
+// least 2 MiB is aligned to 2 MiB and asks for transparent huge pages.
 func AllocAligned(size, align int) ([]byte, error) {
 	page := os.Getpagesize()
 	length, err := checkAlloc(size, align, page)
 	if err != nil {
 		return nil, err
 	}
+	if hugeAlign > 0 && length >= hugeAlign {
+		align = max(align, hugeAlign)
+	}
+	b, err := allocAligned(size, length, align, page)
+	if err == nil {
+		adviseHuge(b[:cap(b)])
+	}
+	return b, err
+}
+
+func allocAligned(size, length, align, page int) ([]byte, error) {
 	if align <= page {
 		p, err := mmapAnon(nil, length, 0)
 		if err != nil {
@@ -95,5 +107,6 @@ func Discard(b []byte) error {
 	if q != p {
 		return fmt.Errorf("offheap: discard %d bytes at %p: kernel remapped to %p", n, p, q)
 	}
+	adviseHuge(unsafe.Slice((*byte)(p), n))
 	return nil
 }
