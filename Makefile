@@ -5,7 +5,7 @@
 
 GO        ?= go
 BIN       := bin/spool
-MODEL     ?= assets/models/glm52-mini
+MODEL     ?= assets/models/glm52-demo
 # vulkan builds the GPU backend (kernels/gpu, mk/gpu.mk); without it the
 # engine runs on the CPU only.
 GOFLAGS_HEADLESS := -tags headless,vulkan

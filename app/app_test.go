@@ -22,7 +22,7 @@ import (
 // demoModel is the committed demo model, relative to this package.
 func demoModel(t *testing.T) string {
 	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", "assets", "models", "glm52-mini"))
+	dir, err := filepath.Abs(filepath.Join("..", "assets", "models", "glm52-demo"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestUIAPI(t *testing.T) {
 }
 
 func TestUIAtlas(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "assets", "atlas", "glm52-mini.experts.json"))
+	data, err := os.ReadFile(filepath.Join("..", "assets", "atlas", "glm52-demo.experts.json"))
 	if err != nil {
 		t.Fatalf("the committed atlas is missing: %v", err)
 	}
@@ -299,7 +299,7 @@ func TestEngineHost(t *testing.T) {
 	if got := h.Status().State; got != hostStopped {
 		t.Fatalf("after Stop: %s", got)
 	}
-	if saved, _ := filepath.Glob(filepath.Join(cfg.UsageDir, "glm52-mini-*.coli_usage")); len(saved) != 1 {
+	if saved, _ := filepath.Glob(filepath.Join(cfg.UsageDir, "glm52-demo-*.coli_usage")); len(saved) != 1 {
 		t.Errorf("usage histories saved at stop: %v, want one for the model", saved)
 	}
 	h.Start(ctx)

@@ -48,7 +48,7 @@ or with --no-window, it runs headless until interrupted.
 Settings saved from the UI (bind address, port, API key, model directory,
 memory budget, context) apply at the next start; flags override them.`,
 		Example: `  spool app
-  spool app --no-window --model assets/models/glm52-mini --port 8484`,
+  spool app --no-window --model assets/models/glm52-demo --port 8484`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runApp(cmd, &f)

@@ -39,7 +39,7 @@ chooses, and writes Colibri's Expert Atlas analysis (experts.json): per
 expert its topic mix p, specialization spec = 1 - H(p)/ln C, top topic,
 lift and reliability, plus the probe's provenance. The UI's Atlas page
 draws it.`,
-		Example: `  spool atlas --model assets/models/glm52-mini --out assets/atlas/glm52-mini.experts.json`,
+		Example: `  spool atlas --model assets/models/glm52-demo --out assets/atlas/glm52-demo.experts.json`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runAtlas(cmd, &f)

@@ -58,7 +58,7 @@ time, and the warm-up would only double the run.
 
 Use the gen-bench model for real I/O and the sparse-files skeleton for the
 real geometry.`,
-		Example: `  spool bench prefill --model assets/models/glm52-mini --tokens 16000 --compare-all-keys --json
+		Example: `  spool bench prefill --model assets/models/glm52-demo --tokens 16000 --compare-all-keys --json
   spool gen-bench --out /tmp/bench --sparse-layers 4 --experts 64
   spool bench prefill --model /tmp/bench --tokens 2048 --stream --cache-slots 2 --json
   spool gen-bench --out /tmp/skeleton --sparse-files

@@ -13,7 +13,7 @@ import (
 // token), and with streamed experts and two cache slots per layer (the
 // expert I/O figures are filled in and consistent).
 func TestBenchPrefill(t *testing.T) {
-	const model = "../assets/models/glm52-mini"
+	const model = "../assets/models/glm52-demo"
 	out, err := runSpool(t, "bench", "prefill", "--model", model, "--tokens", "200", "--memory", "4GiB", "--compare-all-keys", "--json")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)

@@ -42,7 +42,7 @@ does on a 32 GB Mac.
 
 The cache directory is a temporary one (removed afterwards) unless --dir
 names one; it should be on the disk whose speed you want to see.`,
-		Example: `  spool bench prompt-cache --model assets/models/glm52-mini --tokens 3000 --json
+		Example: `  spool bench prompt-cache --model assets/models/glm52-demo --tokens 3000 --json
   spool bench prompt-cache --tokens 3000 --stream --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -48,7 +48,7 @@ func newRunCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Generate text from a prompt or a chat message",
-		Example: `  spool run --model assets/models/glm52-mini --chat "What does the function os.path.join do?"
+		Example: `  spool run --model assets/models/glm52-demo --chat "What does the function os.path.join do?"
   spool run --prompt-ids 8171,8173,39 --max-tokens 8 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -26,11 +26,23 @@ func idsFlag(ids []int) string {
 
 // TestRunMatchesReference: spool run --json on the reference prompts gives
 // the reference greedy tokens, resident and streamed, with and without MTP
-// speculation.
+// speculation, on the fixture glm52-mini and on the demo model.
 func TestRunMatchesReference(t *testing.T) {
-	refs, _ := fixtures.LoadRefs(t, "glm52-mini")
-	dir := fixtures.Path(t, "glm52-mini")
-	cs := refs.Cases[1]
+	for _, name := range []string{"glm52-mini", fixtures.DemoName} {
+		t.Run(name, func(t *testing.T) {
+			refs, _ := fixtures.LoadRefs(t, name)
+			dir := fixtures.ModelDir(t, name)
+			for _, cs := range refs.Cases {
+				t.Run(cs.Label, func(t *testing.T) { checkRunGreedy(t, dir, cs) })
+			}
+		})
+	}
+}
+
+// checkRunGreedy runs the case's prompt resident, with --no-mtp, with
+// --speculative and streamed, and compares each with its greedy tokens.
+func checkRunGreedy(t *testing.T, dir string, cs fixtures.Case) {
+	t.Helper()
 	for _, extra := range [][]string{nil, {"--no-mtp"}, {"--speculative"}, {"--stream", "--memory", "8GiB", "--expert-cache", "1MiB"}} {
 		args := append([]string{"--model", dir, "--prompt-ids", idsFlag(cs.PromptIDs), "--max-tokens", "16", "--temperature", "0", "--json"}, extra...)
 		out, err := runRunCmd(t, args...)
@@ -41,8 +53,20 @@ func TestRunMatchesReference(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &r); err != nil {
 			t.Fatalf("%v: output is not one JSON object: %v\n%s", extra, err, out)
 		}
-		if !slices.Equal(r.TokenIDs, cs.Greedy[:len(r.TokenIDs)]) || r.PromptTokens != cs.N {
-			t.Errorf("%v: tokens %v, want a prefix of %v", extra, r.TokenIDs, cs.Greedy)
+		if r.PromptTokens != cs.N || len(r.TokenIDs) > len(cs.Greedy) {
+			t.Errorf("%v: %d prompt tokens, %d generated; want %d and at most %d", extra, r.PromptTokens, len(r.TokenIDs), cs.N, len(cs.Greedy))
+			continue
+		}
+		// Equal to the reference up to its first near-tie (margin at most
+		// 1e-3, as in engine/model's parity tests), where float32 and the
+		// float64 reference may part.
+		for i, id := range r.TokenIDs {
+			if id != cs.Greedy[i] {
+				if cs.GreedyMargins[i] > 1e-3 {
+					t.Errorf("%v: tokens %v, want a prefix of %v", extra, r.TokenIDs, cs.Greedy)
+				}
+				break
+			}
 		}
 		if r.FinishReason == "" || r.Text == "" {
 			t.Errorf("%v: result %+v", extra, r)

@@ -111,7 +111,7 @@ OpenAI-compatible server (vLLM, SGLang, another Spool; see docs/remote.md),
 /v1/messages translated to its chat API, with the same local defaults
 (loopback bind, --api-key, Host guard). --remote-key is sent to the server
 only.`,
-		Example: `  spool serve --model assets/models/glm52-mini
+		Example: `  spool serve --model assets/models/glm52-demo
   spool serve --host 0.0.0.0 --port 8484 --api-key "$(openssl rand -hex 16)"
   spool serve --remote http://gpu-box:8000 --remote-key "$VLLM_API_KEY"`,
 		Args: cobra.NoArgs,

@@ -64,7 +64,7 @@ func TestRunOnGPU(t *testing.T) {
 // keys on the GPU) in one run, with the same first token.
 func TestBenchPrefillGPU(t *testing.T) {
 	var r bench.PrefillResult
-	runJSON(t, &r, "bench", "prefill", "--model", "../assets/models/glm52-mini", "--tokens", "160", "--memory", "4GiB", "--gpu", "on", "--json")
+	runJSON(t, &r, "bench", "prefill", "--model", "../assets/models/glm52-demo", "--tokens", "160", "--memory", "4GiB", "--gpu", "on", "--json")
 	if r.GPUPrefill == nil || !r.GPU.Active || r.GPUSpeedup <= 0 || r.GPUSameFirstToken == nil || !*r.GPUSameFirstToken {
 		t.Fatalf("the GPU leg is missing or disagrees: %+v", r)
 	}
@@ -86,7 +86,7 @@ func TestBenchPrefillGPU(t *testing.T) {
 	// --copy-experts: the same leg copying the experts through the bank's
 	// groups, with the copy wait left over.
 	var cp bench.PrefillResult
-	runJSON(t, &cp, "bench", "prefill", "--model", "../assets/models/glm52-mini", "--tokens", "160", "--memory", "4GiB", "--gpu", "on", "--copy-experts", "--json")
+	runJSON(t, &cp, "bench", "prefill", "--model", "../assets/models/glm52-demo", "--tokens", "160", "--memory", "4GiB", "--gpu", "on", "--copy-experts", "--json")
 	if g := cp.GPUPrefill.GPUTimes; g == nil || g.ExpertsCopied == 0 || g.ExpertsInPlace != 0 || !(cp.GPUPrefill.CopyWaitSeconds >= 0 && cp.GPUPrefill.CopyWaitSeconds <= g.Experts) {
 		t.Errorf("--copy-experts: %+v", g)
 	}
@@ -97,7 +97,7 @@ func TestBenchPrefillGPU(t *testing.T) {
 	// --gpu-only: the GPU leg alone, profiled.
 	prof := filepath.Join(t.TempDir(), "gpu.prof")
 	var only bench.PrefillResult
-	runJSON(t, &only, "bench", "prefill", "--model", "../assets/models/glm52-mini", "--tokens", "24", "--memory", "4GiB", "--gpu", "on", "--gpu-only", "--cpuprofile", prof, "--json")
+	runJSON(t, &only, "bench", "prefill", "--model", "../assets/models/glm52-demo", "--tokens", "24", "--memory", "4GiB", "--gpu", "on", "--gpu-only", "--cpuprofile", prof, "--json")
 	if only.GPUPrefill == nil || only.GPUPrefill.Seconds <= 0 || only.Prefill.Seconds != 0 || only.GPUSpeedup != 0 {
 		t.Errorf("--gpu-only: CPU %+v, GPU %+v, speedup %v", only.Prefill, only.GPUPrefill, only.GPUSpeedup)
 	}
@@ -105,7 +105,7 @@ func TestBenchPrefillGPU(t *testing.T) {
 		t.Errorf("--cpuprofile wrote no profile: %v", err)
 	}
 	var off bench.PrefillResult
-	runJSON(t, &off, "bench", "prefill", "--model", "../assets/models/glm52-mini", "--tokens", "16", "--memory", "4GiB", "--gpu", "off", "--warm", "--stream", "--json")
+	runJSON(t, &off, "bench", "prefill", "--model", "../assets/models/glm52-demo", "--tokens", "16", "--memory", "4GiB", "--gpu", "off", "--warm", "--stream", "--json")
 	if off.GPUPrefill != nil || off.GPU.Reason != "--gpu off" {
 		t.Errorf("--gpu off: %+v", off.GPU)
 	}

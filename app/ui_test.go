@@ -45,7 +45,7 @@ func TestGLM52Plan(t *testing.T) {
 	if code, _ := uiRequest(t, u, "GET", "/ui/plan?model=other", ""); code != 400 {
 		t.Errorf("an unknown model: status %d, want 400", code)
 	}
-	if code, p := uiRequest(t, u, "GET", "/ui/plan", ""); code != 200 || p["model"] != "glm52-mini" {
+	if code, p := uiRequest(t, u, "GET", "/ui/plan", ""); code != 200 || p["model"] != "glm52-demo" {
 		t.Errorf("the served model's plan: %d %v", code, p["model"])
 	}
 }
@@ -80,7 +80,7 @@ func TestStatusLine(t *testing.T) {
 
 func TestModelIDFor(t *testing.T) {
 	for dir, want := range map[string]string{
-		"assets/models/glm52-mini": "glm52-mini",
+		"assets/models/glm52-demo": "glm52-demo",
 		"/hub/models--mateogrgic--GLM-5.2-colibri-int4-with-int8-mtp/snapshots/3cc8db99b1b13fc79325d987ba3c1c430766b3b8": "GLM-5.2-colibri-int4-with-int8-mtp",
 		"/hub/models--mateogrgic--GLM-5.2-colibri-int4-with-int8-mtp/snapshots/3cc8db99/":                                "GLM-5.2-colibri-int4-with-int8-mtp",
 		"/data/snapshots/x": "x",

@@ -9,7 +9,7 @@
 #   make desktop-smoke  opens bin/spool-desktop under Xvfb and saves a screenshot
 #   make run-app        the desktop app when a display is available, else the
 #                       engine with the UI at http://127.0.0.1:8484/
-#   make atlas          recompute assets/atlas/glm52-mini.experts.json
+#   make atlas          recompute assets/atlas/glm52-demo.experts.json
 
 NPM         ?= npm
 UNAME_S     := $(shell uname -s)
@@ -61,7 +61,7 @@ app: ui shaders
 	done
 	iconutil -c icns bin/Spool.iconset -o $(APP_BUNDLE)/Contents/Resources/Spool.icns
 	cp -R $(MODEL) $(APP_BUNDLE)/Contents/Resources/models/
-	cp assets/atlas/glm52-mini.experts.json $(APP_BUNDLE)/Contents/Resources/atlas/
+	cp assets/atlas/glm52-demo.experts.json $(APP_BUNDLE)/Contents/Resources/atlas/
 	$(MAKE) app-vulkan
 	codesign --force --deep -s - $(APP_BUNDLE)
 
@@ -99,7 +99,7 @@ desktop-smoke: desktop
 	mk/desktop-smoke.sh $(DESKTOP_BIN) $(ARTIFACTS)/desktop $(MODEL)
 
 atlas: spool-ui
-	$(BIN) atlas --model $(MODEL) --out assets/atlas/glm52-mini.experts.json
+	$(BIN) atlas --model $(MODEL) --out assets/atlas/glm52-demo.experts.json
 
 app-clean:
 	rm -rf frontend/dist $(DESKTOP_BIN) $(APP_BUNDLE) bin/Spool.iconset $(ARTIFACTS)

@@ -10,7 +10,7 @@ set -euo pipefail
 
 bin=${1:?usage: mk/desktop-smoke.sh BINARY [OUT_DIR] [MODEL_DIR]}
 out=${2:-test-artifacts/desktop}
-model=${3:-assets/models/glm52-mini}
+model=${3:-assets/models/glm52-demo}
 mkdir -p "$out"
 work=$(mktemp -d)
 port=$((20000 + RANDOM % 20000))

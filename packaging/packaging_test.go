@@ -104,7 +104,7 @@ func TestRecipeFilesExist(t *testing.T) {
 			t.Errorf("%s is not executable", f)
 		}
 	}
-	for _, f := range []string{"app/darwin/Info.plist", "app/icons/appicon.png", "assets/atlas/glm52-mini.experts.json", "assets/models/glm52-mini/config.json"} {
+	for _, f := range []string{"app/darwin/Info.plist", "app/icons/appicon.png", "assets/atlas/glm52-demo.experts.json", "assets/models/glm52-demo/config.json"} {
 		if _, err := os.Stat(filepath.Join("..", f)); err != nil {
 			t.Errorf("a Mac recipe needs %v", err)
 		}

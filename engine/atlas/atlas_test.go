@@ -149,7 +149,7 @@ func TestParse(t *testing.T) {
 
 // TestShippedAtlas checks the committed demo atlas against the schema.
 func TestShippedAtlas(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "assets", "atlas", "glm52-mini.experts.json"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "assets", "atlas", "glm52-demo.experts.json"))
 	if err != nil {
 		t.Fatalf("the committed atlas is missing: %v", err)
 	}

@@ -21,7 +21,7 @@ import (
 // read of a streamed source goes through the decoder.
 func packedModel(t *testing.T, model string) string {
 	t.Helper()
-	dir := copyModel(t, fixtures.Path(t, model))
+	dir := copyModel(t, fixtures.ModelDir(t, model))
 	c, cfg := testmodel.Open(t, dir)
 	defer c.Close()
 	res, err := expertpack.PackModel(context.Background(), c, cfg, expertpack.Options{Force: true}, nil)

@@ -32,7 +32,7 @@ func openDir(t *testing.T, name string, lim model.Limits) *loader.Dir {
 	if d, ok := fixtureModels.Load(key); ok {
 		return d.(*loader.Dir)
 	}
-	d, err := loader.Open(context.Background(), fixtures.Path(t, name), loader.Options{Model: model.Options{Limits: lim}})
+	d, err := loader.Open(context.Background(), fixtures.ModelDir(t, name), loader.Options{Model: model.Options{Limits: lim}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,14 +40,14 @@ func openDir(t *testing.T, name string, lim model.Limits) *loader.Dir {
 	return d
 }
 
-// TestLongPromptChunks generates from each fixture's long prompt (past
-// index_topk) with prefill chunks smaller and larger than the prompt, in
-// runners planned for exactly that chunk: the greedy tokens follow the
-// reference wherever its margin allows, speculation (whose MTP prompt pass
-// must fit the same chunk) gives the plain tokens, and every chunk size
-// gives the same tokens.
+// TestLongPromptChunks generates from each fixture's (and the demo's) long
+// prompt (past index_topk) with prefill chunks smaller and larger than the
+// prompt, in runners planned for exactly that chunk: the greedy tokens
+// follow the reference wherever its margin allows, speculation (whose MTP
+// prompt pass must fit the same chunk) gives the plain tokens, and every
+// chunk size gives the same tokens.
 func TestLongPromptChunks(t *testing.T) {
-	for _, name := range []string{"glm52-tiny", "glm52-mini"} {
+	for _, name := range []string{"glm52-tiny", "glm52-mini", fixtures.DemoName} {
 		t.Run(name, func(t *testing.T) {
 			refs, _ := fixtures.LoadRefs(t, name)
 			cs := refs.Cases[len(refs.Cases)-1]

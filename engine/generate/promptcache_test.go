@@ -30,15 +30,15 @@ func openCache(t *testing.T, d *loader.Dir, dir string, memory int64) *promptcac
 	return c
 }
 
-// TestPromptCacheExact: on both fixtures, with DSA active (the long
-// reference prompt, past index_topk) and with and without MTP
+// TestPromptCacheExact: on both fixtures and the demo, with DSA active (the
+// long reference prompt, past index_topk) and with and without MTP
 // speculation, greedy and seeded sampling, the next turn of a prompt whose
 // blocks come from the prompt cache (its memory tier, then its disk tier
 // after a restart) gives exactly the tokens of a run from scratch, and with
 // speculation the same drafts (the MTP state is restored too).
 func TestPromptCacheExact(t *testing.T) {
 	ctx := context.Background()
-	for _, name := range []string{"glm52-tiny", "glm52-mini"} {
+	for _, name := range []string{"glm52-tiny", "glm52-mini", fixtures.DemoName} {
 		t.Run(name, func(t *testing.T) {
 			d := openDir(t, name, model.Limits{})
 			m := d.Model

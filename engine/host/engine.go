@@ -30,7 +30,7 @@ type LoadedModel struct {
 
 // DefaultModelDir is where the demo model lives relative to the repository
 // root or the executable's directory.
-const DefaultModelDir = "assets/models/glm52-mini"
+const DefaultModelDir = "assets/models/glm52-demo"
 
 // ResolveModelDir picks --model, then $SPOOL_MODEL, then the demo model.
 func ResolveModelDir(flag string) (string, error) {
@@ -44,7 +44,7 @@ func ResolveModelDir(flag string) (string, error) {
 	if exe, err := os.Executable(); err == nil {
 		candidates = append(candidates,
 			filepath.Join(filepath.Dir(exe), "..", DefaultModelDir),
-			filepath.Join(filepath.Dir(exe), "..", "Resources", "models", "glm52-mini"))
+			filepath.Join(filepath.Dir(exe), "..", "Resources", "models", "glm52-demo"))
 	}
 	for _, c := range candidates {
 		if _, err := os.Stat(filepath.Join(c, "config.json")); err == nil {

@@ -317,7 +317,7 @@ func TestAttentionWorkspaceMatchesPlan(t *testing.T) {
 			{512, 4096, 2}, {64, 8, 1}, {2048, 32768, 16}, {7, 100, 3},
 		} {
 			t.Run(fmt.Sprintf("%s/%+v", name, tc), func(t *testing.T) {
-				d, err := loader.Open(context.Background(), fixtures.Path(t, name), loader.Options{
+				d, err := loader.Open(context.Background(), fixtures.ModelDir(t, name), loader.Options{
 					Model: model.Options{Limits: model.Limits{Rows: tc.rows, Context: tc.context, Workers: tc.threads}},
 				})
 				if err != nil {

@@ -41,7 +41,7 @@ func openOnDevice(t *testing.T, name string, minRows int, calls *backendCalls, o
 		}
 		t.Skipf("no Vulkan device: %v", err)
 	}
-	d, err := loader.Open(context.Background(), fixtures.Path(t, name), loader.Options{})
+	d, err := loader.Open(context.Background(), fixtures.ModelDir(t, name), loader.Options{})
 	if err != nil {
 		dev.Close()
 		t.Fatal(err)

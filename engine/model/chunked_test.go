@@ -105,7 +105,7 @@ func checkChunkDSA(t *testing.T, m *model.Model, cs fixtures.Case, tr *model.Tra
 // plannedModel loads a fixture model whose runners have limits lim.
 func plannedModel(t *testing.T, name string, lim model.Limits) *model.Model {
 	t.Helper()
-	d, err := loader.Open(context.Background(), fixtures.Path(t, name), loader.Options{Model: model.Options{Limits: lim}})
+	d, err := loader.Open(context.Background(), fixtures.ModelDir(t, name), loader.Options{Model: model.Options{Limits: lim}})
 	if err != nil {
 		t.Fatal(err)
 	}

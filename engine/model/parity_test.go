@@ -16,12 +16,14 @@ import (
 	"github.com/spoolhq/spool/internal/fixtures"
 )
 
-// Tolerances from ../shared/fixtures/README.md.
-var logitTolerance = map[string]float64{"glm52-tiny": 1e-4, "glm52-mini": 1e-3}
+// Tolerances from ../shared/fixtures/README.md; the demo model has
+// glm52-mini's architecture and references made the same way, so its
+// tolerance.
+var logitTolerance = map[string]float64{"glm52-tiny": 1e-4, "glm52-mini": 1e-3, fixtures.DemoName: 1e-3}
 
 const marginFloor = 1e-3
 
-// open loads a fixture model once per test binary.
+// open loads a fixture model (or the demo) once per test binary.
 func open(t *testing.T, name string) *loader.Dir { return openB(t, name) }
 
 func openB(t testing.TB, name string) *loader.Dir {
@@ -29,7 +31,11 @@ func openB(t testing.TB, name string) *loader.Dir {
 	return fixturemodel.Shared(t, name)
 }
 
-var models = []string{"glm52-tiny", "glm52-mini"}
+// models are the models whose references every parity test checks: the
+// shared fixtures and the committed demo model (its references are
+// assets/refs/glm52-demo), so that the model `make run` serves is exact
+// on every path.
+var models = []string{"glm52-tiny", "glm52-mini", fixtures.DemoName}
 
 func TestParityFullForward(t *testing.T) {
 	for _, name := range models {

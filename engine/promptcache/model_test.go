@@ -18,7 +18,8 @@ import (
 	"github.com/spoolhq/spool/internal/fixtures"
 )
 
-var fixtureModels = []string{"glm52-tiny", "glm52-mini"}
+// fixtureModels are the shared fixtures and the committed demo model.
+var fixtureModels = []string{"glm52-tiny", "glm52-mini", fixtures.DemoName}
 
 func openModel(t testing.TB, name string) *loader.Dir {
 	t.Helper()

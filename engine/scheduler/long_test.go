@@ -20,7 +20,7 @@ import (
 // through a cache of two slots per layer, with runners planned for rows.
 func openStreamed(t *testing.T, name string, rows int) *model.Model {
 	t.Helper()
-	d, err := loader.Open(context.Background(), fixtures.Path(t, name), loader.Options{
+	d, err := loader.Open(context.Background(), fixtures.ModelDir(t, name), loader.Options{
 		Model: model.Options{Limits: model.Limits{Rows: rows, LogitRows: 4}},
 		Experts: func(ctx context.Context, c *container.Container, cfg *config.Config, layers []int) (experts.Source, error) {
 			var row int64
@@ -41,13 +41,13 @@ func openStreamed(t *testing.T, name string, rows int) *model.Model {
 	return d.Model
 }
 
-// TestLongPromptsEveryPath: on each fixture's long prompt (past
-// index_topk) and two variants, prefilled in chunks shorter than the
-// prompt, the tokens of the resident model alone are those of streamed
-// experts, of MTP speculation, and of requests batched in the scheduler
-// (greedy and seeded sampling).
+// TestLongPromptsEveryPath: on each fixture's and the demo model's long
+// prompt (past index_topk) and two variants, prefilled in chunks shorter
+// than the prompt, the tokens of the resident model alone are those of
+// streamed experts, of MTP speculation, and of requests batched in the
+// scheduler (greedy and seeded sampling).
 func TestLongPromptsEveryPath(t *testing.T) {
-	for _, name := range []string{"glm52-tiny", "glm52-mini"} {
+	for _, name := range []string{"glm52-tiny", "glm52-mini", fixtures.DemoName} {
 		t.Run(name, func(t *testing.T) {
 			refs, _ := fixtures.LoadRefs(t, name)
 			long := refs.Cases[len(refs.Cases)-1].PromptIDs
@@ -131,7 +131,7 @@ func generateConfig(chunk int) scheduler.Config {
 // rows.
 func openLimitedModel(t *testing.T, name string, rows int) *model.Model {
 	t.Helper()
-	d, err := loader.Open(context.Background(), fixtures.Path(t, name), loader.Options{Model: model.Options{Limits: model.Limits{Rows: rows, LogitRows: 4}}})
+	d, err := loader.Open(context.Background(), fixtures.ModelDir(t, name), loader.Options{Model: model.Options{Limits: model.Limits{Rows: rows, LogitRows: 4}}})
 	if err != nil {
 		t.Fatal(err)
 	}

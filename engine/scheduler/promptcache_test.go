@@ -20,19 +20,19 @@ import (
 	"github.com/spoolhq/spool/internal/fixtures"
 )
 
-// TestPromptCacheExact: through the scheduler, on both fixtures, with DSA
-// active (the long reference prompt) and MTP speculation on and off,
-// greedy and seeded: the next turn of a prompt whose blocks the prompt
-// cache holds gives exactly the tokens of a run from scratch, batched with
-// other requests (blocks from memory) and alone after a restart (blocks
-// from disk; with speculation the drafts are those of a run from scratch,
-// so the MTP state came back too). No idle sequence is kept, so every
-// reused token comes from the cache.
+// TestPromptCacheExact: through the scheduler, on both fixtures and the
+// demo model, with DSA active (the long reference prompt) and MTP
+// speculation on and off, greedy and seeded: the next turn of a prompt
+// whose blocks the prompt cache holds gives exactly the tokens of a run
+// from scratch, batched with other requests (blocks from memory) and alone
+// after a restart (blocks from disk; with speculation the drafts are those
+// of a run from scratch, so the MTP state came back too). No idle sequence
+// is kept, so every reused token comes from the cache.
 func TestPromptCacheExact(t *testing.T) {
 	ctx := context.Background()
-	for _, name := range []string{"glm52-tiny", "glm52-mini"} {
+	for _, name := range []string{"glm52-tiny", "glm52-mini", fixtures.DemoName} {
 		t.Run(name, func(t *testing.T) {
-			d, err := loader.Open(ctx, fixtures.Path(t, name), loader.Options{})
+			d, err := loader.Open(ctx, fixtures.ModelDir(t, name), loader.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

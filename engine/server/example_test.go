@@ -47,7 +47,7 @@ func Example() {
 	}()
 	defer func() { cancel(); <-done }()
 
-	srv, err := server.New(server.Config{ModelID: "glm52-mini", Logger: slog.New(slog.DiscardHandler)},
+	srv, err := server.New(server.Config{ModelID: "glm52-demo", Logger: slog.New(slog.DiscardHandler)},
 		server.Engine{Scheduler: sched, Tokenizer: tok, Template: tmpl})
 	if err != nil {
 		log.Fatal(err)
@@ -55,7 +55,7 @@ func Example() {
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
 
-	body := `{"model": "glm52-mini", "temperature": 0, "max_tokens": 12,
+	body := `{"model": "glm52-demo", "temperature": 0, "max_tokens": 12,
 		"messages": [{"role": "user", "content": "What does the function os.path.join do?"}]}`
 	resp, err := http.Post(hs.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
 	if err != nil {

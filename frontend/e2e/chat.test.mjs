@@ -47,7 +47,7 @@ const watchStatus = (page) =>
 describe('chat', () => {
   test('a reply streams; the status turns ready at once with the reply’s own figure', async () => {
     const { page, context, errors } = await openPage(browser, spool.base, 'chat');
-    await page.getByTestId('chat-model').filter({ hasText: 'glm52-mini' }).waitFor();
+    await page.getByTestId('chat-model').filter({ hasText: 'glm52-demo' }).waitFor();
     await watchStatus(page);
     await send(page, 'What does the function re.compile do?');
     await replyDone(page);
@@ -84,7 +84,7 @@ describe('chat', () => {
 
   test('a long prompt shows its reading progress, then the figures; the context meter and the limit flow', async () => {
     const { page, context, errors } = await openPage(browser, spool.base, 'chat');
-    await page.getByTestId('chat-model').filter({ hasText: 'glm52-mini' }).waitFor();
+    await page.getByTestId('chat-model').filter({ hasText: 'glm52-demo' }).waitFor();
     await page.getByRole('button', { name: '+ New chat' }).click();
     await page.evaluate(() => {
       window.__prefill = [];
@@ -148,7 +148,7 @@ describe('chat', () => {
 
   test('stop ends a reply and keeps its token count', async () => {
     const { page, context, errors } = await openPage(browser, spool.base, 'chat');
-    await page.getByTestId('chat-model').filter({ hasText: 'glm52-mini' }).waitFor();
+    await page.getByTestId('chat-model').filter({ hasText: 'glm52-demo' }).waitFor();
     await page.getByRole('button', { name: '+ New chat' }).click();
     // A long prompt keeps the engine reading for a while: stop it there,
     // whatever (and however fast) the demo model would answer.
@@ -191,7 +191,7 @@ describe('chat', () => {
       localStorage.setItem('spool.conversations.v1', JSON.stringify([{ id: 'counter', title: 'Counting', updated: Date.now() - 1000, turns }]));
     });
     await page.reload();
-    await page.getByTestId('chat-model').filter({ hasText: 'glm52-mini' }).waitFor();
+    await page.getByTestId('chat-model').filter({ hasText: 'glm52-demo' }).waitFor();
     await page.getByRole('button', { name: '+ New chat' }).click();
     await send(page, 'What does the function os.path.join do?');
     await replyDone(page);

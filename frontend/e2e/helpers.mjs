@@ -3,7 +3,7 @@
 // no browser is downloaded), screenshots and axe-core checks.
 //
 // Environment: SPOOL_BIN (default bin/spool), SPOOL_MODEL_DIR (default
-// assets/models/glm52-mini), CHROMIUM (default /usr/bin/chromium),
+// assets/models/glm52-demo), CHROMIUM (default /usr/bin/chromium),
 // SPOOL_ARTIFACTS (default test-artifacts/e2e).
 
 import { spawn } from 'node:child_process';
@@ -17,7 +17,7 @@ import { chromium } from 'playwright-core';
 
 export const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const bin = process.env.SPOOL_BIN ?? join(repo, 'bin', 'spool');
-export const modelDir = process.env.SPOOL_MODEL_DIR ?? join(repo, 'assets', 'models', 'glm52-mini');
+export const modelDir = process.env.SPOOL_MODEL_DIR ?? join(repo, 'assets', 'models', 'glm52-demo');
 export const artifacts = process.env.SPOOL_ARTIFACTS ?? join(repo, 'test-artifacts', 'e2e');
 const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');

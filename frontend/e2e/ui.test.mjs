@@ -24,7 +24,7 @@ after(async () => {
 });
 
 const pages = [
-  ['chat', (p) => p.getByTestId('chat-model').filter({ hasText: 'glm52-mini' }).waitFor()],
+  ['chat', (p) => p.getByTestId('chat-model').filter({ hasText: 'glm52-demo' }).waitFor()],
   ['model', (p) => p.getByRole('heading', { name: 'GLM-5.2 (Colibri int4, int8 MTP)' }).waitFor()],
   ['fit', (p) => p.getByTestId('verdict').waitFor()],
   ['experts', (p) => p.getByTestId('heatmap').waitFor()],
@@ -242,15 +242,15 @@ describe('Spool UI pages', () => {
     assert.ok(!overlap(boxes[2], boxes[0]) && !overlap(boxes[2], boxes[1]), `"This machine" overlaps: ${JSON.stringify(boxes)}`);
     await shot(page, 'fit-glm52-800');
     // The served model is one click away.
-    await page.getByRole('radio', { name: /glm52-mini/ }).click();
-    await page.getByTestId('verdict').filter({ hasText: 'glm52-mini' }).waitFor();
+    await page.getByRole('radio', { name: /glm52-demo/ }).click();
+    await page.getByTestId('verdict').filter({ hasText: 'glm52-demo' }).waitFor();
     assert.deepEqual(errors, []);
     await context.close();
   });
 
   test('the thinking switch shows only for a model that can think', async () => {
     const { page, context } = await openPage(browser, spool.base, 'chat');
-    await page.getByTestId('chat-model').filter({ hasText: 'glm52-mini' }).waitFor();
+    await page.getByTestId('chat-model').filter({ hasText: 'glm52-demo' }).waitFor();
     assert.ok(await page.getByRole('switch', { name: 'Thinking' }).isVisible(), 'the demo template has a thinking switch');
     await context.close();
     // The same server, as if its model's template had no thinking switch.
@@ -265,7 +265,7 @@ describe('Spool UI pages', () => {
       });
     });
     await p2.goto(`${spool.base}/#/chat`);
-    await p2.getByTestId('chat-model').filter({ hasText: 'glm52-mini' }).waitFor();
+    await p2.getByTestId('chat-model').filter({ hasText: 'glm52-demo' }).waitFor();
     assert.equal(await p2.getByRole('switch', { name: 'Thinking' }).count(), 0);
     await c2.close();
   });

@@ -1,5 +1,6 @@
 // Package fixturemodel is test support: Shared loads a fixture model
-// (../shared/fixtures/<name>, through internal/fixtures) with
+// (../shared/fixtures/<name>, through internal/fixtures), or the committed
+// demo model (fixtures.DemoName), with
 // engine/loader's default options once per test binary, for the tests of
 // packages above the loader (generate, scheduler, promptcache, model, server).
 //

@@ -18,13 +18,14 @@ type opening struct {
 	err  error
 }
 
-// Shared returns the fixture model name loaded with loader.Options{}; the
-// first call in a test binary loads it, later calls return the same Dir.
+// Shared returns the fixture model name (or the demo model, for
+// fixtures.DemoName) loaded with loader.Options{}; the first call in a test
+// binary loads it, later calls return the same Dir.
 // A missing fixture skips the test (fails it under CI=true), as
 // fixtures.Path does.
 func Shared(t testing.TB, name string) *loader.Dir {
 	t.Helper()
-	path := fixtures.Path(t, name)
+	path := fixtures.ModelDir(t, name)
 	v, _ := opened.LoadOrStore(name, &opening{})
 	o := v.(*opening)
 	o.once.Do(func() { o.dir, o.err = loader.Open(context.Background(), path, loader.Options{}) })

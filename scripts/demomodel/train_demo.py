@@ -203,7 +203,7 @@ def train(cfgd, tok, docs, seconds, seed):
 def main():
     from tokenizers import Tokenizer
     os.makedirs(WORK, exist_ok=True)
-    tok_path = os.environ.get("DEMO_TOKENIZER", os.path.join(HERE, "..", "..", "assets", "models", "glm52-mini", "tokenizer.json"))
+    tok_path = os.environ.get("DEMO_TOKENIZER", os.path.join(HERE, "..", "..", "assets", "models", "glm52-demo", "tokenizer.json"))
     tok = Tokenizer.from_file(tok_path)
     qa = [json.loads(l) for l in open(os.path.join(HERE, "qa.jsonl"))]
     rng = random.Random(1234)

@@ -59,7 +59,7 @@ test('codex exec completes a turn', { timeout: TIMEOUT }, async () => {
   fs.mkdirSync(codexHome);
   // The provider is the only setting a local model needs; update checks
   // and analytics are off, and retries too (each would be a new prefill).
-  fs.writeFileSync(path.join(codexHome, 'config.toml'), `model = "glm52-mini"
+  fs.writeFileSync(path.join(codexHome, 'config.toml'), `model = "glm52-demo"
 model_provider = "spool"
 check_for_update_on_startup = false
 
@@ -114,13 +114,13 @@ test('opencode run completes a turn', { timeout: TIMEOUT }, async () => {
   fs.writeFileSync(path.join(configDir, 'opencode.json'), JSON.stringify({
     autoupdate: false,
     share: 'disabled',
-    model: 'spool/glm52-mini',
+    model: 'spool/glm52-demo',
     provider: {
       spool: {
         npm: '@ai-sdk/openai-compatible',
         name: 'Spool',
         options: { baseURL: `${baseURL}/v1`, apiKey: '{env:SPOOL_API_KEY}' },
-        models: { 'glm52-mini': { name: 'glm52-mini', limit: { context: 32768, output: 4096 } } },
+        models: { 'glm52-demo': { name: 'glm52-demo', limit: { context: 32768, output: 4096 } } },
       },
     },
   }));
@@ -179,7 +179,7 @@ for (const [wire, extra] of [
       env: {
         PATH: process.env.PATH, HOME: box.home,
         COPILOT_OFFLINE: 'true', COPILOT_AUTO_UPDATE: 'false',
-        COPILOT_PROVIDER_BASE_URL: `${baseURL}/v1`, COPILOT_PROVIDER_API_KEY: KEY, COPILOT_MODEL: 'glm52-mini',
+        COPILOT_PROVIDER_BASE_URL: `${baseURL}/v1`, COPILOT_PROVIDER_API_KEY: KEY, COPILOT_MODEL: 'glm52-demo',
         // The demo model rambles: an output cap keeps the turn short.
         COPILOT_PROVIDER_MAX_OUTPUT_TOKENS: '256',
         ...extra,

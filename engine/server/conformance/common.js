@@ -7,7 +7,7 @@ export const baseURL = process.env.SPOOL_BASE_URL;
 export const KEY = process.env.SPOOL_API_KEY;
 if (!baseURL) throw new Error('SPOOL_BASE_URL is not set: run the suites with `node run.mjs`');
 
-export const MODEL = 'glm52-mini';
+export const MODEL = 'glm52-demo';
 export const QUESTION = 'What does the function os.path.join do?';
 
 // Forecast has an enum, a const and a bounded string, all required, and a

@@ -36,8 +36,8 @@ const ask = (extra = {}) => ({
 test('models list and retrieve', async () => {
   const list = await openai.models.list();
   const ids = list.data.map((m) => m.id);
-  assert.ok(ids.includes('glm52-mini'), `ids ${ids}`);
-  const m = await openai.models.retrieve('glm52-mini');
+  assert.ok(ids.includes('glm52-demo'), `ids ${ids}`);
+  const m = await openai.models.retrieve('glm52-demo');
   assert.equal(m.object, 'model');
   await assert.rejects(openai.models.retrieve('gpt-9'), OpenAI.NotFoundError);
 });
@@ -95,7 +95,7 @@ test('stop strings, logprobs, seed', async () => {
 test('tools round trip', async () => {
   const messages = [{ role: 'user', content: 'What is the weather in Paris?' }];
   const r = await openai.chat.completions.create({
-    model: 'glm52-mini', messages, tools: [WEATHER], max_tokens: 120,
+    model: 'glm52-demo', messages, tools: [WEATHER], max_tokens: 120,
     tool_choice: { type: 'function', function: { name: 'get_weather' } },
   });
   const calls = r.choices[0].message.tool_calls;
@@ -106,12 +106,12 @@ test('tools round trip', async () => {
   assert.equal(typeof args.city, 'string');
   messages.push(r.choices[0].message);
   messages.push({ role: 'tool', tool_call_id: calls[0].id, content: 'Sunny, 21 C' });
-  const next = await openai.chat.completions.create({ model: 'glm52-mini', messages, tools: [WEATHER], max_tokens: 16 });
+  const next = await openai.chat.completions.create({ model: 'glm52-demo', messages, tools: [WEATHER], max_tokens: 16 });
   assert.equal(next.choices[0].message.role, 'assistant');
 
   // Streamed: one call with index 0 and a stable id.
   const stream = await openai.chat.completions.create({
-    model: 'glm52-mini', messages: messages.slice(0, 1), tools: [WEATHER], max_tokens: 120, tool_choice: 'required', stream: true,
+    model: 'glm52-demo', messages: messages.slice(0, 1), tools: [WEATHER], max_tokens: 120, tool_choice: 'required', stream: true,
   });
   const seen = new Map();
   let finish = null;
@@ -194,15 +194,15 @@ test('embeddings: vectors of the hidden size, float and base64 alike', async () 
 });
 
 test('completions', async () => {
-  const r = await openai.completions.create({ model: 'glm52-mini', prompt: 'def join(a, b):', max_tokens: 8, temperature: 0 });
+  const r = await openai.completions.create({ model: 'glm52-demo', prompt: 'def join(a, b):', max_tokens: 8, temperature: 0 });
   assert.equal(r.object, 'text_completion');
   assert.ok(r.choices[0].text.length > 0);
 });
 
 test('responses: create, stream, previous_response_id', async () => {
-  const r = await openai.responses.create({ model: 'glm52-mini', input: QUESTION, max_output_tokens: 24, temperature: 0 });
+  const r = await openai.responses.create({ model: 'glm52-demo', input: QUESTION, max_output_tokens: 24, temperature: 0 });
   assert.ok(r.output_text.length > 0);
-  const stream = await openai.responses.create({ model: 'glm52-mini', input: QUESTION, max_output_tokens: 24, temperature: 0, stream: true });
+  const stream = await openai.responses.create({ model: 'glm52-demo', input: QUESTION, max_output_tokens: 24, temperature: 0, stream: true });
   let text = '';
   let done = null;
   for await (const ev of stream) {
@@ -211,7 +211,7 @@ test('responses: create, stream, previous_response_id', async () => {
   }
   assert.equal(text, r.output_text);
   assert.equal(done.output_text, r.output_text);
-  const next = await openai.responses.create({ model: 'glm52-mini', input: 'And os.path.split?', previous_response_id: r.id, max_output_tokens: 8 });
+  const next = await openai.responses.create({ model: 'glm52-demo', input: 'And os.path.split?', previous_response_id: r.id, max_output_tokens: 8 });
   assert.ok(next.usage.input_tokens > r.usage.input_tokens);
 });
 

@@ -10,7 +10,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../.
 // its base URL once it listens.
 export function startSpool(args = []) {
   const bin = process.env.SPOOL_BIN ?? path.join(root, 'bin/spool');
-  const model = process.env.SPOOL_MODEL ?? path.join(root, 'assets/models/glm52-mini');
+  const model = process.env.SPOOL_MODEL ?? path.join(root, 'assets/models/glm52-demo');
   const server = spawn(bin, ['serve', '--model', model, '--port', '0', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   const ready = new Promise((resolve, reject) => {

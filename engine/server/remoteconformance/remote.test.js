@@ -8,7 +8,7 @@
 //
 // and a remote that is down. Started here on free ports:
 //
-//   SPOOL_BIN=../../../bin/spool SPOOL_MODEL=../../../assets/models/glm52-mini \
+//   SPOOL_BIN=../../../bin/spool SPOOL_MODEL=../../../assets/models/glm52-demo \
 //   STANDIN_BIN=../../../bin/vllm-standin node --test
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -22,7 +22,7 @@ import Anthropic from '@anthropic-ai/sdk';
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '../../..');
 const bin = process.env.SPOOL_BIN ?? path.join(root, 'bin/spool');
-const model = process.env.SPOOL_MODEL ?? path.join(root, 'assets/models/glm52-mini');
+const model = process.env.SPOOL_MODEL ?? path.join(root, 'assets/models/glm52-demo');
 const standinBin = process.env.STANDIN_BIN ?? path.join(root, 'bin/vllm-standin');
 
 const FRONT_KEY = 'front-key-0123456789';
@@ -110,7 +110,7 @@ test('models: the remotes\' own, with their context', async () => {
   assert.equal(a.data[0].max_model_len, 131072);
   assert.equal(a.data[0].context_length, 131072);
   const b = await spool.openai.models.list();
-  assert.equal(b.data[0].id, 'glm52-mini');
+  assert.equal(b.data[0].id, 'glm52-demo');
   assert.ok(b.data[0].context_length > 0);
   await assert.rejects(vllm.openai.models.retrieve('gpt-9'), OpenAI.NotFoundError);
 });
@@ -250,7 +250,7 @@ test('anthropic SDK through the translation: tools, thinking, system, stop reaso
 test('anthropic SDK through the translation to a second spool serve', async () => {
   const params = { model: 'claude-local', max_tokens: 24, temperature: 0, messages: [{ role: 'user', content: QUESTION }] };
   const m = await spool.anthropic.messages.create(params);
-  assert.equal(m.model, 'glm52-mini');
+  assert.equal(m.model, 'glm52-demo');
   assert.ok(['end_turn', 'max_tokens'].includes(m.stop_reason));
   const final = await spool.anthropic.messages.stream(params).finalMessage();
   assert.deepEqual(final.content, m.content);
