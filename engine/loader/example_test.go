@@ -57,5 +57,5 @@ func Example() {
 	fmt.Printf("%d logits; the greedy next token is %d\n", len(logits), best)
 	// Output:
 	// 6 layers, 6.18 MiB resident; fits in 4 GiB: true
-	// 8192 logits; the greedy next token is 198
+	// 8192 logits; the greedy next token is 72
 }

@@ -55,8 +55,8 @@ func Example() {
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
 
-	body := `{"model": "glm52-demo", "temperature": 0, "max_tokens": 12,
-		"messages": [{"role": "user", "content": "What does the function os.path.join do?"}]}`
+	body := `{"model": "glm52-demo", "temperature": 0, "max_tokens": 32,
+		"messages": [{"role": "user", "content": "What does the function math.sqrt do?"}]}`
 	resp, err := http.Post(hs.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
 	if err != nil {
 		log.Fatal(err)
@@ -82,7 +82,7 @@ func Example() {
 	fmt.Println(resp.StatusCode, c.FinishReason, out.Usage.PromptTokens, out.Usage.CompletionTokens)
 	fmt.Printf("reasoning %q\ncontent %q\n", c.Message.ReasoningContent, c.Message.Content)
 	// Output:
-	// 200 stop 19 10
+	// 200 stop 17 7
 	// reasoning ""
-	// content "Return the path to the path to the path."
+	// content "Return the square root of x."
 }
