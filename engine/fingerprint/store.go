@@ -82,17 +82,17 @@ func (s *store) lookup(path string, stamp diskio.Stamp) (Hash, bool) {
 	return h, true
 }
 
-// saveStore adds the digests of files[todo] to the store at path as it is
+// saveStore adds the digests of files[pending] to the store at path as it is
 // now on disk (another process may have added to it), drops the entries
 // of files gone or changed, and writes it atomically.
-func saveStore(path string, files []File, todo []int, stamps []diskio.Stamp, log *slog.Logger) error {
+func saveStore(path string, files []File, pending []int, stamps []diskio.Stamp, log *slog.Logger) error {
 	s := loadStore(path, log)
 	for p, e := range s.Files {
 		if fi, err := os.Stat(p); err != nil || diskio.StampOf(fi) != e.Stamp {
 			delete(s.Files, p)
 		}
 	}
-	for _, i := range todo {
+	for _, i := range pending {
 		s.Files[files[i].Path] = entry{Stamp: stamps[i], SHA256: files[i].SHA256.String()}
 	}
 	data, err := json.MarshalIndent(s, "", "  ")
