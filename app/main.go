@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"runtime/trace"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -43,29 +44,43 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	// --cpuprofile is for developers measuring a whole command.
-	var cpuProfile string
+	// --cpuprofile and --trace are for developers measuring a whole
+	// command: where its CPU time goes, and where its wall time goes (the
+	// Go execution trace: every goroutine's runs, waits and syscalls).
+	var cpuProfile, traceOut string
 	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the command to this file")
 	root.PersistentFlags().MarkHidden("cpuprofile")
-	var stopProfile func()
+	root.PersistentFlags().StringVar(&traceOut, "trace", "", "write a Go execution trace of the command to this file")
+	root.PersistentFlags().MarkHidden("trace")
+	var stops []func()
 	root.PersistentPreRunE = func(*cobra.Command, []string) error {
-		if cpuProfile == "" {
-			return nil
+		if cpuProfile != "" {
+			f, err := os.Create(cpuProfile)
+			if err != nil {
+				return err
+			}
+			if err := pprof.StartCPUProfile(f); err != nil {
+				f.Close()
+				return err
+			}
+			stops = append(stops, func() { pprof.StopCPUProfile(); f.Close() })
 		}
-		f, err := os.Create(cpuProfile)
-		if err != nil {
-			return err
+		if traceOut != "" {
+			f, err := os.Create(traceOut)
+			if err != nil {
+				return err
+			}
+			if err := trace.Start(f); err != nil {
+				f.Close()
+				return err
+			}
+			stops = append(stops, func() { trace.Stop(); f.Close() })
 		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			f.Close()
-			return err
-		}
-		stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
 		return nil
 	}
 	root.PersistentPostRun = func(*cobra.Command, []string) {
-		if stopProfile != nil {
-			stopProfile()
+		for _, stop := range stops {
+			stop()
 		}
 	}
 	root.RunE = defaultRun

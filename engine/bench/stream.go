@@ -157,7 +157,7 @@ func Stream(ctx context.Context, dir string, mem *host.Memory, tokens int, specu
 	bw := (before.BytesPerSecond + after.BytesPerSecond) / 2
 	r := &StreamResult{
 		Model: dir, MemoryBytes: p.MemoryBytes, CacheBytes: p.ExpertCacheBytes,
-		WorkingSlots: st.WorkingSlots, Workers: so.Workers,
+		WorkingSlots: st.WorkingSlots, Workers: src.ReadPool().Workers(),
 		ExpertLayers: len(st.Layers), ExpertsPerLayer: cfg.NumRoutedExperts, DirectIO: src.Direct(), ReadChunkBytes: so.ReadChunk,
 		Tokens: len(res.Tokens), Seconds: wall, HitRate: st.Turn.HitRate(),
 		DiskBytesPerSecond: bw, DiskProbeBytes: before.Bytes + after.Bytes, DiskProbeDirect: before.Direct && after.Direct,

@@ -20,7 +20,9 @@ type StreamOptions struct {
 	// layer's experts (twice as wide) get min(WorkingSlots,
 	// experts_per_tok) slots of their own.
 	WorkingSlots int
-	// Workers is the number of positioned-read workers (default 8).
+	// Workers is the number of positioned-read workers, each with one
+	// request in flight (default: enough to have one token's experts of a
+	// layer in flight at once, ReadWorkers).
 	Workers int
 	// PinnedBytes is the slab memory, taken out of CacheBytes, for experts
 	// pinned at startup: the most used ones of the usage history, ranked
@@ -87,9 +89,6 @@ func (o *StreamOptions) normalize(k int) error {
 	if o.WorkingSlots == 0 {
 		o.WorkingSlots = 2 * k
 	}
-	if o.Workers == 0 {
-		o.Workers = 8
-	}
 	if o.GuardEvery == 0 {
 		o.GuardEvery = 16
 	}
@@ -115,3 +114,24 @@ const (
 	// PacksIgnore reads every expert from its shard.
 	PacksIgnore
 )
+
+// Read depth bounds: DefaultWorkers is never below minReadWorkers (the
+// depth a slow disk is already saturated by) nor above
+// diskio.MaxReadWorkers.
+const minReadWorkers = 8
+
+// ReadWorkers is the default read depth for k experts a token of
+// expertBytes each, read in chunks of chunk bytes: one token's experts of
+// a layer all in flight at once, so that a layer's burst of misses goes
+// to the disk as one deep queue. Fast SSDs reach their rate only with many
+// requests in flight, and a layer's reads cannot start before its router
+// has run, so the queue drains at every layer: the deeper it starts, the
+// less of the layer it spends ramping up and draining. (On the 16-core
+// device host's disk, 8 requests of 4 MiB read 2.46 GB/s, 32 read 2.69.)
+func ReadWorkers(k int, expertBytes, chunk int64) int {
+	if chunk <= 0 || expertBytes <= 0 || k <= 0 {
+		return minReadWorkers
+	}
+	perExpert := (expertBytes + chunk - 1) / chunk
+	return int(min(max(int64(k)*perExpert, minReadWorkers), diskio.MaxReadWorkers))
+}
