@@ -10,6 +10,13 @@ import (
 
 // preadFile performs one pread(2) at off, retrying reads interrupted by
 // signals. It returns 0 bytes and no error at the end of the file.
+//
+// The descriptor is borrowed with RawConn.Control, which only holds a
+// reference to it, never RawConn.Read: Read takes the descriptor's read
+// lock, one reader at a time, so every worker reading one shard would
+// queue behind the others and a pool of 40 would put one request at a
+// time to the disk (TestPreadFileReadsConcurrently). A positioned read
+// needs no lock: it moves no file offset.
 func preadFile(file *os.File, p []byte, off int64) (int, error) {
 	rc, err := file.SyscallConn()
 	if err != nil {
@@ -17,11 +24,11 @@ func preadFile(file *os.File, p []byte, off int64) (int, error) {
 	}
 	var n int
 	var rerr error
-	cerr := rc.Read(func(fd uintptr) bool {
+	cerr := rc.Control(func(fd uintptr) {
 		for {
 			n, rerr = unix.Pread(int(fd), p, off)
 			if rerr != unix.EINTR {
-				return true
+				return
 			}
 		}
 	})
