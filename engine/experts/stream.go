@@ -119,10 +119,7 @@ func NewStreamed(ctx context.Context, c *container.Container, cfg *config.Config
 	if err := s.allocate(opts.WorkingSlots, k); err != nil {
 		return nil, err
 	}
-	if s.opts.Workers == 0 {
-		s.opts.Workers = ReadWorkers(k, s.mainSlotBytes(), s.opts.ReadChunk)
-	}
-	s.pool = diskio.NewReadPool(s.opts.Workers)
+	s.pool = diskio.NewReadPool(opts.Workers)
 	if err := s.loadPins(ctx); err != nil {
 		return nil, err
 	}
@@ -187,16 +184,6 @@ func (s *Streamed) Files() []string {
 		out[i] = f.Path()
 	}
 	return out
-}
-
-// mainSlotBytes is the slab size of a decoder-layer expert (0 with none).
-func (s *Streamed) mainSlotBytes() int64 {
-	for _, cl := range s.classes {
-		if cl.name == mainClass {
-			return cl.size
-		}
-	}
-	return 0
 }
 
 // SlotRowBytes is the slab memory of one LRU slot in every expert layer:
