@@ -8,6 +8,9 @@
 // bit-identical to MatVec on row r of the input, so batched and single-row
 // paths of the model produce the same numbers.
 //
-// The package does no I/O and holds no global mutable state; goroutines it
-// starts end before the call that started them returns.
+// The package does no I/O and holds no global mutable state. Products run
+// on several goroutines through Spread, which returns once all the work is
+// done: a helper goroutine does no work after the call that started it
+// returns, and one the scheduler starts late finds nothing left and ends
+// at once (waiting for it cost a thread wake-up on every product).
 package kernels
