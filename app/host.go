@@ -9,7 +9,9 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/host"
+	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/engine/remote"
 	"github.com/spoolhq/spool/engine/scheduler"
 	"github.com/spoolhq/spool/engine/server"
@@ -225,6 +227,7 @@ func (h *engineHost) run(ctx context.Context, cfg hostConfig) error {
 			}
 			return extra
 		},
+		Footprint: footprintOf(lm.Dir.Container, p),
 	}
 	if eng.Constraints, err = server.GrammarConstraints(lm.Tokenizer, m.Config().EOSTokenIDs); err != nil {
 		return err
@@ -275,4 +278,23 @@ func (h *engineHost) serve(ctx context.Context, srv *server.Server, sched *sched
 		err = nil
 	}
 	return err
+}
+
+// footprintOf is what the model in c takes, as Ollama's listings report
+// it: its weight files on disk, the memory plan p's process footprint, and
+// what of it lives on a GPU (a discrete device's lines add to the
+// process's; on unified memory they are lines of it already).
+func footprintOf(c *container.Container, p *plan.Plan) server.ModelFootprint {
+	var f server.ModelFootprint
+	for _, sh := range c.Shards() {
+		f.DiskBytes += sh.Size
+	}
+	f.MemoryBytes = p.PlannedProcessBytes
+	if g := p.GPU; g != nil {
+		f.GPUBytes = g.DeviceBytes
+		if !g.Unified {
+			f.MemoryBytes += g.DeviceBytes
+		}
+	}
+	return f
 }

@@ -63,10 +63,11 @@ type testServer struct {
 }
 
 type serverOpts struct {
-	cfg      Config
-	sched    scheduler.Config
-	noRun    bool // leave the scheduler stopped (requests stay queued)
-	noAccess bool // no constrained decoder
+	cfg       Config
+	sched     scheduler.Config
+	noRun     bool // leave the scheduler stopped (requests stay queued)
+	noAccess  bool // no constrained decoder
+	footprint ModelFootprint
 }
 
 func newTestServer(t *testing.T, o serverOpts) *testServer {
@@ -83,7 +84,7 @@ func newTestServer(t *testing.T, o serverOpts) *testServer {
 			sched.Run(ctx)
 		}()
 	}
-	eng := Engine{Scheduler: sched, Tokenizer: d.tok, Template: d.tmpl}
+	eng := Engine{Scheduler: sched, Tokenizer: d.tok, Template: d.tmpl, Footprint: o.footprint}
 	if !o.noAccess {
 		var err error
 		if eng.Constraints, err = GrammarConstraints(d.tok, d.dir.Config.EOSTokenIDs); err != nil {

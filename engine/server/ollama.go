@@ -120,13 +120,15 @@ func (s *Server) ollamaListed() ollamaListed {
 func (s *Server) handleOllamaTags(w http.ResponseWriter, r *http.Request) {
 	m := s.ollamaListed()
 	m.ModifiedAt = ollamaTime(time.Unix(s.created, 0))
+	m.Size = s.eng.Footprint.DiskBytes
 	writeJSON(w, http.StatusOK, map[string]any{"models": []ollamaListed{m}})
 }
 
 func (s *Server) handleOllamaPS(w http.ResponseWriter, r *http.Request) {
 	m := s.ollamaListed()
 	m.ExpiresAt = ollamaTime(ollamaForever())
-	m.SizeVRAM = new(int64(0))
+	m.Size = s.eng.Footprint.MemoryBytes
+	m.SizeVRAM = new(s.eng.Footprint.GPUBytes)
 	m.ContextLength = s.eng.Scheduler.Config().ContextLength
 	writeJSON(w, http.StatusOK, map[string]any{"models": []ollamaListed{m}})
 }

@@ -44,14 +44,16 @@ func ollamaChatBody(extra map[string]any) map[string]any {
 }
 
 func TestOllamaDiscovery(t *testing.T) {
-	ts := newTestServer(t, serverOpts{sched: schedulerConfig{ContextLength: 2048}})
+	fp := ModelFootprint{DiskBytes: 31 << 20, MemoryBytes: 600 << 20, GPUBytes: 100 << 20}
+	ts := newTestServer(t, serverOpts{sched: schedulerConfig{ContextLength: 2048}, footprint: fp})
 	status, v, _ := ts.do(t, "GET", "/api/version", nil)
 	if status != 200 || v["version"] != ollamaVersion {
 		t.Errorf("version: %d %v", status, v)
 	}
 	status, tags, _ := ts.do(t, "GET", "/api/tags", nil)
 	if status != 200 || jpath(tags, "models", 0, "name") != "glm52-mini" || jpath(tags, "models", 0, "model") != "glm52-mini" ||
-		jpath(tags, "models", 0, "details", "format") == nil || jpath(tags, "models", 0, "digest") == "" {
+		jpath(tags, "models", 0, "details", "format") == nil || jpath(tags, "models", 0, "digest") == "" ||
+		jpath(tags, "models", 0, "size") != float64(fp.DiskBytes) {
 		t.Errorf("tags: %d %v", status, tags)
 	}
 	for _, name := range []string{"glm52-mini", "glm52-mini:latest", "spool"} {
@@ -77,7 +79,8 @@ func TestOllamaDiscovery(t *testing.T) {
 	}
 	status, ps, _ := ts.do(t, "GET", "/api/ps", nil)
 	if status != 200 || jpath(ps, "models", 0, "name") != "glm52-mini" || jpath(ps, "models", 0, "context_length") != float64(2048) ||
-		!strings.HasPrefix(jpath(ps, "models", 0, "expires_at").(string), "2") {
+		!strings.HasPrefix(jpath(ps, "models", 0, "expires_at").(string), "2") ||
+		jpath(ps, "models", 0, "size") != float64(fp.MemoryBytes) || jpath(ps, "models", 0, "size_vram") != float64(fp.GPUBytes) {
 		t.Errorf("ps: %d %v", status, ps)
 	}
 }

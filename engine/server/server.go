@@ -145,6 +145,16 @@ type Engine struct {
 	Experts ExpertTelemetry
 	// Extra, when set, adds sections to /stats (memory plan, tiers).
 	Extra func() map[string]any
+	// Footprint sizes the model in Ollama's listings (zero where unknown).
+	Footprint ModelFootprint
+}
+
+// ModelFootprint is what the served model takes: DiskBytes its weight
+// files (/api/tags' size), MemoryBytes the memory it is planned to use,
+// GPUBytes of it on a GPU (/api/ps' size and size_vram, as Ollama counts
+// them: size_vram is part of size).
+type ModelFootprint struct {
+	DiskBytes, MemoryBytes, GPUBytes int64
 }
 
 // Server is the HTTP API. Create it with New.
