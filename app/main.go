@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime/pprof"
@@ -54,27 +55,26 @@ func newRootCmd() *cobra.Command {
 	root.PersistentFlags().MarkHidden("trace")
 	var stops []func()
 	root.PersistentPreRunE = func(*cobra.Command, []string) error {
-		if cpuProfile != "" {
-			f, err := os.Create(cpuProfile)
+		for _, rec := range []struct {
+			path  string
+			start func(io.Writer) error
+			stop  func()
+		}{
+			{cpuProfile, pprof.StartCPUProfile, pprof.StopCPUProfile},
+			{traceOut, trace.Start, trace.Stop},
+		} {
+			if rec.path == "" {
+				continue
+			}
+			f, err := os.Create(rec.path)
 			if err != nil {
 				return err
 			}
-			if err := pprof.StartCPUProfile(f); err != nil {
+			if err := rec.start(f); err != nil {
 				f.Close()
 				return err
 			}
-			stops = append(stops, func() { pprof.StopCPUProfile(); f.Close() })
-		}
-		if traceOut != "" {
-			f, err := os.Create(traceOut)
-			if err != nil {
-				return err
-			}
-			if err := trace.Start(f); err != nil {
-				f.Close()
-				return err
-			}
-			stops = append(stops, func() { trace.Stop(); f.Close() })
+			stops = append(stops, func() { rec.stop(); f.Close() })
 		}
 		return nil
 	}

@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"runtime"
+	"sync"
 	"sync/atomic"
 )
 
@@ -262,8 +263,9 @@ func Spread(total, grain, workers int, fn func(w, lo, hi int)) {
 		fn(0, 0, total)
 		return
 	}
-	var next, done atomic.Int64
-	finished := make(chan struct{})
+	var next atomic.Int64
+	var left sync.WaitGroup // ranges not yet run, not goroutines
+	left.Add(ranges)
 	run := func(w int) {
 		for {
 			lo := int(next.Add(int64(grain))) - grain
@@ -271,16 +273,14 @@ func Spread(total, grain, workers int, fn func(w, lo, hi int)) {
 				return
 			}
 			fn(w, lo, min(lo+grain, total))
-			if done.Add(1) == int64(ranges) {
-				close(finished)
-			}
+			left.Done()
 		}
 	}
 	for w := 1; w < workers; w++ {
 		go run(w)
 	}
 	run(0)
-	<-finished
+	left.Wait()
 }
 
 // ReadSum reads p with the widest loads this machine has and returns a
