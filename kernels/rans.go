@@ -124,3 +124,68 @@ func goRANSDecodeFrom(out []byte, src []byte, state *[RANSLanes]uint16, table *R
 	}
 	return j, p
 }
+
+// RANSEncode is the encoder RANSDecode undoes: it codes the nibbles of src
+// (byte i is nibble 2i, its low four bits, then nibble 2i+1) under the
+// nibble frequencies freq, which sum to RANSTotal, every lane starting at
+// RANSLow. It writes the renormalization bytes, in the order the decoder
+// reads them, at the end of buf, which must hold 2*len(src)+1 bytes, and
+// returns them (a suffix of buf), with state set to the lanes' final
+// states (the decoder's initial ones). ok is false, and the rest
+// meaningless, when src holds a nibble of frequency 0. It runs rans.c's
+// encoder where cgo is on, else the Go reference; both give the same
+// bytes.
+func RANSEncode(buf, src []byte, freq *[RANSSymbols]uint8, state *[RANSLanes]uint16) (stream []byte, ok bool) {
+	if len(buf) < 2*len(src)+1 {
+		panic("kernels: RANSEncode buffer too short")
+	}
+	return ransEncode(buf, src, freq, state)
+}
+
+// goRANSEncode is the portable RANSEncode, and the reference rans.c's
+// encoder must match.
+func goRANSEncode(buf, src []byte, freq *[RANSSymbols]uint8, state *[RANSLanes]uint16) ([]byte, bool) {
+	var start, rcp [RANSSymbols]uint32
+	var acc uint32
+	for s, f := range freq {
+		start[s] = acc
+		acc += uint32(f)
+		if f > 0 {
+			rcp[s] = ransReciprocal(uint32(f))
+		}
+	}
+	var x [RANSLanes]uint32
+	for l := range x {
+		x[l] = RANSLow
+	}
+	p := len(buf)
+	for j := 2*len(src) - 1; j >= 0; j-- {
+		s := src[j>>1] >> (4 * (j & 1)) & 15
+		f := uint32(freq[s])
+		if f == 0 {
+			return nil, false
+		}
+		l := j % RANSLanes
+		v := x[l]
+		// Coding s from a state below f * 2^9 stays below 2^16.
+		if v >= f<<(16-RANSScaleBits) {
+			p--
+			buf[p] = byte(v)
+			v >>= 8
+		}
+		q := ransQuotient(v, rcp[s])
+		x[l] = q<<RANSScaleBits + v - q*f + start[s]
+	}
+	for l, v := range x {
+		state[l] = uint16(v)
+	}
+	return buf[p:], true
+}
+
+// ransReciprocal and ransQuotient divide by multiplication, as both
+// encoders do: for v < 2^16 and f <= RANSTotal, ransQuotient(v,
+// ransReciprocal(f)) is v/f exactly, since v*ceil(2^24/f)/2^24 exceeds v/f
+// by less than 2^-8 < 1/f.
+func ransReciprocal(f uint32) uint32 { return (1<<24 + f - 1) / f }
+
+func ransQuotient(v, r uint32) uint32 { return uint32(uint64(v) * uint64(r) >> 24) }

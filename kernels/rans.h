@@ -28,4 +28,13 @@ typedef struct {
 long spool_rans_decode(uint8_t *out, long nbytes, const uint8_t *src, long srclen, uint16_t *state,
 		       const spool_rans_table *t, long *used, int isa);
 
+// spool_rans_encode codes the 2*nbytes nibbles of src under the nibble
+// frequencies freq (summing to 128), lanes starting at 256: it writes the
+// renormalization stream, in the order the decoder reads it, so that it
+// ends at buf + cap (cap at least 2*nbytes + 1: a step may store a byte
+// below the stream's start it does not keep), sets the 256 lane states to
+// the encoder's final ones and returns the stream's length, or -1 when src
+// holds a nibble of frequency 0.
+long spool_rans_encode(uint8_t *buf, long cap, const uint8_t *src, long nbytes, const uint8_t *freq, uint16_t *state);
+
 #endif

@@ -50,6 +50,23 @@ func cRANSLoops() []RANSLoop {
 	return loops
 }
 
+// ransEncode is RANSEncode's implementation: rans_encode.c's.
+func ransEncode(buf, src []byte, freq *[RANSSymbols]uint8, state *[RANSLanes]uint16) ([]byte, bool) {
+	if len(src) == 0 {
+		for l := range state {
+			state[l] = RANSLow
+		}
+		return buf[len(buf):], true
+	}
+	n := C.spool_rans_encode((*C.uint8_t)(unsafe.Pointer(unsafe.SliceData(buf))), C.long(len(buf)),
+		(*C.uint8_t)(unsafe.Pointer(unsafe.SliceData(src))), C.long(len(src)),
+		(*C.uint8_t)(unsafe.Pointer(&freq[0])), (*C.uint16_t)(unsafe.Pointer(&state[0])))
+	if n < 0 {
+		return nil, false
+	}
+	return buf[len(buf)-int(n):], true
+}
+
 func ransDecodeISA(out []byte, src []byte, state *[RANSLanes]uint16, table *RANSTable, isa int) (int, int) {
 	if len(out) == 0 {
 		return 0, 0

@@ -5,3 +5,6 @@ package kernels
 // ransLoops is RANSLoops: the Go reference alone. It is set once and only
 // read.
 var ransLoops = []RANSLoop{goRANSLoop}
+
+// ransEncode is RANSEncode's implementation: the Go reference.
+var ransEncode = goRANSEncode

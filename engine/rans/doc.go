@@ -14,7 +14,8 @@
 // bits of probability cost about 1% in size against an exact model on
 // GLM-5.2's code statistics.
 //
-// Encode is plain Go (offline, at pack time); Decode runs the kernels'
+// Encode runs the kernels' encoder (kernels/rans_encode.c where cgo is on,
+// the Go reference elsewhere; the same bytes); Decode runs the kernels'
 // loop and refuses, with an error wrapping ErrCorrupt and never a panic,
 // anything that is not an encoder's output: decoding is a bijection, so a
 // block that decodes cleanly re-encodes to itself. That is framing, not a

@@ -153,55 +153,37 @@ func MaxEncodedLen(n int) int { return StateBytes + 2*n }
 // Encode appends the coded form of src under t to dst: the Lanes final
 // encoder states (little-endian uint16, the decoder's initial states),
 // then the renormalization bytes in the order the decoder reads them. It
-// fails when src holds a nibble of frequency 0.
+// fails when src holds a nibble of frequency 0. It runs the kernels'
+// encoder (C where cgo is on).
 func Encode(dst, src []byte, t *Table) ([]byte, error) {
 	if err := t.Validate(); err != nil {
 		return dst, err
 	}
-	var start, rcp [Symbols]uint32
-	var acc uint32
-	for s, f := range t.Freq {
-		start[s] = acc
-		acc += uint32(f)
-		if f > 0 {
-			rcp[s] = reciprocal(uint32(f))
-		}
+	// The stream is written at the end of the room after the states, then
+	// moved down to follow them.
+	at := len(dst)
+	out := slices.Grow(dst, MaxEncodedLen(len(src))+1)[:at+MaxEncodedLen(len(src))+1]
+	var x [Lanes]uint16
+	stream, ok := kernels.RANSEncode(out[at+StateBytes:], src, &t.Freq, &x)
+	if !ok {
+		return dst, zeroNibble(src, t)
 	}
-	var x [Lanes]uint32
-	for l := range x {
-		x[l] = low
+	for l, v := range x {
+		binary.LittleEndian.PutUint16(out[at+2*l:], v)
 	}
-	renorm := make([]byte, 0, len(src)+Lanes)
-	for j := 2*len(src) - 1; j >= 0; j-- {
-		s := src[j>>1] >> (4 * (j & 1)) & 15
-		f := uint32(t.Freq[s])
-		if f == 0 {
-			return dst, fmt.Errorf("rans: nibble %#x at %d has frequency 0 in the table", s, j)
-		}
-		l := j % Lanes
-		v := x[l]
-		// Coding s from a state below f * 2^9 stays below 2^16.
-		if v >= f<<(16-ScaleBits) {
-			renorm = append(renorm, byte(v))
-			v >>= 8
-		}
-		q := quotient(v, rcp[s])
-		x[l] = q<<ScaleBits + v - q*f + start[s]
-	}
-	slices.Reverse(renorm)
-	out := slices.Grow(dst, StateBytes+len(renorm))
-	for _, v := range x {
-		out = binary.LittleEndian.AppendUint16(out, uint16(v))
-	}
-	return append(out, renorm...), nil
+	n := copy(out[at+StateBytes:], stream)
+	return out[:at+StateBytes+n], nil
 }
 
-// reciprocal and quotient divide by multiplication: for v < 2^16 and
-// f <= Total, quotient(v, reciprocal(f)) is v/f exactly, since
-// v*ceil(2^24/f)/2^24 exceeds v/f by less than 2^-8 < 1/f.
-func reciprocal(f uint32) uint32 { return (1<<24 + f - 1) / f }
-
-func quotient(v, r uint32) uint32 { return uint32(uint64(v) * uint64(r) >> 24) }
+// zeroNibble names the first nibble of src whose frequency in t is 0.
+func zeroNibble(src []byte, t *Table) error {
+	for j := 0; j < 2*len(src); j++ {
+		if s := src[j>>1] >> (4 * (j & 1)) & 15; t.Freq[s] == 0 {
+			return fmt.Errorf("rans: nibble %#x at %d has frequency 0 in the table", s, j)
+		}
+	}
+	return errors.New("rans: internal error: the encoder refused a codable block")
+}
 
 // Decoder decodes blocks coded under one Table. It is safe for concurrent
 // use.

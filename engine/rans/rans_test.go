@@ -135,19 +135,6 @@ func TestGaussianRatio(t *testing.T) {
 	t.Logf("ratio %.4f", ratio)
 }
 
-// TestQuotient: Encode's division by multiplication is exact for every
-// state and frequency.
-func TestQuotient(t *testing.T) {
-	for f := uint32(1); f <= Total; f++ {
-		r := reciprocal(f)
-		for v := uint32(0); v < 1<<16; v++ {
-			if q := quotient(v, r); q != v/f {
-				t.Fatalf("%d / %d: got %d", v, f, q)
-			}
-		}
-	}
-}
-
 func TestNewTable(t *testing.T) {
 	var h [Symbols]uint64
 	if _, err := NewTable(&h); err == nil {
