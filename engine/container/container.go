@@ -1,6 +1,7 @@
 package container
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -8,8 +9,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/spoolhq/spool/native/offheap"
 )
@@ -46,8 +50,17 @@ type Shard struct {
 
 type shard struct {
 	Shard
-	f    *os.File
+	f    *shardFile
 	data []byte // the whole file, after Preload
+}
+
+// shardFile is a shard's open file, which ReplaceShard may swap for
+// another with the same header while reads run.
+type shardFile struct {
+	cur    atomic.Pointer[os.File]
+	header []byte // the safetensors header, length prefix included
+	mu     sync.Mutex
+	old    []*os.File // files replaced, closed with the container
 }
 
 // Container is an open model directory: every *.safetensors file in it,
@@ -56,7 +69,7 @@ type shard struct {
 type Container struct {
 	dir    string
 	shards []shard
-	byFile map[string]*os.File
+	byFile map[string]*shardFile
 	index  map[string]TensorInfo
 	names  []string
 }
@@ -82,13 +95,44 @@ func Open(dir string) (*Container, error) {
 	if len(files) > MaxShards {
 		return nil, fmt.Errorf("container: %s: %d safetensors files, at most %d are supported", dir, len(files), MaxShards)
 	}
+	paths := make(map[string]string, len(files))
+	for _, name := range files {
+		paths[name] = filepath.Join(dir, name)
+	}
+	return open(dir, files, paths)
+}
+
+// OpenFiles is Open for a model directory whose shards are, for now, read
+// from other files: paths maps each shard's name (its file name in dir) to
+// the file to open, such as a download's placeholder holding the shard's
+// header ahead of its payload. ReplaceShard switches a shard to its own
+// file once it is in place.
+func OpenFiles(dir string, paths map[string]string) (*Container, error) {
+	var files []string
+	for name := range paths {
+		if filepath.Base(name) != name || !strings.HasSuffix(name, ".safetensors") {
+			return nil, fmt.Errorf("container: %q is not a shard's file name", name)
+		}
+		files = append(files, name)
+	}
+	sort.Strings(files)
+	if len(files) == 0 {
+		return nil, fmt.Errorf("container: %s: no shards", dir)
+	}
+	if len(files) > MaxShards {
+		return nil, fmt.Errorf("container: %s: %d safetensors files, at most %d are supported", dir, len(files), MaxShards)
+	}
+	return open(dir, files, paths)
+}
+
+func open(dir string, files []string, paths map[string]string) (*Container, error) {
 	c := &Container{
 		dir:    dir,
-		byFile: make(map[string]*os.File, len(files)),
+		byFile: make(map[string]*shardFile, len(files)),
 		index:  make(map[string]TensorInfo),
 	}
 	for _, name := range files {
-		if err := c.addShard(name); err != nil {
+		if err := c.addShard(name, paths[name]); err != nil {
 			c.Close()
 			return nil, err
 		}
@@ -101,37 +145,62 @@ func Open(dir string) (*Container, error) {
 	return c, nil
 }
 
-func (c *Container) addShard(name string) error {
-	path := filepath.Join(c.dir, name)
+// openShard opens the shard file at path and reads its header.
+func openShard(path string) (*os.File, int64, *header, int64, error) {
 	// Check before opening: opening a FIFO blocks until a writer comes.
 	if fi, err := os.Stat(path); err != nil {
-		return fmt.Errorf("container: %w", err)
+		return nil, 0, nil, 0, fmt.Errorf("container: %w", err)
 	} else if !fi.Mode().IsRegular() {
-		return fmt.Errorf("container: %s is not a regular file (%s); a shard must be one", path, fi.Mode().Type())
+		return nil, 0, nil, 0, fmt.Errorf("container: %s is not a regular file (%s); a shard must be one", path, fi.Mode().Type())
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("container: %w", err)
+		return nil, 0, nil, 0, fmt.Errorf("container: %w", err)
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return fmt.Errorf("container: %w", err)
+		return nil, 0, nil, 0, fmt.Errorf("container: %w", err)
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
-		return fmt.Errorf("container: %s is not a regular file", path)
+		return nil, 0, nil, 0, fmt.Errorf("container: %s is not a regular file", path)
 	}
 	h, dataStart, err := readHeader(f, st.Size())
 	if err != nil {
 		f.Close()
-		return fmt.Errorf("container: %s: %w", path, err)
+		return nil, 0, nil, 0, fmt.Errorf("container: %s: %w", path, err)
 	}
+	return f, st.Size(), h, dataStart, nil
+}
+
+// headerBytes reads the first n bytes of f: its safetensors header with
+// the length prefix.
+func headerBytes(f *os.File, n int64) ([]byte, error) {
+	b := make([]byte, n)
+	if _, err := f.ReadAt(b, 0); err != nil {
+		return nil, fmt.Errorf("container: %s: reading the header: %w", f.Name(), err)
+	}
+	return b, nil
+}
+
+func (c *Container) addShard(name, path string) error {
+	f, size, h, dataStart, err := openShard(path)
+	if err != nil {
+		return err
+	}
+	hb, err := headerBytes(f, dataStart)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	sf := &shardFile{header: hb}
+	sf.cur.Store(f)
 	c.shards = append(c.shards, shard{
-		Shard: Shard{Name: name, Size: st.Size(), Tensors: len(h.Tensors), Metadata: h.Metadata},
-		f:     f,
+		Shard: Shard{Name: name, Size: size, Tensors: len(h.Tensors), Metadata: h.Metadata},
+		f:     sf,
 	})
-	c.byFile[name] = f
+	c.byFile[name] = sf
 	for _, t := range h.Tensors {
 		if prev, dup := c.index[t.Name]; dup {
 			return fmt.Errorf("container: tensor %q is in both %s and %s", t.Name, prev.File, name)
@@ -181,8 +250,11 @@ func readHeader(r io.ReaderAt, size int64) (*header, int64, error) {
 func (c *Container) Close() error {
 	var errs []error
 	for _, s := range c.shards {
-		if err := s.f.Close(); err != nil {
+		if err := s.f.cur.Load().Close(); err != nil {
 			errs = append(errs, err)
+		}
+		for _, f := range s.f.old {
+			f.Close()
 		}
 		if s.data != nil {
 			errs = append(errs, offheap.Unmap(s.data))
@@ -191,6 +263,38 @@ func (c *Container) Close() error {
 	c.shards = nil
 	c.byFile = nil
 	return errors.Join(errs...)
+}
+
+// ReplaceShard reads shard name from the file at path from now on: the
+// shard's own file taking over from the one OpenFiles opened in its place.
+// The new file must have the same size and header. Reads running meanwhile
+// finish on the file they started on, which stays open until Close. It
+// must not race with Preload or Close.
+func (c *Container) ReplaceShard(name, path string) error {
+	sf, ok := c.byFile[name]
+	if !ok {
+		return fmt.Errorf("container: no shard %q", name)
+	}
+	i := slices.IndexFunc(c.shards, func(s shard) bool { return s.Name == name })
+	if c.shards[i].data != nil {
+		return fmt.Errorf("container: %s is preloaded", name)
+	}
+	f, size, _, dataStart, err := openShard(path)
+	if err != nil {
+		return err
+	}
+	hb, err := headerBytes(f, dataStart)
+	if err == nil && (size != c.shards[i].Size || !bytes.Equal(hb, sf.header)) {
+		err = fmt.Errorf("container: %s is not shard %s: its size or header differ", path, name)
+	}
+	if err != nil {
+		f.Close()
+		return err
+	}
+	sf.mu.Lock()
+	sf.old = append(sf.old, sf.cur.Swap(f))
+	sf.mu.Unlock()
+	return nil
 }
 
 // Dir is the model directory.
@@ -226,7 +330,7 @@ func (c *Container) Preload() error {
 		if s.data != nil {
 			continue
 		}
-		data, err := offheap.MapFile(s.f)
+		data, err := offheap.MapFile(s.f.cur.Load())
 		if err != nil {
 			return fmt.Errorf("container: %w", err)
 		}
@@ -263,10 +367,11 @@ func (c *Container) ReadExtent(e Extent, dst []byte) error {
 		copy(dst, v)
 		return nil
 	}
-	f, ok := c.byFile[e.File]
+	sf, ok := c.byFile[e.File]
 	if !ok {
 		return fmt.Errorf("container: no open shard %q", e.File)
 	}
+	f := sf.cur.Load()
 	if int64(len(dst)) != e.Length {
 		return fmt.Errorf("container: %s: buffer of %d bytes for an extent of %d", e.File, len(dst), e.Length)
 	}

@@ -232,3 +232,63 @@ func TestF32(t *testing.T) {
 		t.Errorf("f16 0x7e00 = %g, want NaN", nan)
 	}
 }
+
+// TestOpenFilesReplaceShard: a container opened on placeholders (a shard's
+// header over a hole) indexes every tensor; ReplaceShard switches a shard
+// to its own file, whose bytes reads then return, and refuses a file with
+// another header.
+func TestOpenFilesReplaceShard(t *testing.T) {
+	src := filepath.Join(fixtures(t), "glm52-tiny")
+	dir, holes := t.TempDir(), t.TempDir()
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := map[string]string{}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".safetensors") {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 8 + int64(binary.LittleEndian.Uint64(raw))
+		hole := make([]byte, len(raw))
+		copy(hole, raw[:n])
+		paths[e.Name()] = filepath.Join(holes, e.Name())
+		for path, b := range map[string][]byte{paths[e.Name()]: hole, filepath.Join(dir, e.Name()): raw} {
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	c, err := OpenFiles(dir, paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const name = "model.layers.1.mlp.experts.5.down_proj.weight"
+	ti, ok := c.Tensor(name)
+	if !ok || c.Dir() != dir {
+		t.Fatalf("tensor found %v, dir %s", ok, c.Dir())
+	}
+	got, err := c.ReadTensor(name)
+	if err != nil || !bytes.Equal(got, make([]byte, ti.Size)) {
+		t.Fatalf("the placeholder's payload: %v, zero %v", err, bytes.Equal(got, make([]byte, ti.Size)))
+	}
+	other := "out-00000.safetensors"
+	if other == ti.File {
+		t.Fatal("pick another shard")
+	}
+	if err := c.ReplaceShard(ti.File, filepath.Join(dir, other)); err == nil {
+		t.Fatal("a file with another header replaced the shard")
+	}
+	if err := c.ReplaceShard(ti.File, filepath.Join(dir, ti.File)); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(filepath.Join(dir, ti.File))
+	if got, err := c.ReadTensor(name); err != nil || !bytes.Equal(got, raw[ti.Offset:ti.Offset+ti.Size]) {
+		t.Fatalf("after ReplaceShard: %v, equal %v", err, bytes.Equal(got, raw[ti.Offset:ti.Offset+ti.Size]))
+	}
+}
