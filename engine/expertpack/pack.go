@@ -126,17 +126,9 @@ type ShardResult struct {
 // an existing pack is replaced.
 func PackShard(ctx context.Context, c *container.Container, cfg *config.Config, layers []int, shard string, opts Options) (ShardResult, error) {
 	res := ShardResult{Shard: shard}
-	var locs []container.ExpertLocation
-	for _, l := range layers {
-		for e := 0; e < cfg.NumRoutedExperts; e++ {
-			loc, err := c.Expert(l, e, cfg)
-			if err != nil {
-				return res, fmt.Errorf("expertpack: %w", err)
-			}
-			if len(loc.Weights) > 0 && loc.Weights[0].File == shard {
-				locs = append(locs, loc)
-			}
-		}
+	locs, err := shardExperts(c, cfg, layers, shard)
+	if err != nil {
+		return res, err
 	}
 	res.Experts = len(locs)
 	if len(locs) == 0 {
@@ -144,14 +136,8 @@ func PackShard(ctx context.Context, c *container.Container, cfg *config.Config, 
 	}
 	// Sources: every shard an expert of this shard reads (known up
 	// front, so the index's room is reserved before records are written).
-	sources := map[string]bool{shard: true}
-	for _, loc := range locs {
-		for _, e := range append(slices.Clone(loc.Weights), loc.Scales...) {
-			sources[e.File] = true
-		}
-	}
 	x := &Index{}
-	for _, name := range slices.Sorted(maps.Keys(sources)) {
+	for _, name := range sourcesOf(shard, locs) {
 		s, err := Identify(filepath.Join(c.Dir(), name))
 		if err != nil {
 			return res, err
@@ -188,6 +174,80 @@ func PackShard(ctx context.Context, c *container.Container, cfg *config.Config, 
 	}
 	res.Path = path
 	return res, nil
+}
+
+// shardExperts locates the experts of layers whose first weight extent is
+// in shard: the experts its pack holds.
+func shardExperts(c *container.Container, cfg *config.Config, layers []int, shard string) ([]container.ExpertLocation, error) {
+	var locs []container.ExpertLocation
+	for _, l := range layers {
+		for e := 0; e < cfg.NumRoutedExperts; e++ {
+			loc, err := c.Expert(l, e, cfg)
+			if err != nil {
+				return nil, fmt.Errorf("expertpack: %w", err)
+			}
+			if len(loc.Weights) > 0 && loc.Weights[0].File == shard {
+				locs = append(locs, loc)
+			}
+		}
+	}
+	return locs, nil
+}
+
+// sourcesOf lists, sorted, shard and every shard the experts at locs read.
+func sourcesOf(shard string, locs []container.ExpertLocation) []string {
+	sources := map[string]bool{shard: true}
+	for _, loc := range locs {
+		for _, e := range append(slices.Clone(loc.Weights), loc.Scales...) {
+			sources[e.File] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(sources))
+}
+
+// ShardSources lists the shards whose bytes the pack of shard would be
+// made from: shard itself and every shard its experts' extents lie in
+// (the pack's Sources, known before packing). It is nil when the shard
+// holds no expert's first weight extent (it gets no pack).
+func ShardSources(c *container.Container, cfg *config.Config, shard string) ([]string, error) {
+	locs, err := shardExperts(c, cfg, ExpertLayers(c, cfg), shard)
+	if err != nil || len(locs) == 0 {
+		return nil, err
+	}
+	return sourcesOf(shard, locs), nil
+}
+
+// Extents lists, per shard, the byte ranges the packed experts of x take
+// in the shards (weights and scales; sorted, touching ranges merged): the
+// raw bytes a current pack stands in for.
+func Extents(c *container.Container, cfg *config.Config, x *Index) (map[string][]container.Extent, error) {
+	byFile := map[string][]container.Extent{}
+	for _, e := range x.Entries {
+		loc, err := c.Expert(e.Layer, e.Expert, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("expertpack: %w", err)
+		}
+		for _, ext := range append(slices.Clone(loc.Weights), loc.Scales...) {
+			byFile[ext.File] = append(byFile[ext.File], ext)
+		}
+	}
+	for f, es := range byFile {
+		sort.Slice(es, func(i, j int) bool { return es[i].Offset < es[j].Offset })
+		merged := es[:1]
+		for _, e := range es[1:] {
+			last := &merged[len(merged)-1]
+			if e.Offset < last.Offset+last.Length {
+				return nil, fmt.Errorf("expertpack: extents of two experts overlap in %s at %d", f, e.Offset)
+			}
+			if e.Offset == last.Offset+last.Length {
+				last.Length += e.Length
+				continue
+			}
+			merged = append(merged, e)
+		}
+		byFile[f] = merged
+	}
+	return byFile, nil
 }
 
 type coded struct {

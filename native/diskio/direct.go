@@ -254,6 +254,11 @@ func (f *DirectFile) ReadAtBuffered(p []byte, off int64) (int, error) {
 	return int(got), nil
 }
 
+// AlignedBuffer returns n bytes of Go heap memory starting at a
+// DirectAlign-aligned address: a slab for ReadAtAligned that the garbage
+// collector frees.
+func AlignedBuffer(n int) []byte { return heapAligned(n) }
+
 // heapAligned returns n bytes of Go heap memory starting at a
 // DirectAlign-aligned address. The Go collector does not move heap objects,
 // so the memory is a valid target for direct reads while referenced.
