@@ -128,6 +128,29 @@ func (c *Container) ReadExpert(loc ExpertLocation, buf []byte) (gate, up, down *
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("expert %d of layer %d: %w", loc.Expert, loc.Layer, err)
 	}
+	return loc.matrices(buf, wpos, spos)
+}
+
+// Matrices returns the matrices of an expert whose bytes are in buf as
+// ReadExpert lays them out: its weight extents concatenated from offset
+// 0, its scale extents concatenated from offset alignUp(WeightBytes, 64)
+// (an expert decoded from its pack is put there). They point into buf.
+func (loc ExpertLocation) Matrices(buf []byte) (gate, up, down *kernels.Matrix, err error) {
+	if int64(len(buf)) < loc.BufferSize() {
+		return nil, nil, nil, fmt.Errorf("container: expert %d of layer %d needs a %d byte buffer, got %d", loc.Expert, loc.Layer, loc.BufferSize(), len(buf))
+	}
+	positions := func(es []Extent, base int64) []int64 {
+		pos := make([]int64, len(es))
+		for i, e := range es {
+			pos[i] = base
+			base += e.Length
+		}
+		return pos
+	}
+	return loc.matrices(buf, positions(loc.Weights, 0), positions(loc.Scales, alignUp(loc.WeightBytes, 64)))
+}
+
+func (loc ExpertLocation) matrices(buf []byte, wpos, spos []int64) (gate, up, down *kernels.Matrix, err error) {
 	var out [3]*kernels.Matrix
 	for i, info := range []MatrixInfo{loc.Gate, loc.Up, loc.Down} {
 		m := &kernels.Matrix{Format: info.Format, Rows: info.Rows, Cols: info.Cols, GroupSize: info.GroupSize}

@@ -280,7 +280,9 @@ func (s *Streamed) locate(c *container.Container, layers []int) error {
 					if lo, err = newPackedLayout(loc, ent, p.file, p.path); err != nil {
 						return err
 					}
-					lo.packed.raw = raw
+					if !p.released {
+						lo.packed.raw = raw // else there is no raw copy to fall back to
+					}
 				}
 			}
 			lc.layouts[e] = lo

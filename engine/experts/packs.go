@@ -10,6 +10,7 @@ import (
 
 	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/expertpack"
+	"github.com/spoolhq/spool/engine/packed"
 	"github.com/spoolhq/spool/native/diskio"
 )
 
@@ -18,29 +19,44 @@ type openPack struct {
 	file  int // index into Streamed.files
 	path  string
 	index *expertpack.Index
+	// released: the pack holds the only copy of its experts (the model
+	// directory released their raw bytes), so they are never read raw.
+	released bool
 }
 
 // openPacks opens the pack beside every shard that has one, as the
 // options' PackPolicy says. A pack that is stale or does not parse is not
-// used: a note says why, and those experts are read raw.
+// used: a note says why, and those experts are read raw. A pack whose
+// experts' raw bytes the model directory released (engine/packed) is read
+// whatever the policy, and one that cannot be used is an error.
 func (s *Streamed) openPacks(c *container.Container) (map[string]*openPack, error) {
 	packs := map[string]*openPack{}
-	if s.opts.Packs == PacksIgnore {
-		return packs, nil
+	rec, err := packed.ReadRecord(c.Dir())
+	if err != nil {
+		return nil, fmt.Errorf("experts: %w", err)
 	}
 	for _, sh := range c.Shards() {
 		path := expertpack.PackPath(filepath.Join(c.Dir(), sh.Name))
-		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if l := s.opts.DecodeLoop; s.opts.Packs == PacksAuto && !l.Fast() {
-			s.packNotes = append(s.packNotes, fmt.Sprintf("%s not used (its experts are read from the shard): "+
-				"this machine's decode loop (%s) is slower than the disk, and packed reads cost more than they save", path, l))
-			continue
+		released := rec.Released(sh.Name)
+		if !released {
+			if s.opts.Packs == PacksIgnore {
+				continue
+			}
+			if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			if l := s.opts.DecodeLoop; s.opts.Packs == PacksAuto && !l.Fast() {
+				s.packNotes = append(s.packNotes, fmt.Sprintf("%s not used (its experts are read from the shard): "+
+					"this machine's decode loop (%s) is slower than the disk, and packed reads cost more than they save", path, l))
+				continue
+			}
 		}
 		x, err := expertpack.ReadIndex(path)
 		if err == nil {
 			err = x.Check(c.Dir())
+		}
+		if err != nil && released {
+			return nil, fmt.Errorf("experts: %s's routed experts exist only in its pack, which cannot be used: %w", sh.Name, err)
 		}
 		if err != nil {
 			s.packNotes = append(s.packNotes, fmt.Sprintf("%s not used (its experts are read from the shard): %v", path, err))
@@ -58,7 +74,7 @@ func (s *Streamed) openPacks(c *container.Container) (map[string]*openPack, erro
 			return nil, fmt.Errorf("experts: %w", err)
 		}
 		s.files = append(s.files, f)
-		packs[sh.Name] = &openPack{file: len(s.files) - 1, path: path, index: x}
+		packs[sh.Name] = &openPack{file: len(s.files) - 1, path: path, index: x, released: released}
 	}
 	return packs, nil
 }

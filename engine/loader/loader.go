@@ -11,6 +11,7 @@ import (
 	"github.com/spoolhq/spool/engine/experts"
 	"github.com/spoolhq/spool/engine/fingerprint"
 	"github.com/spoolhq/spool/engine/model"
+	"github.com/spoolhq/spool/engine/packed"
 	"github.com/spoolhq/spool/kernels"
 	"github.com/spoolhq/spool/native/offheap"
 )
@@ -29,7 +30,10 @@ type Dir struct {
 	Config    *config.Config
 	Container *container.Container
 	Summary   *container.Summary
-	Model     *model.Model
+	// Record is the directory's spool-model.json (nil for a plain model
+	// directory): which shards' experts live only in their packs.
+	Record *packed.Record
+	Model  *model.Model
 	// Experts is the routed-expert source the model reads from.
 	Experts experts.Source
 
@@ -68,7 +72,15 @@ func OpenHeaders(dir string) (*Dir, error) {
 		c.Close()
 		return nil, err
 	}
-	return &Dir{Path: dir, Config: cfg, Container: c, Summary: sum}, nil
+	rec, err := packed.ReadRecord(dir)
+	if err == nil {
+		err = rec.Ready(dir)
+	}
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return &Dir{Path: dir, Config: cfg, Container: c, Summary: sum, Record: rec}, nil
 }
 
 // Load sets up the routed-expert source and reads the resident weights
@@ -101,11 +113,18 @@ func (d *Dir) Load(ctx context.Context, opts Options) error {
 			d.Experts = nil
 		}
 	} else {
-		// Everything stays in memory: map each shard once and view it.
+		// Everything stays in memory: map each shard once and view it;
+		// the experts whose raw bytes were released are decoded from
+		// their packs.
 		if err := c.Preload(); err != nil {
 			return err
 		}
-		d.Experts, err = experts.LoadResident(ctx, ExpertLoader{C: c, Config: cfg}, layers, cfg.NumRoutedExperts)
+		pr, perr := packed.OpenReader(d.Path, c, cfg, d.Record)
+		if perr != nil {
+			return perr
+		}
+		d.Experts, err = experts.LoadResident(ctx, ExpertLoader{C: c, Config: cfg, Packed: pr}, layers, cfg.NumRoutedExperts)
+		err = errors.Join(err, pr.Close())
 	}
 	if err != nil {
 		return err
@@ -183,6 +202,9 @@ func (w *Weights) Matrix(name string, rows, cols int) (*kernels.Matrix, error) {
 type ExpertLoader struct {
 	C      *container.Container
 	Config *config.Config
+	// Packed, when set, decodes the experts whose raw bytes the model
+	// directory released.
+	Packed *packed.Reader
 }
 
 // LoadExpert implements experts.Loader.
@@ -190,6 +212,13 @@ func (l ExpertLoader) LoadExpert(layer, expert int) (*experts.Expert, error) {
 	loc, err := l.C.Expert(layer, expert, l.Config)
 	if err != nil {
 		return nil, err
+	}
+	if l.Packed != nil && l.Packed.Has(loc) {
+		g, u, dn, err := l.Packed.ReadExpert(loc, make([]byte, loc.BufferSize()))
+		if err != nil {
+			return nil, err
+		}
+		return &experts.Expert{Gate: g, Up: u, Down: dn}, nil
 	}
 	if l.C.Preloaded() {
 		g, u, dn, err := l.C.ViewExpert(loc)
