@@ -71,6 +71,21 @@ func TestReleasedPacks(t *testing.T) {
 				t.Fatalf("prompt %d: %v, want %v", i, got, ref.plain[i])
 			}
 		}
+		// The packed model has the original's digest (prompt caches and
+		// usage histories keyed on it carry over).
+		orig, err := loader.OpenHeaders(fixtures.ModelDir(t, model))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer orig.Close()
+		quiet := fingerprint.Options{Logger: slog.New(slog.DiscardHandler)}
+		want, err := orig.Fingerprint(context.Background(), quiet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := d.Fingerprint(context.Background(), quiet); err != nil || got != want {
+			t.Errorf("fingerprint %v (%v), want the original's %v", got, err, want)
+		}
 	})
 	t.Run("damaged", func(t *testing.T) {
 		dir := releasedModel(t, model)

@@ -34,6 +34,10 @@ const (
 	FromStore Source = "store"
 	// FromRead: computed now by reading the file.
 	FromRead Source = "read"
+	// FromRecord: given by the caller (Options.Known): the digest a model
+	// directory's record keeps of a shard's original bytes, which packing
+	// released (engine/packed).
+	FromRecord Source = "record"
 )
 
 // Options says where digests are remembered.
@@ -44,6 +48,10 @@ type Options struct {
 	// Logger hears about files being read and a damaged store (nil:
 	// slog.Default()).
 	Logger *slog.Logger
+	// Known gives the digest of files by absolute path, taken before
+	// anything else: the original bytes of shards whose routed experts
+	// now live in packs, so that a packed model has its original digest.
+	Known map[string]Hash
 }
 
 // File is one file's digest.
@@ -79,6 +87,10 @@ func Files(ctx context.Context, paths []string, o Options) ([]File, error) {
 			return nil, fmt.Errorf("fingerprint: %w", err)
 		}
 		out[i].Path = abs
+		if h, ok := o.Known[abs]; ok {
+			out[i].SHA256, out[i].From = h, FromRecord
+			continue
+		}
 		if h, ok := hubDigest(abs); ok {
 			out[i].SHA256, out[i].From = h, FromHub
 			continue

@@ -134,6 +134,9 @@ func (r *Record) Write(dir string) error {
 
 // File finds a file by name.
 func (r *Record) File(name string) (*File, bool) {
+	if r == nil {
+		return nil, false
+	}
 	i := slices.IndexFunc(r.Files, func(f File) bool { return f.Name == name })
 	if i < 0 {
 		return nil, false
