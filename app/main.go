@@ -93,6 +93,7 @@ func newRootCmd() *cobra.Command {
 		newGenBenchCmd(),
 		newInspectCmd(),
 		newPackCmd(),
+		newUnpackCmd(),
 		newPullCmd(),
 		newRunCmd(),
 		newServeCmd(),

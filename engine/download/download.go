@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/spoolhq/spool/engine/download/hfcache"
 	"github.com/spoolhq/spool/engine/download/hub"
 	"github.com/spoolhq/spool/native/power"
 	"github.com/spoolhq/spool/native/sysinfo"
@@ -39,10 +38,27 @@ const (
 // Options configure a Job. Repo, CacheDir and Client are required; every
 // other zero field takes its default.
 type Options struct {
-	Repo     string      // owner/name
-	Revision string      // branch, tag or commit; "" means "main"
-	CacheDir string      // the hub cache (HF_HUB_CACHE)
+	Repo     string // owner/name
+	Revision string // branch, tag or commit; "" means "main"
+	// CacheDir is the directory the files go under: the hub cache
+	// (HF_HUB_CACHE) unless Layout says otherwise. Free space is
+	// measured on its volume.
+	CacheDir string
 	Client   *hub.Client // the hub
+	// Layout places the files; nil means the Hugging Face cache in
+	// CacheDir (HubCache).
+	Layout Layout
+	// Admit, when set, is asked before a blob's first byte is fetched
+	// whether it may start now; a blob it refuses waits until it says
+	// yes, asked again after every Wake. Blobs already started are not
+	// asked. Engine/pull uses it to keep a bounded number of shards on
+	// disk raw while earlier ones are packed.
+	Admit func(f hub.File) bool
+	// Need, when set, says how many bytes the files still to fetch will
+	// take on the volume (fewer than the bytes fetched when they are
+	// packed as they arrive), with a sentence saying why; the preflight
+	// checks that plus the reserve. nil: the bytes to fetch.
+	Need func(p *Plan) (bytes int64, why string)
 
 	Connections int   // parallel range requests (default 8)
 	ChunkSize   int64 // bytes per range request (default 64 MiB)
@@ -154,8 +170,8 @@ var (
 // Job downloads one repository revision. Plan and Run may be called from one
 // goroutine; Pause, Resume, Cancel, State and Progress from any.
 type Job struct {
-	opts  Options
-	cache hfcache.Repo
+	opts   Options
+	layout Layout
 
 	mu        sync.Mutex // guards the fields below
 	state     State
@@ -164,6 +180,7 @@ type Job struct {
 	paused    bool
 	cancelled bool
 	runCancel context.CancelCauseFunc
+	rs        *runState // the running Run's, for Wake
 	wake      chan struct{} // closed and replaced by Resume and Cancel
 	last      Progress      // last progress computed by the reporter
 
@@ -187,11 +204,15 @@ func New(opts Options) (*Job, error) {
 		return nil, errors.New("download: no hub client")
 	}
 	opts.setDefaults()
+	layout := opts.Layout
+	if layout == nil {
+		layout = HubCache(opts.CacheDir, opts.Repo)
+	}
 	return &Job{
-		opts:  opts,
-		cache: hfcache.New(opts.CacheDir, opts.Repo),
-		state: StateIdle,
-		wake:  make(chan struct{}),
+		opts:   opts,
+		layout: layout,
+		state:  StateIdle,
+		wake:   make(chan struct{}),
 	}, nil
 }
 

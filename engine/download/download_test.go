@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/spoolhq/spool/engine/download/hfcache"
 )
 
 func TestDownloadFreshThenReused(t *testing.T) {
@@ -86,7 +88,7 @@ func TestRunByCommitWritesNoRef(t *testing.T) {
 	if err != nil || !plan.Complete() {
 		t.Fatalf("plan after download by commit: %v, complete=%v", err, plan != nil && plan.Complete())
 	}
-	if _, err := j.cache.ResolveRevision("main"); err == nil {
+	if _, err := hfcache.New(o.CacheDir, o.Repo).ResolveRevision("main"); err == nil {
 		t.Errorf("refs/main written for a download by commit")
 	}
 }

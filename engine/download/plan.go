@@ -73,9 +73,14 @@ type plannedBlob struct {
 // volume that holds the cache.
 type Preflight struct {
 	Volume    string `json:"volume"`    // the existing directory whose volume was measured
-	ToFetch   int64  `json:"to_fetch"`  // bytes to download
-	Reserve   int64  `json:"reserve"`   // bytes kept free beyond the download
-	Required  int64  `json:"required"`  // ToFetch + Reserve
+	ToFetch int64 `json:"to_fetch"` // bytes to download
+	// Stored is what the bytes to download will take on the volume: the
+	// same bytes, unless they are packed as they arrive (Options.Need),
+	// which StoredWhy then explains.
+	Stored    int64  `json:"stored"`
+	StoredWhy string `json:"stored_why,omitempty"`
+	Reserve   int64  `json:"reserve"`  // bytes kept free beyond the download
+	Required  int64  `json:"required"` // Stored + Reserve
 	Available int64  `json:"available"` // writable now (statfs)
 	// Important is the space for a user-requested download, counting
 	// purgeable space that macOS frees on demand; equals Available elsewhere.
@@ -105,7 +110,7 @@ func (j *Job) Plan(ctx context.Context) (*Plan, error) {
 	}
 	plan := &Plan{
 		Repo: j.opts.Repo, Revision: j.opts.Revision, Commit: m.Commit,
-		CacheDir: j.opts.CacheDir, SnapshotDir: j.cache.SnapshotDir(m.Commit),
+		CacheDir: j.opts.CacheDir, SnapshotDir: j.layout.Dir(m.Commit),
 	}
 	byEtag := map[string]*plannedBlob{}
 	for _, f := range m.Files {
@@ -141,7 +146,7 @@ func (j *Job) Plan(ctx context.Context) (*Plan, error) {
 		}
 	}
 	plan.ToFetch = plan.BlobBytes - plan.Present
-	plan.Preflight = j.preflight(plan.ToFetch)
+	plan.Preflight = j.preflight(plan)
 	return plan, nil
 }
 
@@ -178,11 +183,11 @@ func (j *Job) loadManifest(ctx context.Context) (*hub.Manifest, error) {
 func (j *Job) inspect(f hub.File) (*plannedBlob, error) {
 	etag := f.Etag()
 	b := &plannedBlob{file: f, paths: []string{f.Path}}
-	if j.cache.HasBlob(etag, f.Size) {
+	if j.layout.Complete(f) {
 		b.complete = true
 		return b, nil
 	}
-	partial := j.cache.IncompletePath(etag)
+	partial := j.layout.PartialPath(etag)
 	fi, err := os.Stat(partial)
 	if errors.Is(err, fs.ErrNotExist) {
 		return b, nil
@@ -227,9 +232,13 @@ func (j *Job) reserveFor(toFetch int64) int64 {
 	return max(MinReserve, toFetch/100)
 }
 
-func (j *Job) preflight(toFetch int64) Preflight {
-	pf := Preflight{ToFetch: toFetch, Reserve: j.reserveFor(toFetch)}
-	pf.Required = pf.ToFetch + pf.Reserve
+func (j *Job) preflight(plan *Plan) Preflight {
+	toFetch := plan.ToFetch
+	pf := Preflight{ToFetch: toFetch, Stored: toFetch, Reserve: j.reserveFor(toFetch)}
+	if j.opts.Need != nil && toFetch > 0 {
+		pf.Stored, pf.StoredWhy = j.opts.Need(plan)
+	}
+	pf.Required = pf.Stored + pf.Reserve
 	ds, err := j.opts.DiskFree(j.opts.CacheDir)
 	if err != nil {
 		pf.OK = true
@@ -241,6 +250,10 @@ func (j *Job) preflight(toFetch int64) Preflight {
 	pf.Available = clampInt64(ds.Available)
 	pf.Important = max(clampInt64(ds.Important), pf.Available)
 	need := fmt.Sprintf("%s (%s to download + %s reserve)", FormatBytes(pf.Required), FormatBytes(pf.ToFetch), FormatBytes(pf.Reserve))
+	if pf.Stored != pf.ToFetch {
+		need = fmt.Sprintf("%s (%s to download, stored in %s: %s; + %s reserve)", FormatBytes(pf.Required),
+			FormatBytes(pf.ToFetch), FormatBytes(pf.Stored), pf.StoredWhy, FormatBytes(pf.Reserve))
+	}
 	switch {
 	case pf.Required <= pf.Available:
 		pf.OK = true

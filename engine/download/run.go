@@ -28,6 +28,8 @@ type runState struct {
 	mu      sync.Mutex    // guards the scheduling fields of tasks and changed
 	tasks   []*blobTask   // in manifest order
 	changed chan struct{} // closed and replaced when work is requeued or finished
+	// admit is Options.Admit (nil: every blob may start).
+	admit func(hub.File) bool
 }
 
 // blobTask is one blob being fetched.
@@ -45,6 +47,7 @@ type blobTask struct {
 	done     Ranges // ranges written completely (checkpointed or about to be)
 	recorded Ranges // ranges of the last resume record written
 	active   bool   // a piece was handed out and the blob is not finished
+	admitted bool   // Options.Admit let it start (or it had bytes on disk)
 	finished bool
 	hashing  bool  // a worker is hashing or finalizing
 	rehash   bool  // more prefix arrived while hashing
@@ -119,6 +122,14 @@ func (j *Job) run(ctx context.Context) error {
 		return err
 	}
 	j.mu.Lock()
+	j.rs = rs
+	j.mu.Unlock()
+	defer func() {
+		j.mu.Lock()
+		j.rs = nil
+		j.mu.Unlock()
+	}()
+	j.mu.Lock()
 	j.last = rs.snapshot(nil, time.Now())
 	j.mu.Unlock()
 
@@ -184,7 +195,7 @@ func (j *Job) run(ctx context.Context) error {
 // newRunState turns a plan into tasks: pieces for every missing range of
 // every blob that is not complete.
 func (j *Job) newRunState(plan *Plan) *runState {
-	rs := &runState{commit: plan.Commit, total: plan.BlobBytes, changed: make(chan struct{})}
+	rs := &runState{commit: plan.Commit, total: plan.BlobBytes, changed: make(chan struct{}), admit: j.opts.Admit}
 	for _, b := range plan.blobs {
 		rs.filesTotal += len(b.paths)
 		if b.complete {
@@ -192,10 +203,11 @@ func (j *Job) newRunState(plan *Plan) *runState {
 			rs.filesPresent += len(b.paths)
 			continue
 		}
-		partial := j.cache.IncompletePath(b.file.Etag())
+		partial := j.layout.PartialPath(b.file.Etag())
 		t := &blobTask{
 			file: b.file, paths: b.paths, partialPath: partial, recordPath: recordPath(partial),
 			inflight: map[*piece]bool{}, done: b.done, recorded: b.done, hasher: newBlobHasher(b.file),
+			admitted: b.done.Len() > 0, // started before: its bytes are on disk
 		}
 		t.pending = splitPieces(b.done.Missing(b.file.Size), b.file.Size, j.opts.ChunkSize)
 		t.progress.Store(b.done.Len())
@@ -222,19 +234,17 @@ func splitPieces(missing Ranges, size, chunk int64) []*piece {
 // prepare links the files whose blobs are complete and removes leftovers of
 // their downloads.
 func (j *Job) prepare(plan *Plan) error {
-	if err := os.MkdirAll(filepath.Dir(j.cache.BlobPath("x")), 0o755); err != nil {
-		return fmt.Errorf("download: create the cache's blobs directory: %w", err)
+	if err := os.MkdirAll(filepath.Dir(j.layout.PartialPath("x")), 0o755); err != nil {
+		return fmt.Errorf("download: create the directory for partial files: %w", err)
 	}
 	for _, b := range plan.blobs {
 		if !b.complete {
 			continue
 		}
-		for _, p := range b.paths {
-			if err := j.cache.Link(plan.Commit, p, b.file.Etag()); err != nil {
-				return fmt.Errorf("download: %w", err)
-			}
+		if err := j.layout.Place(plan.Commit, b.file, b.paths, ""); err != nil {
+			return fmt.Errorf("download: %w", err)
 		}
-		partial := j.cache.IncompletePath(b.file.Etag())
+		partial := j.layout.PartialPath(b.file.Etag())
 		if err := hfcache.RemoveIfExists(recordPath(partial)); err != nil {
 			return fmt.Errorf("download: remove stale resume record: %w", err)
 		}
@@ -245,12 +255,10 @@ func (j *Job) prepare(plan *Plan) error {
 	return nil
 }
 
-// finish writes refs/<revision> once every file is in place.
+// finish records the revision (refs/<revision>) once every file is in
+// place.
 func (j *Job) finish(plan *Plan) error {
-	if hub.IsCommit(plan.Revision) {
-		return nil
-	}
-	if err := j.cache.WriteRef(plan.Revision, plan.Commit); err != nil {
+	if err := j.layout.Finish(plan.Revision, plan.Commit); err != nil {
 		return fmt.Errorf("download: %w", err)
 	}
 	return nil
@@ -356,6 +364,10 @@ func (rs *runState) next(ctx context.Context) (*blobTask, *piece, error) {
 				continue
 			}
 			if len(t.pending) > 0 {
+				if !t.admitted && rs.admit != nil && !rs.admit(t.file) {
+					continue
+				}
+				t.admitted = true
 				p := t.pending[0]
 				t.pending = t.pending[1:]
 				t.inflight[p] = true
@@ -377,6 +389,20 @@ func (rs *runState) next(ctx context.Context) (*blobTask, *piece, error) {
 	}
 }
 
+// Wake asks Options.Admit again about the blobs it refused: call it when
+// its answer may have changed.
+func (j *Job) Wake() {
+	j.mu.Lock()
+	rs := j.rs
+	j.mu.Unlock()
+	if rs == nil {
+		return
+	}
+	rs.mu.Lock()
+	rs.broadcast()
+	rs.mu.Unlock()
+}
+
 // broadcast wakes workers waiting in next. Call with rs.mu held.
 func (rs *runState) broadcast() {
 	close(rs.changed)
@@ -392,7 +418,7 @@ func (j *Job) activate(rs *runState, t *blobTask) error {
 		return nil
 	}
 	if t.unlock == nil {
-		unlock, err := lockBlob(j.cache.LockPath(t.file.Etag()))
+		unlock, err := lockBlob(j.layout.LockPath(t.file.Etag()))
 		if err != nil {
 			return fmt.Errorf("download: %s: %w", t.paths[0], err)
 		}

@@ -8,13 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/spoolhq/spool/engine/download/hfcache"
 	"github.com/spoolhq/spool/engine/download/hub"
-	"github.com/spoolhq/spool/internal/atomicfile"
 	"github.com/spoolhq/spool/native/diskio"
 )
 
@@ -167,20 +164,11 @@ func (j *Job) publishLocked(commit string, t *blobTask) error {
 		return j.diskErr(t, err)
 	}
 	t.f = nil
-	blob := j.cache.BlobPath(t.file.Etag())
-	if err := os.Rename(t.partialPath, blob); err != nil {
-		return fmt.Errorf("download: publish %s: %w", t.paths[0], err)
-	}
-	if err := atomicfile.SyncDir(filepath.Dir(blob)); err != nil {
-		return fmt.Errorf("download: publish %s: %w", t.paths[0], err)
+	if err := j.layout.Place(commit, t.file, t.paths, t.partialPath); err != nil {
+		return fmt.Errorf("download: %w", err)
 	}
 	if err := hfcache.RemoveIfExists(t.recordPath); err != nil {
 		return fmt.Errorf("download: remove resume record of %s: %w", t.paths[0], err)
-	}
-	for _, p := range t.paths {
-		if err := j.cache.Link(commit, p, t.file.Etag()); err != nil {
-			return fmt.Errorf("download: %w", err)
-		}
 	}
 	if t.unlock != nil {
 		err := t.unlock()

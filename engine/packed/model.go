@@ -10,6 +10,7 @@ import (
 
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/container"
+	"github.com/spoolhq/spool/engine/expertpack"
 	"github.com/spoolhq/spool/engine/fingerprint"
 )
 
@@ -194,4 +195,58 @@ func DiskUsage(dir string) (int64, error) {
 		return 0, fmt.Errorf("packed: %w", err)
 	}
 	return total, nil
+}
+
+// VerifyResult is one pack's check.
+type VerifyResult struct {
+	Shard, Pack string
+	Released    bool // checked against its checksums only: the raw bytes are gone
+	Experts     int  // records that passed
+	Err         error
+}
+
+// Verify checks every pack of the model in dir as the disk holds it: each
+// record decodes to bytes with its checksum and, where the raw bytes are
+// still in the shards, to exactly those bytes.
+func Verify(ctx context.Context, dir string, onPack func(VerifyResult)) ([]VerifyResult, error) {
+	cfg, err := config.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	c, err := container.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	rec, err := ReadRecord(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []VerifyResult
+	for _, sh := range c.Shards() {
+		path := expertpack.PackPath(filepath.Join(dir, sh.Name))
+		released := rec.Released(sh.Name)
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) && !released {
+			continue
+		}
+		r := VerifyResult{Shard: sh.Name, Pack: path, Released: released}
+		x, err := expertpack.ReadIndex(path)
+		if err == nil {
+			if err = x.Check(dir); err != nil {
+				err = fmt.Errorf("%s: %w", path, err)
+			}
+		}
+		if err == nil {
+			r.Experts, err = expertpack.VerifyPack(ctx, c, cfg, path, x, !released)
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return out, cerr
+		}
+		r.Err = err
+		out = append(out, r)
+		if onPack != nil {
+			onPack(r)
+		}
+	}
+	return out, nil
 }

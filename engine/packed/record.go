@@ -183,3 +183,11 @@ func (r *Record) Ready(dir string) error {
 
 // ErrNotReady is wrapped by Ready's errors.
 var ErrNotReady = errors.New("the model is not ready")
+
+// AllFiles lists the record's files (none for a nil record).
+func (r *Record) AllFiles() []File {
+	if r == nil {
+		return nil
+	}
+	return r.Files
+}
