@@ -180,7 +180,7 @@ type Job struct {
 	paused    bool
 	cancelled bool
 	runCancel context.CancelCauseFunc
-	rs        *runState // the running Run's, for Wake
+	rs        *runState     // the running Run's, for Wake
 	wake      chan struct{} // closed and replaced by Resume and Cancel
 	last      Progress      // last progress computed by the reporter
 

@@ -72,15 +72,15 @@ type plannedBlob struct {
 // Preflight compares the bytes a download needs with the free space of the
 // volume that holds the cache.
 type Preflight struct {
-	Volume    string `json:"volume"`    // the existing directory whose volume was measured
-	ToFetch int64 `json:"to_fetch"` // bytes to download
+	Volume  string `json:"volume"`   // the existing directory whose volume was measured
+	ToFetch int64  `json:"to_fetch"` // bytes to download
 	// Stored is what the bytes to download will take on the volume: the
 	// same bytes, unless they are packed as they arrive (Options.Need),
 	// which StoredWhy then explains.
 	Stored    int64  `json:"stored"`
 	StoredWhy string `json:"stored_why,omitempty"`
-	Reserve   int64  `json:"reserve"`  // bytes kept free beyond the download
-	Required  int64  `json:"required"` // Stored + Reserve
+	Reserve   int64  `json:"reserve"`   // bytes kept free beyond the download
+	Required  int64  `json:"required"`  // Stored + Reserve
 	Available int64  `json:"available"` // writable now (statfs)
 	// Important is the space for a user-requested download, counting
 	// purgeable space that macOS frees on demand; equals Available elsewhere.
