@@ -191,3 +191,22 @@ func checkEntry(name string, e *rawEntry, dataSize int64) (headerTensor, error) 
 	}
 	return t, nil
 }
+
+// HeaderTensors parses the safetensors header at the start of a file of
+// fileSize bytes (prefix holds at least the length and the header) and
+// lists its tensors, File empty and Offset absolute, as Open would: for
+// planning from a shard's header before its payload is there.
+func HeaderTensors(prefix []byte, fileSize int64) ([]TensorInfo, error) {
+	h, dataStart, err := readHeader(bytes.NewReader(prefix), max(fileSize, int64(len(prefix))))
+	if err != nil {
+		return nil, fmt.Errorf("container: %w", err)
+	}
+	if int64(len(prefix)) < dataStart {
+		return nil, fmt.Errorf("container: %d bytes hold part of a %d byte header", len(prefix), dataStart)
+	}
+	out := make([]TensorInfo, len(h.Tensors))
+	for i, t := range h.Tensors {
+		out[i] = TensorInfo{Name: t.Name, DType: t.DType, Shape: t.Shape, Offset: dataStart + t.Begin, Size: t.End - t.Begin}
+	}
+	return out, nil
+}
