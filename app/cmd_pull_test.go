@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/spoolhq/spool/engine/download"
 	"github.com/spoolhq/spool/engine/download/fakehub"
 	"github.com/spoolhq/spool/engine/download/hfcache"
+	"github.com/spoolhq/spool/engine/pull"
 	"github.com/spoolhq/spool/native/sysinfo"
 )
 
@@ -37,6 +39,7 @@ func hubEnv(t *testing.T, repo fakehub.Repo) (home string) {
 	t.Setenv("HF_HUB_CACHE", filepath.Join(home, "hub"))
 	t.Setenv("HF_TOKEN", "")
 	t.Setenv("HF_HUB_OFFLINE", "")
+	t.Setenv(pull.StoreEnv, filepath.Join(home, "store"))
 	return home
 }
 
@@ -95,28 +98,44 @@ func TestPullDryRunJSON(t *testing.T) {
 	}
 }
 
+// TestPullDownloadsThenReuses: a repository that is not a model Spool
+// packs (its shards' headers do not parse) is stored as it is, in the
+// store, or, with --keep-original, in the Hugging Face cache; a second
+// plan finds everything there.
 func TestPullDownloadsThenReuses(t *testing.T) {
-	repo, cache := pullEnv(t)
 	if ds, err := sysinfo.DiskFree(os.TempDir()); err != nil || ds.Available < download.MinReserve+(1<<30) {
 		t.Skipf("needs %d bytes free in %s for the preflight reserve", download.MinReserve, os.TempDir())
 	}
-	out, err := runPullCmd(t, "pull", repo.ID)
-	if err != nil {
-		t.Fatalf("pull: %v\n%s", err, out)
-	}
-	if !strings.Contains(out, "Done: 7 files") || !strings.Contains(out, "verified model-00001-of-00002.safetensors") {
-		t.Errorf("output:\n%s", out)
-	}
-	c := hfcache.New(cache, repo.ID)
-	for _, f := range repo.Files {
-		b, err := os.ReadFile(c.SnapshotPath(repo.Commit, f.Path))
-		if err != nil || !bytes.Equal(b, f.Data) {
-			t.Errorf("%s: %v", f.Path, err)
-		}
-	}
-	out, err = runPullCmd(t, "pull", repo.ID, "--dry-run")
-	if err != nil || !strings.Contains(out, "To fetch    0 bytes") || strings.Contains(out, "missing") {
-		t.Errorf("second dry run: %v\n%s", err, out)
+	for _, keep := range []bool{false, true} {
+		t.Run(fmt.Sprintf("keep original %v", keep), func(t *testing.T) {
+			repo, cache := pullEnv(t)
+			args := []string{"pull", repo.ID}
+			if keep {
+				args = append(args, "--keep-original")
+			}
+			out, err := runPullCmd(t, args...)
+			if err != nil {
+				t.Fatalf("pull: %v\n%s", err, out)
+			}
+			if !strings.Contains(out, "Done: 7 files") || !strings.Contains(out, "verified model-00001-of-00002.safetensors") ||
+				!strings.Contains(out, "not packed") {
+				t.Errorf("output:\n%s", out)
+			}
+			dir := pull.ModelDir(os.Getenv(pull.StoreEnv), repo.ID, repo.Commit)
+			c := hfcache.New(cache, repo.ID)
+			for _, f := range repo.Files {
+				for _, path := range []string{filepath.Join(dir, f.Path), c.SnapshotPath(repo.Commit, f.Path)} {
+					b, err := os.ReadFile(path)
+					if (err != nil || !bytes.Equal(b, f.Data)) && (keep || strings.HasPrefix(path, dir)) {
+						t.Errorf("%s: %v", path, err)
+					}
+				}
+			}
+			out, err = runPullCmd(t, append(args, "--dry-run")...)
+			if err != nil || !strings.Contains(out, "To fetch    0 bytes") || strings.Contains(out, "missing") {
+				t.Errorf("second dry run: %v\n%s", err, out)
+			}
+		})
 	}
 }
 

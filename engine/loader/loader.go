@@ -39,6 +39,7 @@ type Dir struct {
 
 	arena     []byte // the resident weights, when the experts stream
 	arenaUsed int
+	unlock    func() error // the directory's shared lock (packed.Use)
 	weights   *fingerprint.Hash // Fingerprint's result, once computed
 }
 
@@ -63,13 +64,21 @@ func OpenHeaders(dir string) (*Dir, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Held while the model is open: no pack, unpack or pull changes its
+	// files meanwhile.
+	unlock, err := packed.Use(dir)
+	if err != nil {
+		return nil, err
+	}
 	c, err := container.Open(dir)
 	if err != nil {
+		unlock()
 		return nil, err
 	}
 	sum, err := container.Validate(c, cfg)
 	if err != nil {
 		c.Close()
+		unlock()
 		return nil, err
 	}
 	rec, err := packed.ReadRecord(dir)
@@ -78,9 +87,10 @@ func OpenHeaders(dir string) (*Dir, error) {
 	}
 	if err != nil {
 		c.Close()
+		unlock()
 		return nil, err
 	}
-	return &Dir{Path: dir, Config: cfg, Container: c, Summary: sum, Record: rec}, nil
+	return &Dir{Path: dir, Config: cfg, Container: c, Summary: sum, Record: rec, unlock: unlock}, nil
 }
 
 // Load sets up the routed-expert source and reads the resident weights
@@ -144,6 +154,10 @@ func (d *Dir) Close() error {
 	if d.arena != nil {
 		err = errors.Join(err, offheap.Free(d.arena))
 		d.arena = nil
+	}
+	if d.unlock != nil {
+		err = errors.Join(err, d.unlock())
+		d.unlock = nil
 	}
 	return err
 }

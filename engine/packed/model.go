@@ -22,7 +22,8 @@ type Summary struct {
 	DiskBefore, DiskAfter int64
 }
 
-// Convert converts the model in dir in place, shard by shard: each
+// Convert converts the model in dir in place, shard by shard (holding the
+// directory's Lock, so that no engine has it open): each
 // shard's pack written and verified, then, with opts.Release, its raw
 // expert bytes released. It resumes an interrupted conversion where it
 // stopped; a shard already converted is left alone. The first run writes
@@ -33,6 +34,11 @@ type Summary struct {
 // (the Hugging Face cache's blobs) must keep its bytes.
 func Convert(ctx context.Context, dir string, opts Options, fp fingerprint.Options, onShard func(ShardResult)) (Summary, error) {
 	var sum Summary
+	unlock, err := Lock(dir)
+	if err != nil {
+		return sum, err
+	}
+	defer unlock()
 	cfg, err := config.Load(dir)
 	if err != nil {
 		return sum, err
@@ -209,6 +215,11 @@ type VerifyResult struct {
 // record decodes to bytes with its checksum and, where the raw bytes are
 // still in the shards, to exactly those bytes.
 func Verify(ctx context.Context, dir string, onPack func(VerifyResult)) ([]VerifyResult, error) {
+	unlock, err := Use(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	cfg, err := config.Load(dir)
 	if err != nil {
 		return nil, err

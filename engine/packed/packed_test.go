@@ -126,3 +126,26 @@ func TestConvertRefusesLinks(t *testing.T) {
 		t.Fatalf("got %v, want a refusal naming the link", err)
 	}
 }
+
+// TestConvertWaitsForEngines: a model open in an engine (packed.Use, which
+// the loader takes) is not converted under it, and an engine does not open
+// one being converted.
+func TestConvertWaitsForEngines(t *testing.T) {
+	dir := fixtures.CopyModel(t, fixtures.Path(t, "glm52-tiny"))
+	unlock, err := packed.Use(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := packed.Convert(context.Background(), dir, packed.Options{Release: true, Force: true}, fingerprint.Options{}, nil); !errors.Is(err, packed.ErrInUse) {
+		t.Fatalf("converting a model in use: %v", err)
+	}
+	unlock()
+	ul, err := packed.Lock(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ul()
+	if _, err := packed.Use(dir); !errors.Is(err, packed.ErrInUse) {
+		t.Fatalf("opening a model being converted: %v", err)
+	}
+}

@@ -44,6 +44,11 @@ var ErrMismatch = errors.New("restored shard does not match its SHA-256")
 // kill.
 func Unpack(ctx context.Context, dir string, opts UnpackOptions, onShard func(ShardResult)) (Summary, error) {
 	var sum Summary
+	unlock, err := Lock(dir)
+	if err != nil {
+		return sum, err
+	}
+	defer unlock()
 	rec, err := ReadRecord(dir)
 	if err != nil {
 		return sum, err

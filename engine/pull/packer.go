@@ -34,23 +34,37 @@ func (p *Puller) Run(ctx context.Context) error {
 	if err := os.MkdirAll(workDir(dir), 0o755); err != nil {
 		return fmt.Errorf("pull: %w", err)
 	}
+	unlock, err := packed.Lock(dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	rec, err := p.record(plan)
 	if err != nil {
 		return err
 	}
-	var absent []string
-	for _, f := range rec.Files {
-		if f.Shard && f.Stage == packed.Absent {
-			absent = append(absent, f.Name)
+	// Packing needs every shard's header; without them (not a
+	// safetensors model) the files are stored as they come.
+	disabled := plan.Estimate.From != "headers"
+	if !disabled {
+		var absent []string
+		for _, f := range rec.Files {
+			if f.Shard && f.Stage == packed.Absent {
+				absent = append(absent, f.Name)
+			}
 		}
+		if err := p.writePlaceholders(ctx, plan, absent); err != nil {
+			return fmt.Errorf("pull: %w", err)
+		}
+	} else {
+		p.warn("the shards' headers could not be read: the files are stored as they are, not packed")
 	}
-	if err := p.writePlaceholders(ctx, plan, absent); err != nil {
-		return fmt.Errorf("pull: %w", err)
-	}
-	k := &packer{p: p, dir: dir, rec: rec, placed: make(chan []string, len(plan.Files)+1), done: map[string]bool{}, release: !p.opts.KeepOriginal}
+	k := &packer{p: p, dir: dir, rec: rec, placed: make(chan []string, len(plan.Files)+1), done: map[string]bool{},
+		release: !p.opts.KeepOriginal, disabled: disabled}
 	p.mu.Lock()
 	p.packer = k
 	p.inflight, p.admitted, p.order = map[string]bool{}, map[string]bool{}, nil
+	p.unbounded = disabled
 	for _, f := range rec.Files {
 		if !f.Shard {
 			continue
@@ -195,6 +209,9 @@ type packer struct {
 	rec     *packed.Record
 	placed  chan []string // files in place, from the download's workers
 	release bool
+	// disabled: nothing is packed (the shards are not a model's); shards
+	// are done once in place.
+	disabled bool
 
 	c    *container.Container
 	cfg  *config.Config
@@ -299,7 +316,7 @@ func (k *packer) snapshot() string {
 // open opens the model (shards not in place read from their
 // placeholders) once its config is in place.
 func (k *packer) open() error {
-	if k.c != nil {
+	if k.c != nil || k.disabled {
 		return nil
 	}
 	if f, ok := k.rec.File("config.json"); !ok || f.Stage == packed.Absent {
@@ -353,6 +370,15 @@ func (k *packer) open() error {
 
 // step packs the first shard that is ready; it reports whether it did.
 func (k *packer) step(ctx context.Context) (bool, error) {
+	if k.disabled {
+		for _, f := range k.rec.Files {
+			if f.Shard && !k.done[f.Name] && f.Stage != packed.Absent {
+				k.done[f.Name] = true
+				return true, nil
+			}
+		}
+		return false, nil
+	}
 	if k.cv == nil {
 		return false, nil
 	}

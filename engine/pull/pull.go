@@ -99,6 +99,8 @@ type Puller struct {
 	order    []string // shards in the manifest's order
 	win      int
 	packer   *packer
+	// unbounded: nothing is packed, so nothing holds a shard back.
+	unbounded bool
 
 	emitMu sync.Mutex // one OnEvent call at a time
 }
@@ -319,7 +321,7 @@ func (p *Puller) admit(f hub.File) bool {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.admitted[f.Path] {
+	if p.admitted[f.Path] || p.unbounded {
 		return true
 	}
 	for _, s := range p.order {

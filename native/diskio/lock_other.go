@@ -15,3 +15,8 @@ var ErrLocked = errors.New("locked by another process")
 func LockFile(path string) (unlock func() error, err error) {
 	return nil, fmt.Errorf("diskio: lock %s: %w", path, errors.ErrUnsupported)
 }
+
+// LockFileShared is unsupported on this system, like LockFile.
+func LockFileShared(path string) (unlock func() error, err error) {
+	return nil, fmt.Errorf("diskio: lock %s: %w", path, errors.ErrUnsupported)
+}

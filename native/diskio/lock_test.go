@@ -26,3 +26,33 @@ func TestLockFile(t *testing.T) {
 		t.Fatalf("unlock: %v", err)
 	}
 }
+
+// TestLockFileShared: shared locks coexist and keep the exclusive one out
+// until the last is released.
+func TestLockFileShared(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "model.lock")
+	u1, err := LockFileShared(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u2, err := LockFileShared(path)
+	if err != nil {
+		t.Fatalf("a second shared lock: %v", err)
+	}
+	if _, err := LockFile(path); !errors.Is(err, ErrLocked) {
+		t.Fatalf("exclusive lock while shared ones are held: %v", err)
+	}
+	u1()
+	if _, err := LockFile(path); !errors.Is(err, ErrLocked) {
+		t.Fatalf("exclusive lock while one shared lock is held: %v", err)
+	}
+	u2()
+	ux, err := LockFile(path)
+	if err != nil {
+		t.Fatalf("exclusive lock after the shared ones: %v", err)
+	}
+	if _, err := LockFileShared(path); !errors.Is(err, ErrLocked) {
+		t.Fatalf("shared lock while the exclusive one is held: %v", err)
+	}
+	ux()
+}

@@ -21,6 +21,16 @@ var ErrLocked = errors.New("locked by another process")
 // unlock releases it earlier. If another process holds it, the error wraps
 // ErrLocked.
 func LockFile(path string) (unlock func() error, err error) {
+	return lockFile(path, unix.LOCK_EX)
+}
+
+// LockFileShared is LockFile with a shared lock: any number of processes
+// hold it together, and none while one holds the exclusive one.
+func LockFileShared(path string) (unlock func() error, err error) {
+	return lockFile(path, unix.LOCK_SH)
+}
+
+func lockFile(path string, how int) (unlock func() error, err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("diskio: lock %s: %w", path, err)
 	}
@@ -29,7 +39,7 @@ func LockFile(path string) (unlock func() error, err error) {
 		return nil, fmt.Errorf("diskio: lock %s: %w", path, err)
 	}
 	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		err = unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
 		if err != unix.EINTR {
 			break
 		}
