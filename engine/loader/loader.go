@@ -39,7 +39,7 @@ type Dir struct {
 
 	arena     []byte // the resident weights, when the experts stream
 	arenaUsed int
-	unlock    func() error // the directory's shared lock (packed.Use)
+	unlock    func() error      // the directory's shared lock (packed.Use)
 	weights   *fingerprint.Hash // Fingerprint's result, once computed
 }
 
