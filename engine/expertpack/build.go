@@ -15,7 +15,7 @@ import (
 // in-place decoding needs almost no room beyond the region and the scales
 // (see Record.SlabAt).
 const (
-	BlockLen   = 64 << 10
+	BlockLen   = 256 << 10
 	tailLen    = 2 << 10
 	tailGrowth = 1.1
 	// codedGain is the most a coded segment may keep of its raw size;

@@ -36,35 +36,13 @@ type Expert struct {
 
 // ReadExpert reads the raw bytes of a located expert.
 func ReadExpert(c *container.Container, loc container.ExpertLocation) (*Expert, error) {
-	x := &Expert{}
-	type span struct{ start, n int64 }
-	var mats []span
-	var base int64
+	x := &Expert{Segments: SegmentsOf(loc)}
 	for _, e := range loc.Weights {
 		buf := make([]byte, e.Length)
 		if err := c.ReadExtent(e, buf); err != nil {
 			return nil, fmt.Errorf("expertpack: %w", err)
 		}
 		x.Region = append(x.Region, buf...)
-		for _, m := range []container.MatrixInfo{loc.Gate, loc.Up, loc.Down} {
-			w := m.Weight
-			if w.File == e.File && w.Offset >= e.Offset && w.Offset+w.Size <= e.Offset+e.Length {
-				mats = append(mats, span{base + w.Offset - e.Offset, w.Size})
-			}
-		}
-		base += e.Length
-	}
-	sort.Slice(mats, func(i, j int) bool { return mats[i].start < mats[j].start })
-	var at int64
-	for _, m := range mats {
-		if m.start > at {
-			x.Segments = append(x.Segments, m.start-at)
-		}
-		x.Segments = append(x.Segments, m.n)
-		at = m.start + m.n
-	}
-	if at < int64(len(x.Region)) {
-		x.Segments = append(x.Segments, int64(len(x.Region))-at)
 	}
 	for _, e := range loc.Scales {
 		buf := make([]byte, e.Length)
@@ -74,6 +52,68 @@ func ReadExpert(c *container.Container, loc container.ExpertLocation) (*Expert, 
 		x.Scales = append(x.Scales, buf...)
 	}
 	return x, nil
+}
+
+// SegmentsOf cuts the region of the expert at loc (its weight extents
+// concatenated) into the pieces a record codes with tables of their own:
+// each matrix's weights, and whatever lies between them.
+func SegmentsOf(loc container.ExpertLocation) []int64 {
+	type span struct{ start, n int64 }
+	var mats []span
+	var base int64
+	for _, e := range loc.Weights {
+		for _, m := range []container.MatrixInfo{loc.Gate, loc.Up, loc.Down} {
+			w := m.Weight
+			if w.File == e.File && w.Offset >= e.Offset && w.Offset+w.Size <= e.Offset+e.Length {
+				mats = append(mats, span{base + w.Offset - e.Offset, w.Size})
+			}
+		}
+		base += e.Length
+	}
+	sort.Slice(mats, func(i, j int) bool { return mats[i].start < mats[j].start })
+	var segs []int64
+	var at int64
+	for _, m := range mats {
+		if m.start > at {
+			segs = append(segs, m.start-at)
+		}
+		segs = append(segs, m.n)
+		at = m.start + m.n
+	}
+	if at < base {
+		segs = append(segs, base-at)
+	}
+	return segs
+}
+
+// RebuildRecord codes an expert's raw bytes again into the record entry e
+// stands for: packing is deterministic, so the same bytes give the same
+// record, which can be written over a damaged one in place. It fails
+// (wrapping ErrCorrupt) when the bytes do not have e's checksum, or code
+// to a record that does not fit e's place.
+func RebuildRecord(x *Expert, e Entry) ([]byte, error) {
+	if crc := crc32.Update(crc32.Checksum(x.Region, castagnoli), castagnoli, x.Scales); crc != e.CRC {
+		return nil, corrupt("the expert's raw bytes have CRC-32C %08x, its pack entry %08x", crc, e.CRC)
+	}
+	for _, force := range []bool{false, true} {
+		rec, err := BuildRecord(x.Region, x.Segments, x.Scales, force)
+		if err != nil {
+			return nil, err
+		}
+		if int64(len(rec)) != e.Length {
+			continue
+		}
+		r, err := ParseRecord(rec, e.Length)
+		if err != nil || r.SlabAt(RecordAlign) > e.SlabAt {
+			continue
+		}
+		region, scales := make([]byte, len(x.Region)), make([]byte, len(x.Scales))
+		if err := Decode(region, scales, rec); err != nil || !bytes.Equal(region, x.Region) || !bytes.Equal(scales, x.Scales) {
+			return nil, fmt.Errorf("expertpack: a rebuilt record does not decode back: %v", err)
+		}
+		return rec, nil
+	}
+	return nil, corrupt("the expert's bytes code to a record of another length than its entry's %d", e.Length)
 }
 
 // RawSlabNeed is the slab length the streamed tier gives an expert read
@@ -480,4 +520,10 @@ func PackModel(ctx context.Context, c *container.Container, cfg *config.Config, 
 		}
 	}
 	return out, nil
+}
+
+// Checksum is the CRC-32C of an expert's raw weights then scales: what a
+// pack entry records and every decode is checked against.
+func Checksum(region, scales []byte) uint32 {
+	return crc32.Update(crc32.Checksum(region, castagnoli), castagnoli, scales)
 }

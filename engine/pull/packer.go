@@ -63,13 +63,12 @@ func (p *Puller) Run(ctx context.Context) error {
 		release: !p.opts.KeepOriginal, disabled: disabled}
 	p.mu.Lock()
 	p.packer = k
-	p.inflight, p.admitted, p.order = map[string]bool{}, map[string]bool{}, nil
+	p.inflight, p.admitted = map[string]bool{}, map[string]bool{}
 	p.unbounded = disabled
 	for _, f := range rec.Files {
 		if !f.Shard {
 			continue
 		}
-		p.order = append(p.order, f.Name)
 		switch f.Stage {
 		case packed.Present, packed.Packed, packed.Releasing:
 			p.admitted[f.Name] = true
@@ -297,6 +296,15 @@ func (k *packer) markPresent(paths []string) error {
 		}
 		f.Stage = packed.Present
 		changed = true
+		if f.Shard && k.release {
+			// Raw on disk until released (one the job resumed without
+			// asking counts from now).
+			k.p.mu.Lock()
+			if !k.p.unbounded {
+				k.p.inflight[path], k.p.admitted[path] = true, true
+			}
+			k.p.mu.Unlock()
+		}
 		if f.Shard && k.c != nil {
 			if err := k.c.ReplaceShard(path, filepath.Join(k.dir, path)); err != nil {
 				return fmt.Errorf("pull: %w", err)

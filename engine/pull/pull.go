@@ -96,7 +96,6 @@ type Puller struct {
 	// admission: shards raw on disk or on their way, not yet released.
 	inflight map[string]bool
 	admitted map[string]bool
-	order    []string // shards in the manifest's order
 	win      int
 	packer   *packer
 	// unbounded: nothing is packed, so nothing holds a shard back.
@@ -313,8 +312,9 @@ func (p *Puller) packedAlready(path string) bool {
 	return ok && f.Stage != packed.Absent && f.Stage != packed.Present
 }
 
-// admit is download.Options.Admit: a shard may start once every shard
-// before it did and fewer than the window are on disk raw.
+// admit is download.Options.Admit: a shard may start while fewer than the
+// window are on disk raw. (A shard that had bytes on disk before the run
+// starts without asking, and counts once in place.)
 func (p *Puller) admit(f hub.File) bool {
 	if !isShard(f.Path) {
 		return true
@@ -324,14 +324,8 @@ func (p *Puller) admit(f hub.File) bool {
 	if p.admitted[f.Path] || p.unbounded {
 		return true
 	}
-	for _, s := range p.order {
-		if s == f.Path {
-			break
-		}
-		if !p.admitted[s] {
-			return false
-		}
-	}
+	// The job asks in the manifest's order: a shard refused here keeps
+	// every later one waiting too.
 	if len(p.inflight) >= p.win {
 		return false
 	}
