@@ -36,6 +36,7 @@ type pullFlags struct {
 	keepOriginal bool
 	connections  int
 	dryRun       bool
+	repair       bool
 	jsonOut      bool
 	// Tuning for tests and drills (hidden).
 	chunkSize, checkpointBytes int64
@@ -71,7 +72,10 @@ Environment: HF_ENDPOINT (hub URL), HF_TOKEN or the token file (gated and
 private repositories), HF_HOME, HF_HUB_CACHE.
 
 --dry-run prints the plan and the free-space check and exits 0, or 2 when
-there is not enough space.`,
+there is not enough space. --repair reads every packed expert of the stored
+model and restores each damaged one from the hub (its raw bytes fetched with
+Range requests, packed again and written over the damaged record); a running
+Spool does the same by itself when a read finds one damaged.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			repo, rev := download.DefaultRepo, download.DefaultRevision
@@ -94,6 +98,7 @@ there is not enough space.`,
 	cmd.Flags().MarkHidden("checkpoint-bytes")
 	cmd.Flags().IntVar(&f.connections, "connections", download.DefaultConnections, "parallel range requests")
 	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "print the plan and the free-space check, download nothing")
+	cmd.Flags().BoolVar(&f.repair, "repair", false, "check every packed expert of the stored model and restore the damaged ones from the hub")
 	cmd.Flags().BoolVar(&f.jsonOut, "json", false, "print the plan as JSON and progress as JSON lines")
 	return cmd
 }
@@ -131,6 +136,9 @@ func runPull(cmd *cobra.Command, repo string, f pullFlags) error {
 	plan, err := p.Plan(ctx)
 	if err != nil {
 		return err
+	}
+	if f.repair {
+		return repairPull(cmd, plan.ModelDir, hub.NewClient(env))
 	}
 	if f.jsonOut {
 		enc := json.NewEncoder(out)
@@ -175,6 +183,32 @@ func runPull(cmd *cobra.Command, repo string, f pullFlags) error {
 		return exitError{code: exitInterrupted}
 	}
 	return err
+}
+
+// repairPull restores the damaged records of the stored model in dir.
+func repairPull(cmd *cobra.Command, dir string, client *hub.Client) error {
+	out := cmd.OutOrStdout()
+	res, err := pull.RepairModel(cmd.Context(), dir, client, func(r pull.RepairResult) {
+		if r.Err != nil {
+			fmt.Fprintf(out, "layer %d expert %d (%s): damaged, not repaired: %v\n", r.Layer, r.Expert, r.File, r.Err)
+			return
+		}
+		fmt.Fprintf(out, "layer %d expert %d (%s): damaged, repaired from the hub\n", r.Layer, r.Expert, r.File)
+	})
+	if err != nil {
+		return err
+	}
+	failed := 0
+	for _, r := range res {
+		if r.Err != nil {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d damaged experts could not be repaired", failed, len(res))
+	}
+	fmt.Fprintf(out, "%s: every packed expert checks out (%d repaired)\n", dir, len(res))
+	return nil
 }
 
 // printPlan writes the plan for people; with files it lists every file.

@@ -4,7 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"log/slog"
+	"net/http"
 	"net/http/httptest"
+	"slices"
 	"os"
 	"path/filepath"
 	"sort"
@@ -13,12 +17,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spoolhq/spool/engine/config"
+	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/download"
 	"github.com/spoolhq/spool/engine/download/fakehub"
+	"github.com/spoolhq/spool/engine/expertpack"
+	"github.com/spoolhq/spool/engine/experts"
+	"github.com/spoolhq/spool/engine/generate"
+	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/download/hub"
 	"github.com/spoolhq/spool/engine/packed"
 	"github.com/spoolhq/spool/engine/pull"
 	"github.com/spoolhq/spool/internal/fixtures"
+	"github.com/spoolhq/spool/internal/testmodel"
 	"github.com/spoolhq/spool/native/sysinfo"
 )
 
@@ -134,4 +145,113 @@ func TestPullPacksAsItDownloads(t *testing.T) {
 			t.Errorf("%s: SHA-256 %s after unpacking, the hub's %s", f.Path, got, f.SHA256())
 		}
 	}
+}
+
+// TestRepairFlippedByte: a byte flipped in a pack record on disk fails the
+// record's checks; the Repairer rebuilds it from the hub's bytes (Range
+// requests of the expert alone), and the model gives the original's
+// tokens, streamed from the repaired pack. Offline, the error names the
+// expert and says a repair comes when online.
+func TestRepairFlippedByte(t *testing.T) {
+	src := fixtures.Path(t, "glm52-mini")
+	repo := repoOf(t, src)
+	h := fakehub.New(repo)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	p, err := pull.New(options(srv.URL, t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	dir := p.ModelDir()
+	want := greedy(t, src)
+	pack := filepath.Join(dir, "out-00001.safetensors"+expertpack.Suffix)
+	x, err := expertpack.ReadIndex(pack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := x.Entries[len(x.Entries)/2]
+	flip(t, pack, e.Offset+e.Length/2)
+	if got, err := tryGreedy(dir); err == nil && slices.Equal(got, want) {
+		t.Fatal("the damaged record went unnoticed")
+	}
+
+	// Offline: the expert is named, and nothing changes.
+	h2 := httptest.NewServer(http.NotFoundHandler())
+	h2.Close()
+	res, err := pull.RepairModel(context.Background(), dir, hub.NewClient(hub.Env{Endpoint: h2.URL}), nil)
+	if err != nil || len(res) != 1 || !errors.Is(res[0].Err, pull.ErrOffline) || res[0].Layer != e.Layer || res[0].Expert != e.Expert {
+		t.Fatalf("offline repair: %+v, %v", res, err)
+	}
+
+	h.Reset()
+	res, err = pull.RepairModel(context.Background(), dir, hub.NewClient(hub.Env{Endpoint: srv.URL}), nil)
+	if err != nil || len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("repair: %+v, %v", res, err)
+	}
+	var served int64
+	for _, s := range h.Served() {
+		served += s.Bytes
+	}
+	c, cfg := testmodel.Open(t, dir)
+	loc, err := c.Expert(e.Layer, e.Expert, cfg)
+	c.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if served != loc.Bytes() {
+		t.Errorf("the repair fetched %d bytes; the expert has %d", served, loc.Bytes())
+	}
+	if got := greedy(t, dir); !slices.Equal(got, want) {
+		t.Fatalf("after the repair: %v, want %v", got, want)
+	}
+}
+
+func flip(t *testing.T, path string, off int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x10
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// greedy is the greedy tokens of a fixed prompt on the model in dir,
+// streamed from its packs.
+func greedy(t *testing.T, dir string) []int {
+	t.Helper()
+	got, err := tryGreedy(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func tryGreedy(dir string) ([]int, error) {
+	d, err := loader.Open(context.Background(), dir, loader.Options{
+		Experts: func(ctx context.Context, c *container.Container, cfg *config.Config, layers []int) (experts.Source, error) {
+			return experts.NewStreamed(ctx, c, cfg, layers, experts.StreamOptions{WorkingSlots: 8, Packs: experts.PacksRead,
+				Logger: slog.New(slog.DiscardHandler)})
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	m := d.Model
+	res, err := generate.Generate(context.Background(), m, m.NewSequence(0), []int{5, 17, 99, 3, 41, 7}, generate.Params{MaxTokens: 8}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return res.Tokens, nil
 }

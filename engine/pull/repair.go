@@ -231,3 +231,69 @@ func offline(err error) bool {
 	return errors.As(err, &ue) && (errors.As(err, &ne) || strings.Contains(err.Error(), "connection refused") ||
 		strings.Contains(err.Error(), "no such host"))
 }
+
+// RepairResult is one expert RepairModel found damaged.
+type RepairResult struct {
+	Layer, Expert int
+	File          string // the pack or shard it was read from
+	Err           error  // nil: repaired
+}
+
+// RepairModel reads every pack record of the model in dir and repairs each
+// that fails its checks from the hub client talks to (see Repairer),
+// reporting each damaged one to onExpert. It returns the damaged experts,
+// and an error for a failure to check at all.
+func RepairModel(ctx context.Context, dir string, client *hub.Client, onExpert func(RepairResult)) ([]RepairResult, error) {
+	unlock, err := packed.Use(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	rec, err := packed.ReadRecord(dir)
+	if err != nil {
+		return nil, err
+	}
+	if rec == nil || rec.Origin == nil {
+		return nil, fmt.Errorf("pull: %w: %s has no record of where it came from", ErrNoOrigin, dir)
+	}
+	cfg, err := config.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	c, err := container.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	r := NewRepairer(dir, c, cfg, rec, client)
+	var out []RepairResult
+	for _, sh := range c.Shards() {
+		path := expertpack.PackPath(filepath.Join(dir, sh.Name))
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) && !rec.Released(sh.Name) {
+			continue
+		}
+		x, err := expertpack.ReadIndex(path)
+		if err != nil {
+			return out, fmt.Errorf("pull: %w; fetch the model again", err)
+		}
+		for _, e := range x.Entries {
+			if err := ctx.Err(); err != nil {
+				return out, err
+			}
+			loc, err := c.Expert(e.Layer, e.Expert, cfg)
+			if err != nil {
+				return out, fmt.Errorf("pull: %w", err)
+			}
+			if checkRecord(path, e, loc) == nil {
+				continue
+			}
+			res := RepairResult{Layer: e.Layer, Expert: e.Expert, File: sh.Name + expertpack.Suffix}
+			res.Err = r.RepairExpert(ctx, e.Layer, e.Expert, res.File)
+			out = append(out, res)
+			if onExpert != nil {
+				onExpert(res)
+			}
+		}
+	}
+	return out, nil
+}
