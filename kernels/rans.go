@@ -1,6 +1,9 @@
 package kernels
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // The decode loop of Spool's interleaved rANS coder (the format is
 // engine/rans's). The alphabet is the 16 nibbles: byte i of a block is
@@ -51,13 +54,13 @@ type RANSLoop struct {
 	decode func(out []byte, src []byte, state *[RANSLanes]uint16, table *RANSTable) (int, int)
 }
 
-// Fast reports whether the loop decodes faster on one core than an SSD
-// reads packed experts, so that decoding hides under the reads: AVX-512
-// (2.5-3.4 GB/s of rebuilt bytes a core, 2-2.5x a 1 GB/s disk's rebuilt
-// rate, measured by spool bench stream) and NEON (the same in-register
-// table lookups, on cores with four vector pipes; not measured on Apple
-// hardware yet). AVX2 (about 1 GB/s), portable C (0.14) and Go (0.04) are
-// not: on those, packed reads measured slower than raw ones.
+// Fast reports whether the loop, on the cores a machine has, decodes
+// packed experts as fast as an SSD reads them, so that packed reads win:
+// the SIMD loops, AVX-512 (2.2-3.4 GB/s of rebuilt bytes a core), AVX2
+// (1-1.4 GB/s a core; the streamed tier spreads a record's blocks over
+// every core) and NEON (the same in-register table lookups; not measured
+// on Apple cores yet, see engine/speed). Portable C (0.14) and Go (0.04)
+// are not: on those, packed reads cost more than they save.
 func (l RANSLoop) Fast() bool {
 	if l.decode == nil {
 		return ransLoops[len(ransLoops)-1].fast
@@ -87,6 +90,26 @@ func RANSLoops() []RANSLoop { return slices.Clone(ransLoops) }
 
 // RANSFeatures names the rANS decode loop this machine runs.
 func RANSFeatures() string { return ransLoops[len(ransLoops)-1].name }
+
+// RANSLoopEnv names the environment variable that makes a process decode
+// as a machine whose best loop is the one it names ("go", "scalar",
+// "avx2", ...: a prefix of the loop's name), read once at start: the test
+// seam that runs an AVX-512 machine as an AVX2 one. A name this CPU has no
+// loop for is ignored.
+const RANSLoopEnv = "SPOOL_RANS_LOOP"
+
+// limitRANSLoops drops the loops after the one name names.
+func limitRANSLoops(loops []RANSLoop, name string) []RANSLoop {
+	if name == "" {
+		return loops
+	}
+	for i, l := range loops {
+		if strings.HasPrefix(l.name, name) {
+			return loops[:i+1]
+		}
+	}
+	return loops
+}
 
 // goRANSLoop is the Go reference.
 var goRANSLoop = RANSLoop{name: "go", decode: goRANSDecode}

@@ -8,6 +8,7 @@ package kernels
 import "C"
 
 import (
+	"os"
 	"runtime"
 	"unsafe"
 
@@ -15,8 +16,9 @@ import (
 )
 
 // ransLoops is RANSLoops: the Go reference, then the loops of rans.c this
-// CPU runs, the fastest last. It is set once and only read.
-var ransLoops = append([]RANSLoop{goRANSLoop}, cRANSLoops()...)
+// CPU runs, the fastest last (or the one SPOOL_RANS_LOOP names). It is set
+// once and only read.
+var ransLoops = limitRANSLoops(append([]RANSLoop{goRANSLoop}, cRANSLoops()...), os.Getenv(RANSLoopEnv))
 
 // cRANSLoops lists the loops of rans.c this CPU runs: portable C, then
 // AVX2 and AVX-512 with VBMI2 and BMI2 where the CPU has them, or NEON on
@@ -42,7 +44,7 @@ func cRANSLoops() []RANSLoop {
 	}
 	var loops []RANSLoop
 	for _, isa := range isas {
-		fast := isa == C.SPOOL_RANS_AVX512 || isa == C.SPOOL_RANS_NEON
+		fast := isa != C.SPOOL_RANS_SCALAR
 		loops = append(loops, RANSLoop{name: names[isa], fast: fast, decode: func(out []byte, src []byte, state *[RANSLanes]uint16, table *RANSTable) (int, int) {
 			return ransDecodeISA(out, src, state, table, isa)
 		}})

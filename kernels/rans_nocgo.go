@@ -4,7 +4,7 @@ package kernels
 
 // ransLoops is RANSLoops: the Go reference alone. It is set once and only
 // read.
-var ransLoops = []RANSLoop{goRANSLoop}
+var ransLoops = limitRANSLoops([]RANSLoop{goRANSLoop}, "")
 
 // ransEncode is RANSEncode's implementation: the Go reference.
 var ransEncode = goRANSEncode

@@ -14,3 +14,17 @@ func TestRANSQuotient(t *testing.T) {
 		}
 	}
 }
+
+// TestLimitRANSLoops: SPOOL_RANS_LOOP's name keeps the loops up to the one
+// it names, which becomes the default; an unknown name keeps them all.
+func TestLimitRANSLoops(t *testing.T) {
+	loops := []RANSLoop{{name: "go"}, {name: "scalar C (cgo)"}, {name: "avx2 (cgo)"}, {name: "avx512 vbmi2 (cgo)"}}
+	for _, tc := range []struct {
+		name string
+		want int
+	}{{"", 4}, {"avx2", 3}, {"go", 1}, {"neon", 4}} {
+		if got := limitRANSLoops(loops, tc.name); len(got) != tc.want {
+			t.Errorf("%q: %d loops, want %d", tc.name, len(got), tc.want)
+		}
+	}
+}

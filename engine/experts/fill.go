@@ -51,7 +51,8 @@ func (s *Streamed) startFillLocked(ctx context.Context, lc *layerCache, id int, 
 	f := &fill{lc: lc, id: id, lo: lo, slot: sl, gen: sl.gen, owner: owner, item: item}
 	f.ctx, f.stop = context.WithCancel(ctx)
 	if lo.packed != nil {
-		f.u = newUnpackState(lo, sl.slab, s.opts.ReadChunk, s.opts.DecodeLoop, s.files)
+		f.u = newUnpackState(lo, sl.slab, s.opts.ReadChunk, s.opts.DecodeLoop, s.files, s.decodeKick, s.opts.DecodeWorkers,
+			func(err error) { s.decoded(f, err) })
 		f.left++
 	}
 	cs := lo.chunks(s.opts.ReadChunk)
@@ -87,9 +88,9 @@ func (s *Streamed) landed(f *fill, file string, off int64, res diskio.ReadResult
 			res.Err, res.Data = err, nil
 		}
 	}
-	decoded, derr := false, error(nil)
 	if f.u != nil {
-		decoded, derr = f.u.landed(off, res.Err)
+		// Decoded on the decode pool, which reports the outcome (decoded).
+		f.u.landed(off, res.Err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -99,16 +100,37 @@ func (s *Streamed) landed(f *fill, file string, off int64, res diskio.ReadResult
 	if res.Err != nil {
 		s.failFillLocked(f, fmt.Errorf("experts: reading layer %d expert %d from %s: %w", f.lc.layer, f.id, file, res.Err))
 	}
-	if decoded {
-		f.left--
-		s.tel.unpacked(f.lc.row, f.u.out, f.u.spent)
-		if derr != nil {
-			s.failFillLocked(f, fmt.Errorf("experts: decoding layer %d expert %d from %s: %w", f.lc.layer, f.id, file, derr))
-		}
+	if f.left == 0 {
+		s.finishFillLocked(f)
+	}
+}
+
+// decoded applies the outcome of a packed fill's decode (on the decode
+// pool, or the read worker that saw it final).
+func (s *Streamed) decoded(f *fill, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f.left--
+	s.tel.unpacked(f.lc.row, f.u.out, f.u.spent)
+	if err != nil {
+		s.failFillLocked(f, fmt.Errorf("experts: decoding layer %d expert %d from %s: %w", f.lc.layer, f.id, f.lo.packed.path, err))
 	}
 	if f.left == 0 {
 		s.finishFillLocked(f)
 	}
+}
+
+// decodeKick runs a decode helper on the source's decode pool: at most
+// DecodeWorkers at once over every record, tracked so that Close waits
+// for them (they write into slabs).
+func (s *Streamed) decodeKick(run func()) {
+	s.decoding.Add(1)
+	go func() {
+		defer s.decoding.Done()
+		s.decodeSlots <- struct{}{}
+		defer func() { <-s.decodeSlots }()
+		run()
+	}()
 }
 
 // failFillLocked records f's first failure; its owner hears of it at

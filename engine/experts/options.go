@@ -3,6 +3,7 @@ package experts
 import (
 	"fmt"
 	"log/slog"
+	"runtime"
 
 	"github.com/spoolhq/spool/engine/rans"
 	"github.com/spoolhq/spool/native/diskio"
@@ -47,6 +48,11 @@ type StreamOptions struct {
 	// (engine/expertpack) beside the shards, which hold them in fewer
 	// bytes (default PacksAuto).
 	Packs PackPolicy
+	// DecodeWorkers is how many packed experts' blocks decode at once,
+	// over every record being read (default GOMAXPROCS): decoding runs on
+	// its own goroutines, never holding a read worker, and one record's
+	// blocks spread over them (expertpack.Unpacker).
+	DecodeWorkers int
 	// DecodeLoop is the rANS loop that decodes packed experts (the zero
 	// Loop: the fastest this machine runs; benchmarks compare them).
 	DecodeLoop rans.Loop
@@ -98,6 +104,9 @@ func (o *StreamOptions) normalize(k int) error {
 	if o.WorkingSlots == 0 {
 		o.WorkingSlots = 2 * k
 	}
+	if o.DecodeWorkers <= 0 {
+		o.DecodeWorkers = runtime.GOMAXPROCS(0)
+	}
 	if o.Workers == 0 {
 		o.Workers = DefaultReadWorkers
 	}
@@ -116,10 +125,12 @@ func (o *StreamOptions) normalize(k int) error {
 type PackPolicy int
 
 const (
-	// PacksAuto reads packs where the decode loop is fast enough to hide
-	// under the reads (rans.Loop.Fast: AVX-512, NEON); elsewhere decoding
+	// PacksAuto reads packs wherever the decode loop is a SIMD one
+	// (rans.Loop.Fast: AVX-512, AVX2, NEON), whose decode, spread over the
+	// cores, keeps up with the disk; with the portable loops decoding
 	// costs more time than the fewer bytes save, and the experts are read
-	// from the shards, with a note saying so.
+	// from the shards, with a note saying so (unless their raw bytes were
+	// released: then the packs are read whatever the loop).
 	PacksAuto PackPolicy = iota
 	// PacksRead reads packs wherever they are current.
 	PacksRead

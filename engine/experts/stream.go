@@ -51,6 +51,11 @@ type Streamed struct {
 	damaged   map[string]int // pack path: records read from the shard instead
 	bgSubmit  sync.WaitGroup // Prefetch's submitting goroutines
 
+	// The decode pool: packed experts decode on at most DecodeWorkers
+	// goroutines at once (decodeSlots), which Close waits for (decoding).
+	decodeSlots chan struct{}
+	decoding    sync.WaitGroup
+
 	// lruPlanned is the LRU slots per layer the cache budget gives
 	// (SetLRUShare's 100%, budget.go).
 	lruPlanned int
@@ -120,6 +125,7 @@ func NewStreamed(ctx context.Context, c *container.Container, cfg *config.Config
 		return nil, err
 	}
 	s.pool = diskio.NewReadPool(opts.Workers)
+	s.decodeSlots = make(chan struct{}, opts.DecodeWorkers)
 	if err := s.loadPins(ctx); err != nil {
 		return nil, err
 	}

@@ -3,48 +3,38 @@ package experts
 import (
 	"errors"
 	"testing"
-	"time"
+
+	"github.com/spoolhq/spool/engine/rans"
 )
 
-// TestUnpackFinalWaitsForDecode: when a request fails while another
-// request's goroutine is decoding, the record is not reported final (its
-// slot would go back and be read into) until that decode stops.
+// TestUnpackFinalWaitsForDecode: when a request fails while a decode
+// helper of the record has yet to stop, the record is not reported final
+// (its slot would go back and be read into) until that helper stops; the
+// outcome is then the failure, reported once.
 func TestUnpackFinalWaitsForDecode(t *testing.T) {
 	const chunk = 4096
-	u := &unpackState{length: 3 * chunk, chunk: chunk, landedAt: make([]bool, 3)}
-	entered, release := make(chan struct{}), make(chan struct{})
-	u.step = func(landed int64) (bool, error) {
-		close(entered)
-		<-release
-		return false, nil
+	var helpers []func()
+	var reports []error
+	lo := &layout{reads: []extentRead{{n: 3 * chunk}}, packed: &packedLayout{}}
+	u := newUnpackState(lo, make([]byte, 4*chunk), chunk, rans.Loop{}, nil,
+		func(run func()) { helpers = append(helpers, run) }, 2, func(err error) { reports = append(reports, err) })
+	u.landed(0, nil) // the first chunk: a helper to parse the header
+	if len(helpers) != 1 {
+		t.Fatalf("%d helpers started for the header, want 1", len(helpers))
 	}
-	type result struct {
-		final bool
-		err   error
-	}
-	first := make(chan result)
-	go func() {
-		final, err := u.landed(0, nil) // decodes the first chunk
-		first <- result{final, err}
-	}()
-	<-entered
 	cancelled := errors.New("cancelled")
 	for _, off := range []int64{chunk, 2 * chunk} {
-		if final, _ := u.landed(off, cancelled); final {
-			t.Fatalf("request at %d: reported final while a decode is running", off)
-		}
+		u.landed(off, cancelled)
 	}
-	select {
-	case r := <-first:
-		t.Fatalf("the decoding request returned %+v before its decode stopped", r)
-	case <-time.After(10 * time.Millisecond):
+	if len(reports) != 0 {
+		t.Fatalf("reported %v while a helper had yet to stop", reports)
 	}
-	close(release)
-	r := <-first
-	if !r.final || !errors.Is(r.err, cancelled) {
-		t.Fatalf("after the decode: final %v, err %v; want final with the cancellation", r.final, r.err)
+	helpers[0]() // finds no record there (zeros), and stops
+	if len(reports) != 1 || !errors.Is(reports[0], cancelled) {
+		t.Fatalf("after the helper: reports %v, want the cancellation once", reports)
 	}
-	if final, _ := u.landed(0, nil); final {
+	u.landed(0, nil)
+	if len(reports) != 1 {
 		t.Fatal("final reported twice")
 	}
 }
