@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,8 +13,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spoolhq/spool/engine/config"
+	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/host"
+	"github.com/spoolhq/spool/engine/packed"
 	"github.com/spoolhq/spool/engine/plan"
+	"github.com/spoolhq/spool/engine/rans"
 	"github.com/spoolhq/spool/engine/speed"
 	"github.com/spoolhq/spool/internal/regularfile"
 )
@@ -34,6 +38,7 @@ type fitFlags struct {
 	jsonOut     bool
 	chip        string
 	probes      string
+	raw         bool
 	memoryArgs  memoryFlags
 	promptCache promptCacheFlags
 }
@@ -52,7 +57,10 @@ cache slot per expert layer fits.
 It also predicts the speed: decode and prefill tokens per second, from the
 figures 'spool bench probe' measured on this machine (cached), or with
 --chip from an Apple chip's published figures (SSD read, memory bandwidth,
-GPU throughput), with the assumptions in words.
+GPU throughput), with the assumptions in words. Experts are read from packs
+(spool pull stores models packed): with --model, as its packs hold them;
+with --config, assumed packed as trained int4 experts pack (0.775 of their
+bytes); --raw predicts reading them raw.
 
 With --model the figures come from the container's headers. With --config
 they are derived from a bare config.json assuming the pinned public
@@ -80,6 +88,7 @@ converter's group-64 int4 instead.`,
 	fl.BoolVar(&f.jsonOut, "json", false, "print one JSON object")
 	fl.StringVar(&f.chip, "chip", "", "predict speed for this Apple chip from its published figures (e.g. \"M4 Pro\") instead of this machine's probes")
 	fl.StringVar(&f.probes, "probes", "", "probe file to predict speed from (default: the one 'spool bench probe' cached)")
+	fl.BoolVar(&f.raw, "raw", false, "predict reading the experts raw, not from packs")
 	f.memoryArgs.register(fl)
 	f.promptCache.register(fl)
 	cmd.MarkFlagsMutuallyExclusive("model", "config")
@@ -123,7 +132,17 @@ func runFit(cmd *cobra.Command, f *fitFlags) error {
 	if err != nil {
 		return err
 	}
-	sp, err := predictSpeed(cfg, w, p, f.chip, f.probes)
+	var pk speedPacks
+	switch {
+	case f.raw:
+	case f.model != "":
+		if pk, err = packsOf(f.model, cfg); err != nil {
+			return err
+		}
+	default:
+		pk = assumedPacks(w)
+	}
+	sp, err := predictSpeed(cfg, w, p, pk, f.chip, f.probes)
 	if err != nil {
 		return err
 	}
@@ -181,7 +200,7 @@ func (s *fitSpeed) text() string {
 // published figures) or, without one, on this machine from the probe file
 // (probes, or by default the cached one). Only an unknown chip is an
 // error: without probes the section says how to get them.
-func predictSpeed(cfg *config.Config, w plan.Weights, p *plan.Plan, chip, probes string) (*fitSpeed, error) {
+func predictSpeed(cfg *config.Config, w plan.Weights, p *plan.Plan, pk speedPacks, chip, probes string) (*fitSpeed, error) {
 	var mc speed.Machine
 	if chip != "" {
 		c, err := speed.LookupChip(chip)
@@ -206,7 +225,11 @@ func predictSpeed(cfg *config.Config, w plan.Weights, p *plan.Plan, chip, probes
 		}
 		mc = speed.FromProbes(pr)
 	}
-	pred, err := speed.Predict(speed.ModelFromPlan(cfg, w, p), mc)
+	m := speed.ModelFromPlan(cfg, w, p)
+	if pk.bytes > 0 && pk.bytes < m.ExpertBytes {
+		m.PackedExpertBytes, m.PackedNote = pk.bytes, pk.note
+	}
+	pred, err := speed.Predict(m, mc)
 	if err != nil {
 		return &fitSpeed{Unavailable: err.Error()}, nil
 	}
@@ -237,4 +260,45 @@ func weightsFromConfig(path string, groupSize int, indexer, noMTP bool) (*config
 	}
 	w, err := plan.FromConfig(cfg, plan.Artifact{Int4: format, WithIndexer: indexer, WithoutMTP: noMTP})
 	return cfg, w, err
+}
+
+// speedPacks is what reading an expert moves, for the speed prediction:
+// its pack record's bytes (0: read raw) and where that comes from.
+type speedPacks struct {
+	bytes int64
+	note  string
+}
+
+// packsOf is the mean bytes read per expert from the model in dir's
+// current packs (read raw where none holds it), when this machine reads
+// packs (a SIMD decode loop, or raw bytes released).
+func packsOf(dir string, cfg *config.Config) (speedPacks, error) {
+	c, err := container.Open(dir)
+	if err != nil {
+		return speedPacks{}, err
+	}
+	defer c.Close()
+	rb, err := packed.ReadBytesOf(c, cfg)
+	if err != nil || rb.Packed == 0 {
+		return speedPacks{}, err
+	}
+	rec, err := packed.ReadRecord(dir)
+	if err != nil {
+		return speedPacks{}, err
+	}
+	released := false
+	for _, f := range rec.AllFiles() {
+		released = released || rec.Released(f.Name)
+	}
+	if loop := (rans.Loop{}); !loop.Fast() && !released {
+		return speedPacks{}, nil // the shards are read (PacksAuto)
+	}
+	return speedPacks{bytes: int64(math.Round(rb.Mean)), note: fmt.Sprintf("the model's packs: %d of its %d experts packed", rb.Packed, rb.Experts)}, nil
+}
+
+// assumedPacks is a model not packed yet (a download, which spool pull
+// and the app store packed): its experts at packed.TypicalRatio.
+func assumedPacks(w plan.Weights) speedPacks {
+	return speedPacks{bytes: int64(packed.TypicalRatio * float64(w.MainExpertBytes())),
+		note: fmt.Sprintf("assumed: a download is stored packed, and trained int4 experts pack to about %.3f", packed.TypicalRatio)}
 }

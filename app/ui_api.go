@@ -50,9 +50,22 @@ type uiAPI struct {
 	mux     *http.ServeMux
 }
 
+// storedRouted is what the routed experts take on disk read as the speed
+// prediction reads them: packed (by the model's packs' mean, or the
+// assumed ratio of a download), else raw.
+func (in planInput) storedRouted() int64 {
+	if in.packs.bytes <= 0 || in.w.MainExpertBytes() <= 0 {
+		return in.w.RoutedBytes
+	}
+	return int64(float64(in.w.RoutedBytes) * float64(in.packs.bytes) / float64(in.w.MainExpertBytes()))
+}
+
 type planInput struct {
 	cfg *config.Config
 	w   plan.Weights
+	// packs is what an expert's read moves (the model's packs, or a
+	// download's assumed ones).
+	packs speedPacks
 }
 
 func newUIAPI(modelDir string, settings *settingsStore, downloads *downloadManager) *uiAPI {
@@ -147,7 +160,11 @@ func (u *uiAPI) planInputs(dir string) (planInput, error) {
 	if err != nil {
 		return planInput{}, err
 	}
-	in := planInput{cfg, w}
+	pk, err := packsOf(dir, cfg)
+	if err != nil {
+		return planInput{}, err
+	}
+	in := planInput{cfg: cfg, w: w, packs: pk}
 	u.weights[dir] = in
 	return in, nil
 }
@@ -199,6 +216,7 @@ func (u *uiAPI) handlePlan(w http.ResponseWriter, r *http.Request) {
 		"plan": p, "machine_memory_bytes": machine, "max_context": in.cfg.MaxPositionEmbeddings,
 		"model": name, "served_model": filepath.Base(filepath.Clean(u.dir())),
 		"routed_bytes": in.w.RoutedBytes, "resident_bytes": in.w.ResidentBytes,
+		"routed_stored_bytes": in.storedRouted(), "packs_note": in.packs.note,
 		"server_context": serverContext, "server_sequences": serverSequences,
 		"speed": u.planSpeed(in, p, q.Get("chip")), "chips": speed.Chips(),
 	})

@@ -36,7 +36,7 @@ func glm52PlanInput() (planInput, error) {
 		return planInput{}, err
 	}
 	w.Source = fmt.Sprintf("%s@%.12s: %s", download.DefaultRepo, download.DefaultRevision, w.Source)
-	return planInput{cfg: cfg, w: w}, nil
+	return planInput{cfg: cfg, w: w, packs: assumedPacks(w)}, nil
 }
 
 // planShape is the context and the sequence count the engine runs with:
@@ -75,7 +75,7 @@ func (u *uiAPI) planModel(model string) (planInput, string, error) {
 // machine from the probes 'spool bench probe' cached; an unknown chip or
 // missing probes say so in the section rather than failing the plan.
 func (u *uiAPI) planSpeed(in planInput, p *plan.Plan, chip string) *fitSpeed {
-	sp, err := predictSpeed(in.cfg, in.w, p, chip, "")
+	sp, err := predictSpeed(in.cfg, in.w, p, in.packs, chip, "")
 	if err != nil {
 		return &fitSpeed{Unavailable: err.Error()}
 	}

@@ -66,6 +66,17 @@ func SpeedProbe(ctx context.Context, dir string, mem *host.Memory, probeBytes in
 	if err != nil {
 		return speed.Probes{}, fmt.Errorf("kernel probe: %w", err)
 	}
+	// The decode rate of packed experts on one core, the machine's
+	// fastest loop, on synthetic records of trained-like codes.
+	recs, err := SyntheticRecords(2, 4<<20)
+	if err != nil {
+		return speed.Probes{}, err
+	}
+	dec, err := Unpack(ctx, recs, UnpackOptions{Seconds: seconds / 2})
+	if err != nil {
+		return speed.Probes{}, fmt.Errorf("decode probe: %w", err)
+	}
+	best := dec.Loops[len(dec.Loops)-1]
 	// The share of the cores the products got: on a machine shared with
 	// other work the CPU time per second of wall time is below the
 	// threads, and reads that cost CPU time take it from fewer cores.
@@ -93,6 +104,8 @@ func SpeedProbe(ctx context.Context, dir string, mem *host.Memory, probeBytes in
 		KernelBytesPerSecond:     ex,
 		MatMul8BytesPerSecond:    k.Int4G64MatMul8BytesPerS,
 		MemoryReadBytesPerSecond: k.MemoryReadBytesPerS,
+		DecodeBytesPerSecond:     best.BytesPerSecond,
+		DecodeLoop:               best.Loop,
 	}, nil
 }
 

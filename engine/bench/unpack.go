@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -216,4 +217,36 @@ func readAt(path string, off, n int64) ([]byte, error) {
 		return nil, fmt.Errorf("bench: reading %s at %d: %w", path, off, err)
 	}
 	return b, nil
+}
+
+// SyntheticRecords packs n experts' worth of int4 codes with the
+// statistics of normal weights quantized per row (GLM-5.2's and
+// gen-bench's --codes normal), each regionBytes long in three matrices:
+// what a machine's decode rate is measured on when no model's packs are
+// at hand (spool bench probe).
+func SyntheticRecords(n int, regionBytes int64) ([][]byte, error) {
+	// The codes' frequencies in 128ths, by nibble (0 and 8 the extremes
+	// folded in as the quantizer makes them).
+	freq := [16]int{0, 1, 1, 1, 3, 7, 15, 23, 26, 23, 15, 7, 3, 1, 1, 1}
+	var pick []byte
+	for s, f := range freq {
+		for range f {
+			pick = append(pick, byte(s))
+		}
+	}
+	rng := rand.New(rand.NewPCG(36, 36))
+	third := regionBytes / 3
+	var out [][]byte
+	for range n {
+		region := make([]byte, 3*third)
+		for i := range region {
+			region[i] = pick[rng.IntN(len(pick))] | pick[rng.IntN(len(pick))]<<4
+		}
+		rec, err := expertpack.BuildRecord(region, []int64{third, third, third}, make([]byte, 4096), false)
+		if err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		out = append(out, rec)
+	}
+	return out, nil
 }

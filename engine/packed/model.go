@@ -261,3 +261,52 @@ func Verify(ctx context.Context, dir string, onPack func(VerifyResult)) ([]Verif
 	}
 	return out, nil
 }
+
+// TypicalRatio is what the experts of trained int4 models pack to: gen-bench's
+// trained-like codes (--codes normal) at 0.775, GLM-5.2's census at 0.76. The
+// speed of a model not packed yet (a download) is predicted at it.
+const TypicalRatio = 0.775
+
+// ReadBytes is what reading one routed expert of the main layers moves,
+// on average, from the model in dir as Spool reads it: its pack record
+// where a current pack holds it, else its raw bytes. Packed counts the
+// experts in packs out of Experts.
+type ReadBytes struct {
+	Mean            float64
+	Raw             float64 // the mean raw bytes
+	Packed, Experts int
+}
+
+// ReadBytesOf measures ReadBytes of the model in dir (open as c, config cfg).
+func ReadBytesOf(c *container.Container, cfg *config.Config) (ReadBytes, error) {
+	var rb ReadBytes
+	var read, raw float64
+	packs := map[string]*expertpack.Index{}
+	for _, sh := range c.Shards() {
+		if x, err := expertpack.ReadIndex(expertpack.PackPath(filepath.Join(c.Dir(), sh.Name))); err == nil && x.Check(c.Dir()) == nil {
+			packs[sh.Name] = x
+		}
+	}
+	for _, l := range cfg.SparseLayers() {
+		for e := 0; e < cfg.NumRoutedExperts; e++ {
+			loc, err := c.Expert(l, e, cfg)
+			if err != nil {
+				return rb, fmt.Errorf("packed: %w", err)
+			}
+			rb.Experts++
+			raw += float64(loc.Bytes())
+			if x := packs[loc.Weights[0].File]; x != nil {
+				if ent, ok := x.Lookup(l, e); ok {
+					read += float64(ent.Length)
+					rb.Packed++
+					continue
+				}
+			}
+			read += float64(loc.Bytes())
+		}
+	}
+	if rb.Experts > 0 {
+		rb.Mean, rb.Raw = read/float64(rb.Experts), raw/float64(rb.Experts)
+	}
+	return rb, nil
+}

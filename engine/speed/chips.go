@@ -15,6 +15,9 @@ type Chip struct {
 	MemoryBytesPerSecond float64 `json:"memory_bytes_per_second"`
 	// GPUFlops is the GPU's FP32 throughput (the largest GPU of the chip).
 	GPUFlops float64 `json:"gpu_flops"`
+	// PerformanceCores is the chip's performance cores in its smallest
+	// configuration, which decoding packed experts spreads over.
+	PerformanceCores int `json:"performance_cores"`
 }
 
 // Chips are the Apple chips a Mac that can hold GLM-5.2's dense part (32 GB
@@ -35,20 +38,32 @@ type Chip struct {
 //     (MacBook Air/Mac mini M1-M4 about 2.9-3.3 GB/s; M1-M3 Pro/Max
 //     MacBook Pro about 5.3-6 GB/s; M4 Pro/Max about 6.5 GB/s), taken at
 //     the low end. docs/speed.md says how to replace them with a probe.
+//   - Performance cores: Apple's tech specs of the smallest configuration
+//     (M1 Pro 8-core: 6; M2 Pro 10-core: 6; M3 Pro 11-core: 5; M3 Max
+//     14-core: 10; M4 Pro 12-core: 8; M4 Max 14-core: 10; M1/M2/M3/M4: 4;
+//     M1 Max, M2 Max: 8).
 var chips = []Chip{
-	{"M1", 2.9e9, 68.25e9, 2.6e12},
-	{"M1 Pro", 5.3e9, 200e9, 5.2e12},
-	{"M1 Max", 5.3e9, 400e9, 10.4e12},
-	{"M2", 2.9e9, 100e9, 3.6e12},
-	{"M2 Pro", 5.3e9, 200e9, 6.8e12},
-	{"M2 Max", 5.3e9, 400e9, 13.6e12},
-	{"M3", 2.9e9, 100e9, 4.1e12},
-	{"M3 Pro", 5.3e9, 150e9, 7.4e12},
-	{"M3 Max", 5.5e9, 400e9, 16.4e12},
-	{"M4", 2.9e9, 120e9, 4.3e12},
-	{"M4 Pro", 6.5e9, 273e9, 9.2e12},
-	{"M4 Max", 6.5e9, 546e9, 18.4e12},
+	{"M1", 2.9e9, 68.25e9, 2.6e12, 4},
+	{"M1 Pro", 5.3e9, 200e9, 5.2e12, 6},
+	{"M1 Max", 5.3e9, 400e9, 10.4e12, 8},
+	{"M2", 2.9e9, 100e9, 3.6e12, 4},
+	{"M2 Pro", 5.3e9, 200e9, 6.8e12, 6},
+	{"M2 Max", 5.3e9, 400e9, 13.6e12, 8},
+	{"M3", 2.9e9, 100e9, 4.1e12, 4},
+	{"M3 Pro", 5.3e9, 150e9, 7.4e12, 5},
+	{"M3 Max", 5.5e9, 400e9, 16.4e12, 10},
+	{"M4", 2.9e9, 120e9, 4.3e12, 4},
+	{"M4 Pro", 6.5e9, 273e9, 9.2e12, 8},
+	{"M4 Max", 6.5e9, 546e9, 18.4e12, 10},
 }
+
+// NEONDecodeBytesPerSecond is the stated rate one Apple performance core
+// rebuilds packed experts at with the NEON loop, until it is measured on
+// Apple hardware: the AVX-512 loop's on a 2-core x86 VM (2.2-3.4 GB/s a
+// core, kernels.RANSLoop.Fast), taken at its low end, since the NEON loop
+// does the same in-register table lookups 8 lanes at a time on cores with
+// four vector pipes. `spool bench probe` on a Mac measures it.
+const NEONDecodeBytesPerSecond = 2.2e9
 
 // Chips lists the chips with published figures, oldest first.
 func Chips() []Chip { return append([]Chip(nil), chips...) }
@@ -92,6 +107,9 @@ func (c Chip) Machine() Machine {
 		KernelBytesPerSecond:    chipKernelShare * c.MemoryBytesPerSecond,
 		MatMul8BytesPerSecond:   chipKernelShare * c.MemoryBytesPerSecond,
 		GPUFlops:                c.GPUFlops,
+		DecodeBytesPerSecond:    NEONDecodeBytesPerSecond,
+		DecodeCores:             float64(c.PerformanceCores),
+		DecodeNote:              "the NEON loop's stated rate on an Apple core, not measured on one yet",
 		Notes: []string{
 			fmt.Sprintf("The %s's figures are published ones, not probed: reads are taken at %.0f%% of the SSD's reported sequential rate, in a token's bursts as with the queue kept full (a burst of 8 experts is about 150 MB; an NVMe read starts in about 0.1 ms), with no CPU time (the SSD's DMA moves the bytes), and decode's products at %.0f%% of the memory bandwidth (what Apple's CPU cores reach); prefill runs on the GPU. `spool bench probe` on the Mac replaces them with measurements.",
 				c.Name, 100*chipDiskShare, 100*chipKernelShare),

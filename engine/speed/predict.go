@@ -4,6 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
+
+	"github.com/spoolhq/spool/kernels"
 )
 
 // Model is what the prediction needs to know about a model and its plan.
@@ -18,6 +22,12 @@ type Model struct {
 	// the bytes of one expert on disk.
 	ExpertLayers, ExpertsPerLayer, ExpertsPerToken int
 	ExpertBytes                                    int64
+	// PackedExpertBytes is the bytes one expert's read takes when the
+	// experts are read from packs (engine/expertpack), which the cores
+	// then decode back to ExpertBytes; 0 when they are read raw.
+	// PackedNote says where the figure comes from.
+	PackedExpertBytes int64
+	PackedNote        string
 	// CacheSlotsPerLayer is the plan's expert cache (LRU and pinned
 	// slots) per layer.
 	CacheSlotsPerLayer int
@@ -50,6 +60,13 @@ type Machine struct {
 	KernelBytesPerSecond  float64 `json:"kernel_bytes_per_second"`
 	MatMul8BytesPerSecond float64 `json:"matmul8_bytes_per_second"`
 	GPUFlops              float64 `json:"gpu_flops,omitempty"`
+	// DecodeBytesPerSecond is the rebuilt bytes one core decodes from
+	// packs per second (the machine's fastest rANS loop), DecodeCores the
+	// cores decoding spreads over; DecodeNote says where the rate comes
+	// from. A zero rate with packed experts refuses to predict.
+	DecodeBytesPerSecond float64 `json:"decode_bytes_per_second,omitempty"`
+	DecodeCores          float64 `json:"decode_cores,omitempty"`
+	DecodeNote           string  `json:"decode_note,omitempty"`
 	// Notes are assumptions behind the figures themselves.
 	Notes []string `json:"notes,omitempty"`
 }
@@ -66,7 +83,34 @@ func FromProbes(p Probes) Machine {
 		KernelBytesPerSecond:    p.KernelBytesPerSecond,
 		MatMul8BytesPerSecond:   p.MatMul8BytesPerSecond,
 		GPUFlops:                p.GPUFlops,
+		DecodeBytesPerSecond:    p.DecodeBytesPerSecond,
+		DecodeCores:             p.Cores(),
+		DecodeNote:              fmt.Sprintf("probed: %s on one core", p.DecodeLoop),
+	}.withStatedDecode()
+}
+
+// statedDecode is the rebuilt bytes a core decodes per second with each
+// loop, as measured on x86 VMs (kernels' RANSLoop.Fast) and stated for
+// NEON: what a prediction uses before the probe measured this machine.
+var statedDecode = []struct {
+	prefix string
+	rate   float64
+}{{"avx512", 2.2e9}, {"avx2", 1.0e9}, {"neon", NEONDecodeBytesPerSecond}, {"scalar", 0.14e9}, {"go", 0.04e9}}
+
+// withStatedDecode fills in a decode rate probes taken before Spool
+// measured it lack: the stated rate of the loop this machine runs.
+func (mc Machine) withStatedDecode() Machine {
+	if mc.DecodeBytesPerSecond > 0 {
+		return mc
 	}
+	loop := kernels.RANSFeatures()
+	for _, s := range statedDecode {
+		if strings.HasPrefix(loop, s.prefix) {
+			mc.DecodeBytesPerSecond = s.rate
+			mc.DecodeNote = fmt.Sprintf("the %s loop's stated rate; the probes predate its measurement (spool bench probe measures it)", loop)
+		}
+	}
+	return mc
 }
 
 // Prediction is the speed a user should expect.
@@ -102,6 +146,17 @@ func Predict(m Model, mc Machine) (Prediction, error) {
 	}
 	L, E, k := float64(m.ExpertLayers), float64(m.ExpertsPerLayer), float64(m.ExpertsPerToken)
 	eb := float64(m.ExpertBytes)
+	// rb is what an expert's read moves: its pack record, or its raw
+	// bytes; decode is the cores' time rebuilding n raw bytes from packs.
+	rb := eb
+	decode := func(float64) float64 { return 0 }
+	if m.PackedExpertBytes > 0 {
+		if !(mc.DecodeBytesPerSecond > 0) || !(mc.DecodeCores > 0) {
+			return Prediction{}, fmt.Errorf("speed: machine %q has no decode rate for packed experts (run `spool bench probe` again)", mc.Name)
+		}
+		rb = float64(m.PackedExpertBytes)
+		decode = func(n float64) float64 { return n / (mc.DecodeBytesPerSecond * mc.DecodeCores) }
+	}
 	hit := math.Min(1, float64(m.CacheSlotsPerLayer)/E)
 	// readCPU is the wall time the reads of n bytes take from the
 	// products, their CPU time spread over the threads.
@@ -125,13 +180,17 @@ func Predict(m Model, mc Machine) (Prediction, error) {
 	//     kernel rate, plus the CPU time of the reads where the kernel
 	//     copies the bytes (a memory-backed file system): that time is
 	//     taken from the same cores.
-	missBytes := L * k * (1 - hit) * eb
+	//   - with packs, the reads move the records and the cores decode
+	//     the misses back to their raw bytes (spread over every core,
+	//     block by block as they land): time the cores' stream carries.
+	missRaw := L * k * (1 - hit) * eb
+	missBytes := L * k * (1 - hit) * rb
 	dense := float64(m.DenseBytes) / mc.KernelBytesPerSecond
 	diskStream := missBytes/mc.DiskBurstBytesPerSecond + L*eb/mc.KernelBytesPerSecond + dense
 	if missBytes == 0 {
 		diskStream = 0
 	}
-	coreStream := L*k*eb/mc.KernelBytesPerSecond + dense + readCPU(missBytes)
+	coreStream := L*k*eb/mc.KernelBytesPerSecond + dense + readCPU(missBytes) + decode(missRaw)
 	token, bound := coreStream, "compute"
 	if diskStream > coreStream {
 		token, bound = diskStream, "disk"
@@ -144,7 +203,8 @@ func Predict(m Model, mc Machine) (Prediction, error) {
 	B := float64(min(PromptTokens, m.PrefillChunk))
 	touched := E * (1 - math.Pow(1-k/E, B))
 	rowsPerExpert := B * k / touched
-	prefillBytes := L * touched * (1 - hit) * eb
+	prefillRaw := L * touched * (1 - hit) * eb
+	prefillBytes := L * touched * (1 - hit) * rb
 	prefillRead := prefillBytes / mc.DiskBytesPerSecond
 	var prefillCompute float64
 	if mc.GPUFlops > 0 {
@@ -155,7 +215,7 @@ func Predict(m Model, mc Machine) (Prediction, error) {
 		passes := func(rows float64) float64 { return math.Ceil(rows / 8) }
 		prefillCompute = (float64(m.DenseBytes)*passes(B) + L*touched*eb*passes(rowsPerExpert)) / mc.MatMul8BytesPerSecond
 	}
-	prefillCompute += readCPU(prefillBytes)
+	prefillCompute += readCPU(prefillBytes) + decode(prefillRaw)
 	prefill := math.Max(prefillRead, prefillCompute)
 
 	p := Prediction{
@@ -172,9 +232,11 @@ func Predict(m Model, mc Machine) (Prediction, error) {
 		fmt.Sprintf("Routing spreads over the experts evenly, so %d cache slots of %d experts per layer hit %.1f%% of a token's %d experts per layer; a trained model's routing repeats experts more, so this is the cautious side.",
 			m.CacheSlotsPerLayer, m.ExpertsPerLayer, 100*hit, m.ExpertsPerToken),
 		decodeWords(bound, missBytes, mc, diskStream, coreStream, readCPU(missBytes)),
+		packedWords(m, mc, decode(missRaw)),
 		fmt.Sprintf("The %.2f GB of dense weights (attention, dense and shared MLPs, routers, lm_head) are applied once a token at the experts' kernel rate; attention over a long context, sampling and the OS are not counted.", float64(m.DenseBytes)/1e9),
 		"Speculative decoding (the MTP layer) is not counted: accepted drafts raise decode speed above this.",
 	}
+	p.Assumptions = slices.DeleteFunc(p.Assumptions, func(s string) bool { return s == "" })
 	p.Assumptions = append(p.Assumptions, mc.Notes...)
 	if mc.GPUFlops > 0 {
 		p.Assumptions = append(p.Assumptions, fmt.Sprintf("Prefill of a %d-token prompt touches %.0f experts a layer, read once each, with the products on the GPU at %.1f TFLOP/s.", int(B), touched, mc.GPUFlops/1e12))
@@ -195,12 +257,30 @@ func decodeWords(bound string, missBytes float64, mc Machine, disk, cores, readC
 	return w + ": " + ms(cores) + "."
 }
 
+// packedWords says how the packs figure: the bytes an expert's read
+// moves, and the cores' time decoding them.
+func packedWords(m Model, mc Machine, decode float64) string {
+	if m.PackedExpertBytes == 0 {
+		return "Experts are read raw (no packs): " + fmt.Sprintf("%.1f MB an expert.", float64(m.ExpertBytes)/1e6)
+	}
+	w := fmt.Sprintf("Experts are read from packs: %.1f MB an expert instead of %.1f (%.3f of the raw bytes",
+		float64(m.PackedExpertBytes)/1e6, float64(m.ExpertBytes)/1e6, float64(m.PackedExpertBytes)/float64(m.ExpertBytes))
+	if m.PackedNote != "" {
+		w += "; " + m.PackedNote
+	}
+	w += fmt.Sprintf("), decoded back at %.2f GB/s a core over %.0f cores (%s): %.1f ms of the cores' time a token.",
+		mc.DecodeBytesPerSecond/1e9, mc.DecodeCores, mc.DecodeNote, 1e3*decode)
+	return w
+}
+
 func (m Model) validate() error {
 	switch {
 	case m.ExpertLayers <= 0 || m.ExpertsPerLayer <= 0 || m.ExpertBytes <= 0:
 		return errors.New("speed: the model has no routed experts to stream")
 	case m.ExpertsPerToken <= 0 || m.ExpertsPerToken > m.ExpertsPerLayer:
 		return fmt.Errorf("speed: %d experts per token of %d per layer", m.ExpertsPerToken, m.ExpertsPerLayer)
+	case m.PackedExpertBytes < 0 || m.PackedExpertBytes > m.ExpertBytes:
+		return fmt.Errorf("speed: a packed expert of %d bytes for %d raw", m.PackedExpertBytes, m.ExpertBytes)
 	case m.DenseBytes < 0 || m.CacheSlotsPerLayer < 0 || m.PrefillChunk <= 0:
 		return fmt.Errorf("speed: bad plan figures (dense %d bytes, %d cache slots, chunk %d)", m.DenseBytes, m.CacheSlotsPerLayer, m.PrefillChunk)
 	}

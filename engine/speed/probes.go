@@ -65,6 +65,11 @@ type Probes struct {
 	// GPUFlops is the GPU's measured float throughput when prefill runs
 	// on a GPU, 0 when it does not.
 	GPUFlops float64 `json:"gpu_flops,omitempty"`
+	// DecodeBytesPerSecond is the raw bytes one core rebuilds per second
+	// decoding packed experts with DecodeLoop, the machine's fastest (0:
+	// probed before Spool measured it; the probe is taken again).
+	DecodeBytesPerSecond float64 `json:"decode_bytes_per_second,omitempty"`
+	DecodeLoop           string  `json:"decode_loop,omitempty"`
 }
 
 // Validate refuses probes that cannot predict anything.

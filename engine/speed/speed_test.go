@@ -191,7 +191,7 @@ func TestChips(t *testing.T) {
 			t.Errorf("%s: implausible figures %+v", c.Name, mc)
 		}
 		p, err := Predict(p2, mc)
-		if err != nil || len(p.Assumptions) != 6 || !strings.Contains(p.Machine, c.Name) {
+		if err != nil || len(p.Assumptions) != 7 || !strings.Contains(p.Machine, c.Name) {
 			t.Errorf("%s: %v, %d assumptions, machine %q", c.Name, err, len(p.Assumptions), p.Machine)
 		}
 	}
@@ -288,4 +288,44 @@ func FuzzLoad(f *testing.F) {
 			t.Fatalf("valid probes %+v do not predict: %v", p, err)
 		}
 	})
+}
+
+// TestPredictPacked: read from packs, a token reads the packed bytes of its
+// misses, the cores decode them back (their time in the cores' stream),
+// and a disk-bound model decodes faster; the assumptions say so. A
+// machine with no decode rate refuses packed experts.
+func TestPredictPacked(t *testing.T) {
+	m4pro, _ := LookupChip("M4 Pro")
+	mc := m4pro.Machine()
+	raw, err := Predict(p2, mc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk := p2
+	pk.PackedExpertBytes = p2.ExpertBytes * 3 / 4
+	pk.PackedNote = "assumed"
+	got, err := Predict(pk, mc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.DecodeReadBytesPerToken*4 != raw.DecodeReadBytesPerToken*3 {
+		t.Errorf("packed reads %d bytes a token, raw %d", got.DecodeReadBytesPerToken, raw.DecodeReadBytesPerToken)
+	}
+	if raw.DecodeBound == "disk" && !(got.DecodeTokensPerSecond > raw.DecodeTokensPerSecond) {
+		t.Errorf("disk-bound: packed %.3f tok/s, raw %.3f", got.DecodeTokensPerSecond, raw.DecodeTokensPerSecond)
+	}
+	if !strings.Contains(strings.Join(got.Assumptions, "\n"), "read from packs") || !strings.Contains(strings.Join(got.Assumptions, "\n"), "not measured") {
+		t.Errorf("the assumptions do not say the experts come from packs: %q", got.Assumptions)
+	}
+	mc.DecodeBytesPerSecond = 0
+	if _, err := Predict(pk, mc); err == nil {
+		t.Error("a machine with no decode rate predicted packed experts")
+	}
+	// Decoding takes the cores' time: slow enough, and decode is bound
+	// by it.
+	mc = m4pro.Machine()
+	mc.DecodeBytesPerSecond = 1e7
+	if slow, err := Predict(pk, mc); err != nil || slow.DecodeBound != "compute" || !(slow.DecodeTokensPerSecond < got.DecodeTokensPerSecond) {
+		t.Errorf("a slow decoder: %+v, %v", slow, err)
+	}
 }

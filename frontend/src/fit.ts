@@ -55,6 +55,10 @@ interface PlanResponse {
   served_model: string;
   routed_bytes: number;
   resident_bytes: number;
+  // What the routed experts take on disk, packed (routed_bytes when raw),
+  // and where the packed figure comes from.
+  routed_stored_bytes?: number;
+  packs_note?: string;
   server_context: number;
   server_sequences: number;
   speed?: Speed;
@@ -243,7 +247,7 @@ export class FitPage implements Page {
         { class: 'card' },
         h('h2', {}, 'Where the memory goes'),
         bar,
-        h('p', { class: 'muted small' }, `Weights: ${bytes(r.resident_bytes)} resident, ${bytes(r.routed_bytes)} (${diskBytes(r.routed_bytes)}) of routed experts on disk. Planned from ${p.source}.`),
+        h('p', { class: 'muted small', 'data-testid': 'weights-note' }, weightsNote(r, p.source)),
       ),
       h(
         'section',
@@ -292,4 +296,16 @@ export class FitPage implements Page {
       h('details', {}, h('summary', {}, 'What this assumes'), h('ul', { class: 'small' }, ...(sp.assumptions ?? []).map((a) => h('li', {}, a)))),
     );
   }
+}
+
+// weightsNote says what the weights take: resident, and the routed experts
+// on disk, packed when Spool reads them from packs (the speed figures
+// count the packed bytes).
+function weightsNote(r: PlanResponse, source: string): string {
+  const stored = r.routed_stored_bytes ?? r.routed_bytes;
+  const routed =
+    stored < r.routed_bytes
+      ? `${bytes(r.routed_bytes)} of routed experts, stored packed in ${bytes(stored)} (${diskBytes(stored)}) on disk and read packed (${r.packs_note ?? 'packs'})`
+      : `${bytes(r.routed_bytes)} (${diskBytes(r.routed_bytes)}) of routed experts on disk, read raw`;
+  return `Weights: ${bytes(r.resident_bytes)} resident, ${routed}. Planned from ${source}.`;
 }
