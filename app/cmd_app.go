@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -303,22 +302,9 @@ func defaultRun(cmd *cobra.Command, _ []string) error {
 	return cmd.Help()
 }
 
-// modelIDFor is the id the API serves dir under: its name, or for a
-// Hugging Face cache snapshot (models--owner--name/snapshots/<commit>) the
-// repository's name.
-func modelIDFor(dir string) string {
-	clean := filepath.Clean(dir)
-	if parent := filepath.Dir(clean); filepath.Base(parent) == "snapshots" {
-		repo := filepath.Base(filepath.Dir(parent))
-		if name, ok := strings.CutPrefix(repo, "models--"); ok {
-			if i := strings.LastIndex(name, "--"); i >= 0 {
-				name = name[i+2:]
-			}
-			return name
-		}
-	}
-	return server.ModelIDFromDir(clean)
-}
+// modelIDFor is the id the API serves dir under: its name, or a hub
+// repository's (server.ModelIDFromDir).
+func modelIDFor(dir string) string { return server.ModelIDFromDir(dir) }
 
 func launchedAsApp() bool {
 	if exe, err := os.Executable(); err == nil && strings.Contains(exe, ".app/Contents/MacOS/") {

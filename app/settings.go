@@ -26,9 +26,15 @@ type appSettings struct {
 	ModelDir string `json:"model_dir"` // "" is the demo model (or $SPOOL_MODEL)
 	Memory   string `json:"memory"`    // memory budget such as "24GiB"; "" is the machine's
 	Context  int    `json:"context"`   // tokens per sequence
-	// HubCache is where the model download goes; "" is the Hugging Face
-	// cache (HF_HUB_CACHE, HF_HOME or ~/.cache/huggingface/hub).
+	// HubCache is the folder the model download goes to: Spool's store
+	// (packed), or, with KeepOriginal, the Hugging Face cache; "" is the
+	// default one (SPOOL_STORE or the platform's; HF_HUB_CACHE, HF_HOME or
+	// ~/.cache/huggingface/hub).
 	HubCache string `json:"hub_cache,omitempty"`
+	// KeepOriginal keeps the downloaded files as they are, in the Hugging
+	// Face cache, for other tools: Spool's store then holds the packs
+	// beside them, and the disk both.
+	KeepOriginal bool `json:"keep_original,omitempty"`
 	// Engine is "local" (this Mac, the default) or "remote" (a server:
 	// RemoteURL, with RemoteKey, which never reaches the browser).
 	Engine    string `json:"engine,omitempty"`

@@ -35,6 +35,7 @@ import (
 //	GET  /ui/download         the pinned artifact's download: plan, preflight, progress
 //	POST /ui/download/{plan,start,pause,resume,cancel}
 //	POST /ui/download/folder  {"dir":…} downloads to another folder (saved in the settings)
+//	POST /ui/download/keep    {"keep":…} keeps the original files for other tools, or not (saved in the settings)
 //	POST /ui/download/load    serves the finished download (saved in the settings)
 type uiAPI struct {
 	modelDir  string
@@ -70,6 +71,9 @@ type planInput struct {
 
 func newUIAPI(modelDir string, settings *settingsStore, downloads *downloadManager) *uiAPI {
 	u := &uiAPI{modelDir: modelDir, settings: settings, downloads: downloads, weights: map[string]planInput{}}
+	if s, _, err := settings.Load(); err == nil && s.KeepOriginal {
+		downloads.SetKeepOriginal(true)
+	}
 	if s, _, err := settings.Load(); err == nil && s.HubCache != "" {
 		downloads.SetCacheDir(s.HubCache, cacheFromSettings)
 	}
@@ -82,6 +86,7 @@ func newUIAPI(modelDir string, settings *settingsStore, downloads *downloadManag
 	mux.HandleFunc("POST /ui/settings/reset", u.handleResetSettings)
 	mux.HandleFunc("GET /ui/download", u.handleDownload)
 	mux.HandleFunc("POST /ui/download/folder", u.handleDownloadFolder)
+	mux.HandleFunc("POST /ui/download/keep", u.handleDownloadKeep)
 	mux.HandleFunc("POST /ui/download/load", u.handleDownloadLoad)
 	mux.HandleFunc("POST /ui/download/{action}", u.handleDownloadAction)
 	u.engineRoutes(mux)
@@ -289,6 +294,28 @@ func (u *uiAPI) handleDownloadFolder(w http.ResponseWriter, r *http.Request) {
 	}
 	if err == nil {
 		_, _, err = u.settings.Update("", func(s *appSettings) error { s.HubCache = dir; return nil })
+	}
+	if err != nil {
+		uiError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	u.downloads.Do("plan")
+	uiJSON(w, http.StatusOK, u.downloads.Status())
+}
+
+// handleDownloadKeep keeps the original files for other tools, or not
+// (saved in the settings), and plans again.
+func (u *uiAPI) handleDownloadKeep(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Keep bool `json:"keep"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&body); err != nil {
+		uiError(w, http.StatusBadRequest, "keep: %v", err)
+		return
+	}
+	err := u.downloads.SetKeepOriginal(body.Keep)
+	if err == nil {
+		_, _, err = u.settings.Update("", func(s *appSettings) error { s.KeepOriginal = body.Keep; return nil })
 	}
 	if err != nil {
 		uiError(w, http.StatusBadRequest, "%v", err)

@@ -20,8 +20,9 @@ const AssumedRatio = 0.80
 // Estimate is what a model will take in the store.
 type Estimate struct {
 	// Download is the bytes of every file, Stored what they will take on
-	// disk once packed.
-	Download, Stored int64
+	// disk once packed, StoredKeepingOriginal what the original files and
+	// the packs beside them take (KeepOriginal).
+	Download, Stored, StoredKeepingOriginal int64
 	// ExpertBytes and DenseBytes split the shards' payload (headers
 	// read, or known for the default artifact).
 	ExpertBytes, DenseBytes int64
@@ -96,6 +97,7 @@ func (p *Puller) estimate(plan *download.Plan) Estimate {
 		e.ExpertBytes, e.DenseBytes, e.From = 0, shardBytes, ""
 	}
 	e.Stored += e.DenseBytes + int64(e.Ratio*float64(e.ExpertBytes))
+	e.StoredKeepingOriginal = e.Download + int64(e.Ratio*float64(e.ExpertBytes))
 	return e
 }
 

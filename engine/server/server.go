@@ -109,11 +109,25 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// ModelIDFromDir derives a model id from a model directory's name.
+// ModelIDFromDir derives a model id from a model directory's name, or,
+// for a revision of a hub repository (a Hugging Face cache snapshot,
+// models--owner--name/snapshots/<commit>, or a model in Spool's store,
+// models--owner--name/<commit>), from the repository's name.
 func ModelIDFromDir(dir string) string {
-	name := filepath.Base(filepath.Clean(dir))
+	clean := filepath.Clean(dir)
+	name := filepath.Base(clean)
 	if name == "." || name == string(filepath.Separator) {
 		return "spool"
+	}
+	parent := filepath.Dir(clean)
+	if filepath.Base(parent) == "snapshots" {
+		parent = filepath.Dir(parent)
+	}
+	if repo, ok := strings.CutPrefix(filepath.Base(parent), "models--"); ok && repo != "" {
+		if i := strings.LastIndex(repo, "--"); i >= 0 {
+			repo = repo[i+2:]
+		}
+		return repo
 	}
 	return name
 }
