@@ -8,6 +8,9 @@ import { diskBytes, Observable, percent } from './util';
 export interface Preflight {
   volume: string;
   to_fetch: number;
+  /** stored is what the files to fetch will take on the volume (packed as they arrive), stored_why says how. */
+  stored: number;
+  stored_why?: string;
   reserve: number;
   required: number;
   available: number;
@@ -26,12 +29,40 @@ export interface PlannedFile {
   lfs: boolean;
 }
 
+/** Estimate is what the model will take on disk (engine/pull). */
+export interface Estimate {
+  download: number;
+  stored: number;
+  stored_keeping_original: number;
+  expert_bytes: number;
+  dense_bytes: number;
+  ratio: number;
+  measured: boolean;
+  from: string;
+}
+
+/** PackProgress is how far packing got (engine/pull). */
+export interface PackProgress {
+  shards: number;
+  done: number;
+  raw_bytes: number;
+  packed_bytes: number;
+  shard?: string;
+  disk_bytes: number;
+  expected_bytes: number;
+  keep_original?: boolean;
+}
+
 export interface DownloadPlan {
   repo: string;
   revision: string;
   commit: string;
   cache_dir: string;
   snapshot_dir: string;
+  /** model_dir is where the model is stored and loaded from. */
+  model_dir: string;
+  keep_original: boolean;
+  estimate: Estimate;
   files: PlannedFile[];
   total_bytes: number;
   present_bytes: number;
@@ -55,6 +86,7 @@ export interface DownloadEvent {
   file?: string;
   message?: string;
   progress: Progress;
+  pack?: PackProgress;
   /** seq is the event's place in the sequence DownloadStatus.seq counts. */
   seq?: number;
 }
@@ -64,6 +96,9 @@ export interface DownloadStatus {
   revision: string;
   cache_dir: string;
   cache_source: string;
+  /** keep_original: the files go to the Hugging Face cache for other tools, and the store keeps the packs. */
+  keep_original: boolean;
+  pack?: PackProgress;
   disk?: { path?: string; available?: number; important?: number; total?: number; error?: string };
   planning: boolean;
   plan?: DownloadPlan;
@@ -93,6 +128,7 @@ class Downloads extends Observable {
       this.seq = Math.max(this.seq, ev.seq ?? 0);
       if (!this.status) return;
       this.status.last = ev;
+      if (ev.pack && ev.pack.shards > 0) this.status.pack = ev.pack;
       if (ev.state) {
         this.status.state = ev.state;
         if (ev.state === 'downloading' || ev.state === 'paused') this.status.running = true;

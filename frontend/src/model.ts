@@ -1,7 +1,9 @@
 // The Model page: the model being served, and the pinned GLM-5.2 artifact's
 // download as a state machine: plan and check the disk (another folder can
-// be chosen), download with pause, resume and a confirmed cancel, and once
-// every file is verified, load it.
+// be chosen; the originals can be kept for other tools), download with
+// pause, resume and a confirmed cancel — packed as it downloads, so the
+// model takes about three quarters of its size — and once every file is
+// verified and packed, load it.
 
 import { conn, getJSON, sendJSON, shell } from './api';
 import { downloads, type DownloadStatus } from './downloads';
@@ -39,7 +41,7 @@ export class ModelPage implements Page {
   private shown = '';
   private choosing = false;
   private loading = false;
-  private bar: { state: HTMLElement; amount: HTMLElement; meter: HTMLProgressElement; rate: HTMLElement; eta: HTMLElement; files: HTMLElement; active: HTMLElement } | null = null;
+  private bar: { state: HTMLElement; amount: HTMLElement; meter: HTMLProgressElement; rate: HTMLElement; eta: HTMLElement; files: HTMLElement; packed: HTMLElement; active: HTMLElement } | null = null;
 
   mount(root: HTMLElement): void {
     this.serving = h('section', { class: 'card' }, h('h2', {}, 'Serving now'), h('p', { class: 'muted' }, 'Loading…'));
@@ -128,7 +130,7 @@ export class ModelPage implements Page {
     const s = downloads.status;
     if (!s) return;
     const phase = phaseOf(s);
-    const key = [phase, s.plan?.commit, s.plan?.to_fetch, s.plan?.preflight.ok, s.cache_dir, s.plan_error, s.error, this.choosing, this.loading].join('|');
+    const key = [phase, s.plan?.commit, s.plan?.to_fetch, s.plan?.preflight.ok, s.cache_dir, s.keep_original, s.plan_error, s.error, this.choosing, this.loading].join('|');
     if (force || key !== this.shown) {
       const hadFocus = this.artifact.contains(document.activeElement);
       this.shown = key;
@@ -148,7 +150,8 @@ export class ModelPage implements Page {
         { class: 'facts' },
         fact('Repository', h('a', { href: `https://huggingface.co/${s.repo}` }, s.repo)),
         fact('Pinned revision', h('code', { title: s.revision }, short)),
-        s.plan ? fact('Size', size(s.plan.total_bytes)) : null,
+        s.plan ? fact('Download', size(s.plan.total_bytes)) : null,
+        s.plan ? fact('On disk', storedText(s.plan)) : null,
       ),
       this.folderView(s, phase),
       this.preflightView(s, phase),
@@ -160,7 +163,11 @@ export class ModelPage implements Page {
 
   private folderView(s: DownloadStatus, phase: Phase): HTMLElement {
     const disk = s.disk;
-    const where = s.cache_source === 'settings' ? 'chosen in Spool' : 'the Hugging Face cache (HF_HUB_CACHE)';
+    const kind = s.keep_original ? 'the Hugging Face cache' : "Spool's store";
+    const where = s.cache_source === 'settings' ? `chosen in Spool, as ${kind}` : s.keep_original ? 'the Hugging Face cache (HF_HUB_CACHE)' : "Spool's store";
+    const busy0 = phase === 'downloading' || phase === 'paused' || phase === 'planning';
+    const keep = h('input', { type: 'checkbox', id: 'keep-original', checked: s.keep_original, disabled: busy0 }) as HTMLInputElement;
+    keep.addEventListener('change', () => this.act('keep', { keep: keep.checked }));
     const box = h(
       'div',
       { class: 'folder' },
@@ -169,8 +176,10 @@ export class ModelPage implements Page {
       disk && disk.available !== undefined
         ? h('p', { class: 'muted small' }, `${diskBytes(disk.available)} free of ${diskBytes(disk.total ?? 0)} on ${disk.path ?? 'this volume'}`, disk.important && disk.important > disk.available ? ` (${diskBytes(disk.important)} counting purgeable space)` : '')
         : h('p', { class: 'muted small' }, disk?.error ?? 'Free space unknown.'),
+      h('div', { class: 'field check' }, keep, h('label', { for: 'keep-original' }, 'Keep the original files for other tools')),
+      h('p', { class: 'muted small', 'data-testid': 'keep-original-cost' }, keepCost(s)),
     );
-    const busy = phase === 'downloading' || phase === 'paused' || phase === 'planning';
+    const busy = busy0;
     if (this.choosing && !busy) {
       const input = h('input', { type: 'text', id: 'folder-input', value: s.cache_dir, autocomplete: 'off', spellcheck: 'false' });
       const use = () => {
@@ -221,6 +230,7 @@ export class ModelPage implements Page {
         fact('Total size', size(p.total_bytes)),
         fact('Already on disk', diskBytes(p.present_bytes)),
         fact('To fetch', diskBytes(pf.to_fetch)),
+        pf.stored !== undefined && pf.stored !== pf.to_fetch ? fact('Stored', diskBytes(pf.stored)) : null,
         fact('Reserve', diskBytes(pf.reserve)),
         fact('Needed', diskBytes(pf.required)),
         fact('Available', diskBytes(pf.available)),
@@ -297,6 +307,7 @@ export class ModelPage implements Page {
         rate: h('dd', { 'data-testid': 'download-rate' }),
         eta: h('dd', { 'data-testid': 'download-eta' }),
         files: h('dd', {}),
+        packed: h('dd', { 'data-testid': 'download-packed' }),
         active: h('div', { class: 'active-files' }),
       };
       const b = this.bar;
@@ -305,7 +316,7 @@ export class ModelPage implements Page {
         h('h2', { id: 'progress-title' }, 'Download'),
         h('div', { class: 'progress-head' }, b.state, b.amount),
         b.meter,
-        h('dl', { class: 'facts grid' }, h('div', { class: 'fact' }, h('dt', {}, 'Rate'), b.rate), h('div', { class: 'fact' }, h('dt', {}, 'Time left'), b.eta), h('div', { class: 'fact' }, h('dt', {}, 'Files verified'), b.files)),
+        h('dl', { class: 'facts grid' }, h('div', { class: 'fact' }, h('dt', {}, 'Rate'), b.rate), h('div', { class: 'fact' }, h('dt', {}, 'Time left'), b.eta), h('div', { class: 'fact' }, h('dt', {}, 'Files verified'), b.files), h('div', { class: 'fact' }, h('dt', {}, 'Packed'), b.packed)),
         b.active,
       );
     }
@@ -320,6 +331,7 @@ export class ModelPage implements Page {
     b.rate.textContent = moving && p.rate > 0 ? diskBytes(p.rate) + '/s' : '–';
     b.eta.textContent = moving && p.eta_s > 0 ? duration(p.eta_s) : '–';
     b.files.textContent = `${p.files_done} of ${p.files_total}`;
+    b.packed.textContent = packedText(s);
     const active = moving ? (p as { active?: Array<{ path: string; done: number; total: number; rate: number }> }).active ?? [] : [];
     replace(b.active, ...active.map((a) => h('div', { class: 'file-row' }, h('code', {}, a.path), h('progress', { max: a.total || 1, value: a.done, 'aria-label': `${a.path} progress` }), h('span', { class: 'muted' }, a.rate > 0 ? diskBytes(a.rate) + '/s' : ''))));
     if (downloads.integrity.length) b.active.append(h('p', { class: 'error' }, h('strong', {}, 'Verification failures (fetched again): '), downloads.integrity.join('; ')));
@@ -337,7 +349,39 @@ function stateLabel(phase: Phase, state: string): string {
     case 'paused':
       return 'Paused';
     case 'done':
-      return 'Complete: every file verified';
+      return 'Complete: every file verified and packed';
   }
   return ({ failed: 'Stopped by an error (progress kept)', cancelled: 'Cancelled (progress kept)' } as Record<string, string>)[state] ?? 'Not complete';
+}
+
+/** storedText is what the model will take on disk, and how. */
+function storedText(p: NonNullable<DownloadStatus['plan']>): string {
+  const e = p.estimate;
+  if (!e || !e.from) return `${diskBytes(p.total_bytes)} (stored as downloaded)`;
+  const how = e.measured ? 'measured on the shards packed so far' : `experts assumed to pack to ${e.ratio.toFixed(2)} of their size`;
+  return p.keep_original
+    ? `about ${diskBytes(e.stored_keeping_original)}: the original files, plus their packs (${how})`
+    : `about ${diskBytes(e.stored)}, packed as it downloads (${how})`;
+}
+
+/** keepCost says what keeping the original files costs on disk. */
+function keepCost(s: DownloadStatus): string {
+  const e = s.plan?.estimate;
+  if (!e || !e.from) {
+    return s.keep_original
+      ? 'The downloaded files stay as they are in the Hugging Face cache, where other tools read them; Spool keeps packs of their experts beside them.'
+      : 'Spool packs the model as it downloads and keeps it in its own store.';
+  }
+  const extra = e.stored_keeping_original - e.stored;
+  return s.keep_original
+    ? `The downloaded files stay in the Hugging Face cache for other tools, and Spool keeps packs of the experts beside them: about ${diskBytes(e.stored_keeping_original)} on disk, ${diskBytes(extra)} more than packed alone.`
+    : `Off: Spool packs the model as it downloads, about ${diskBytes(e.stored)} on disk in its own store; keeping the originals too takes ${diskBytes(extra)} more.`;
+}
+
+/** packedText is how far packing got. */
+function packedText(s: DownloadStatus): string {
+  const pk = s.last?.pack?.shards ? s.last.pack : s.pack;
+  if (!pk || pk.shards === 0) return '–';
+  const ratio = pk.raw_bytes > 0 ? ` at ${(pk.packed_bytes / pk.raw_bytes).toFixed(2)}` : '';
+  return `${pk.done} of ${pk.shards} shards${ratio} · ${diskBytes(pk.disk_bytes)} on disk`;
 }
