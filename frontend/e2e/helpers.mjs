@@ -58,7 +58,7 @@ export async function startSpool({ args = [], env = {} } = {}) {
   let output = '';
   const proc = spawn(bin, ['app', '--no-window', '--model', modelDir, '--port', String(port), ...args], {
     cwd: repo,
-    env: { ...process.env, SPOOL_SETTINGS: join(home, 'settings.json'), XDG_CACHE_HOME: join(home, 'cache'), HF_HUB_OFFLINE: '1', ...env },
+    env: { ...process.env, SPOOL_SETTINGS: join(home, 'settings.json'), XDG_CACHE_HOME: join(home, 'cache'), SPOOL_STORE: join(home, 'store'), HF_HUB_OFFLINE: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   proc.stdout.on('data', (d) => (output += d));
