@@ -158,7 +158,7 @@ func (cv *Converter) pack(ctx context.Context, shard, path string, res *ShardRes
 		// A pack that does not verify is written again.
 	}
 	r, err := expertpack.PackShard(ctx, cv.c, cv.cfg, expertpack.ExpertLayers(cv.c, cv.cfg), shard,
-		expertpack.Options{Workers: cv.opts.Workers, Force: cv.opts.Force, OnExpert: cv.opts.OnExpert})
+		expertpack.Options{Workers: cv.opts.Workers, Force: cv.opts.Force, OnExpert: cv.opts.OnExpert, VerifyFromDisk: true})
 	if err != nil {
 		return fmt.Errorf("packed: packing %s: %w", shard, err)
 	}
