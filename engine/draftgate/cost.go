@@ -1,0 +1,132 @@
+package draftgate
+
+import (
+	"math"
+	"time"
+)
+
+// Mode is how a decode step runs.
+type Mode uint8
+
+const (
+	// Plain forwards the sampled token alone.
+	Plain Mode = iota
+	// Draft runs the MTP layer for a draft of the token after the sampled
+	// one and forwards both, emitting two tokens when the draft is
+	// accepted.
+	Draft
+)
+
+func (m Mode) String() string {
+	if m == Draft {
+		return "draft"
+	}
+	return "plain"
+}
+
+// other is the mode that is not m.
+func (m Mode) other() Mode { return 1 - m }
+
+// Step is what one decode step of a sequence cost.
+type Step struct {
+	Mode Mode
+	// Tokens is the tokens the step emitted: 1, or 2 with an accepted
+	// draft (0 when the generation ended on a stop).
+	Tokens int
+	// Accepted says a Draft step's draft was accepted.
+	Accepted bool
+	// Bytes is the routed-expert bytes the step's forwards read from
+	// storage (the MTP layer's included).
+	Bytes int64
+	// Time is the step's wall time.
+	Time time.Duration
+}
+
+// Cost sums steps of one mode.
+type Cost struct {
+	Steps, Tokens int
+	// Drafts and Accepted count the drafts proposed and accepted.
+	Drafts, Accepted int
+	Bytes            int64
+	Time             time.Duration
+}
+
+// Add adds one step.
+func (c *Cost) Add(s Step) {
+	c.Steps++
+	c.Tokens += s.Tokens
+	c.Bytes += s.Bytes
+	c.Time += s.Time
+	if s.Mode == Draft {
+		c.Drafts++
+		if s.Accepted {
+			c.Accepted++
+		}
+	}
+}
+
+// Plus is the sum of c and d.
+func (c Cost) Plus(d Cost) Cost {
+	return Cost{Steps: c.Steps + d.Steps, Tokens: c.Tokens + d.Tokens, Drafts: c.Drafts + d.Drafts, Accepted: c.Accepted + d.Accepted, Bytes: c.Bytes + d.Bytes, Time: c.Time + d.Time}
+}
+
+// BytesPerToken is the expert bytes read per emitted token (0 without
+// tokens).
+func (c Cost) BytesPerToken() float64 {
+	if c.Tokens == 0 {
+		return 0
+	}
+	return float64(c.Bytes) / float64(c.Tokens)
+}
+
+// SecondsPerToken is the wall time per emitted token (0 without tokens).
+func (c Cost) SecondsPerToken() float64 {
+	if c.Tokens == 0 {
+		return 0
+	}
+	return c.Time.Seconds() / float64(c.Tokens)
+}
+
+// Acceptance is the share of drafts accepted (0 without drafts).
+func (c Cost) Acceptance() float64 {
+	if c.Drafts == 0 {
+		return 0
+	}
+	return float64(c.Accepted) / float64(c.Drafts)
+}
+
+// TimeMargin is how far apart two times per token must be for time to
+// decide between them: closer than this (a share of the larger), the wall
+// clock cannot tell them apart from noise and the expert bytes per token
+// decide.
+const TimeMargin = 0.05
+
+// Ratio is what a token costs under a over what it costs under b: the
+// ratio of their seconds per token where those differ by more than
+// TimeMargin, else the ratio of their expert bytes per token; 1 where
+// either has no tokens or neither differs. Time comes first because it is
+// what a user waits on, bytes next because they are what a disk-bound
+// decode's time is made of and, unlike the clock, are not noisy.
+func Ratio(a, b Cost) float64 {
+	if a.Tokens == 0 || b.Tokens == 0 {
+		return 1
+	}
+	ta, tb := a.SecondsPerToken(), b.SecondsPerToken()
+	if math.Abs(ta-tb) > TimeMargin*math.Max(ta, tb) {
+		if tb == 0 {
+			return math.Inf(1)
+		}
+		return ta / tb
+	}
+	ba, bb := a.BytesPerToken(), b.BytesPerToken()
+	switch {
+	case ba == bb:
+		return 1
+	case bb == 0:
+		return math.Inf(1)
+	}
+	return ba / bb
+}
+
+// Cheaper reports whether a token costs less under a than under b.
+func Cheaper(a, b Cost) bool { return Ratio(a, b) < 1 }
