@@ -17,6 +17,10 @@ type Config struct {
 	GiveUp float64
 	// Clock is the time steps are measured with (default time.Now).
 	Clock func() time.Time
+	// Always drafts in every step, measuring without deciding: for
+	// benchmarks of drafting itself and tests that compare drafts across
+	// runs.
+	Always bool
 }
 
 func (c Config) withDefaults() Config {
@@ -90,6 +94,9 @@ func (g *Gate) Now() time.Time { return g.cfg.Clock() }
 
 // Mode is how the next lone step should run.
 func (g *Gate) Mode() Mode {
+	if g.cfg.Always {
+		return Draft
+	}
 	switch g.phase {
 	case exploring:
 		if g.explored == 0 {
@@ -107,7 +114,7 @@ func (g *Gate) Mode() Mode {
 func (g *Gate) Record(s Step) {
 	g.total[s.Mode].Add(s)
 	g.recent[s.Mode].add(s)
-	if s.Mode != g.Mode() {
+	if s.Mode != g.Mode() || g.cfg.Always {
 		return
 	}
 	switch g.phase {
@@ -173,7 +180,10 @@ func (g *Gate) Totals() [2]Cost { return g.total }
 
 // Choice is the mode the gate chose, or Exploring.
 func (g *Gate) Choice() string {
-	if g.phase == exploring {
+	switch {
+	case g.cfg.Always:
+		return Draft.String()
+	case g.phase == exploring:
 		return Exploring
 	}
 	return g.mode.String()

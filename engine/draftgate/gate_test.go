@@ -208,3 +208,22 @@ func TestReport(t *testing.T) {
 		t.Errorf("report %+v", r)
 	}
 }
+
+// TestGateAlways: an Always gate drafts every step, whatever they cost,
+// and still sums what they cost.
+func TestGateAlways(t *testing.T) {
+	g := New(Config{Always: true})
+	if got := run(g, machine{plain: 100, draft: 300}, 40, never); got != "D40" {
+		t.Errorf("steps %s, want D40", got)
+	}
+	if r := g.Report(); r.Choice != "draft" || r.Draft.Steps != 40 || r.Acceptance != 0 {
+		t.Errorf("report %+v", r)
+	}
+}
+
+func TestModeCostRoundTrip(t *testing.T) {
+	c := Cost{Steps: 3, Tokens: 5, Drafts: 3, Accepted: 2, Bytes: 700, Time: 1500 * time.Millisecond}
+	if got := NewReport("draft", 0, [2]Cost{Draft: c}).Draft.Cost(); got != c {
+		t.Errorf("round trip %+v, want %+v", got, c)
+	}
+}

@@ -1,5 +1,7 @@
 package draftgate
 
+import "time"
+
 // Report says what a gate chose and what each mode cost, as /stats and
 // spool run --json show it.
 type Report struct {
@@ -26,6 +28,11 @@ type ModeCost struct {
 	// BytesPerToken and SecondsPerToken are what an emitted token cost.
 	BytesPerToken   float64 `json:"expert_bytes_per_token"`
 	SecondsPerToken float64 `json:"seconds_per_token"`
+}
+
+// Cost is the mode's steps' cost.
+func (m ModeCost) Cost() Cost {
+	return Cost{Steps: m.Steps, Tokens: m.Tokens, Drafts: m.Drafts, Accepted: m.Accepted, Bytes: m.Bytes, Time: time.Duration(m.Seconds * float64(time.Second))}
 }
 
 // Exploring is Report.Choice before a gate has chosen.

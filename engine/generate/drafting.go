@@ -61,9 +61,11 @@ func (g *drafting) begin(lone bool, mode draftgate.Mode) {
 func (g *drafting) read(n int64) { g.bytes += n }
 
 // end records a lone step that emitted tokens, whose draft was accepted
-// or not, and whose forward read forwardBytes.
+// or not, and whose forward read forwardBytes. A step that emitted none
+// (a stop token ended the generation) measures nothing.
 func (g *drafting) end(tokens int, accepted bool, forwardBytes int64) {
-	if !g.lone {
+	if !g.lone || tokens == 0 {
+		g.lone = false
 		return
 	}
 	g.lone = false

@@ -28,6 +28,9 @@ func (s *Scheduler) start(e *entry) *active {
 	seq := s.sequenceFor(e.req.Prompt, e.req.Embed)
 	a := &active{entry: e, res: Result{Lane: LaneSingle, QueueWait: now.Sub(e.submitted)}}
 	p := e.req.Params
+	if p.Speculative && p.Gate == nil && !e.req.Embed {
+		p.Gate = s.gateFor(seq)
+	}
 	p.PrefillChunk = s.cfg.PrefillChunk
 	p.PromptCache = s.cfg.PromptCache
 	p.OnPrefill = nil
@@ -225,6 +228,7 @@ func (s *Scheduler) finish(a *active) {
 	s.mu.Lock()
 	s.stats.Requests++
 	s.stats.LastRequest = &r
+	s.recordDrafting(r.Drafting)
 	s.stats.Active, s.stats.Sequences = live, s.sequences
 	if live == 0 && len(s.queue) == 0 {
 		s.idleLocked()
