@@ -87,7 +87,7 @@ type Scheduler struct {
 	// gates holds each sequence's drafting gate, made for it when a
 	// speculative request first needs one.
 	gates map[*kvcache.Sequence]*draftgate.Gate
-	reqs      []model.Request
+	reqs  []model.Request
 	// embedAlone: the last step on an accelerated model forwarded an
 	// embedding's chunk alone (the next gives the decoders theirs).
 	embedAlone bool
