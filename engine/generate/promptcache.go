@@ -67,9 +67,7 @@ func (d *Decoder) continueMTP(ctx context.Context, r promptcache.Restored) error
 	n := d.seq.Len()
 	switch end := d.seq.MTPEnd(); {
 	case r.MTP:
-		before := d.m.ExpertBytesRead()
-		_, err := d.absorbMTP(ctx, [][]float32{r.Hidden}, d.prompt[n:n+1])
-		d.res.PrefillExpertBytes += d.m.ExpertBytesRead() - before
+		_, err := d.absorbMTP(ctx, [][]float32{r.Hidden}, d.prompt[n:n+1], true)
 		return err
 	case end == n:
 	case end == n-1:
@@ -120,10 +118,8 @@ func (d *Decoder) keepState(ctx context.Context) {
 			// start over when drafting resumes: absorbing would read its
 			// experts, which a decode that does not draft never reads.
 			if k := min(held, n-1-q.from); k > 0 && ctx.Err() == nil && d.drafting.mode() == draftgate.Draft {
-				before := d.m.ExpertBytesRead()
 				// An error leaves the MTP cache as it was: drafts only.
-				d.absorbMTP(ctx, q.rows[:k], d.seq.Tokens()[q.from+1:q.from+k+1])
-				d.res.DecodeExpertBytes += d.m.ExpertBytesRead() - before
+				d.absorbMTP(ctx, q.rows[:k], d.seq.Tokens()[q.from+1:q.from+k+1], false)
 			}
 		}
 		q.n = 0
