@@ -101,31 +101,45 @@ func (c Cost) Acceptance() float64 {
 // decide.
 const TimeMargin = 0.05
 
-// Ratio is what a token costs under a over what it costs under b: the
-// ratio of their seconds per token where those differ by more than
-// TimeMargin, else the ratio of their expert bytes per token; 1 where
-// either has no tokens or neither differs. Time comes first because it is
-// what a user waits on, bytes next because they are what a disk-bound
-// decode's time is made of and, unlike the clock, are not noisy.
+// PerToken is what an emitted token costs.
+type PerToken struct {
+	Seconds, Bytes float64
+}
+
+// PerToken is c's cost per emitted token.
+func (c Cost) PerToken() PerToken {
+	return PerToken{Seconds: c.SecondsPerToken(), Bytes: c.BytesPerToken()}
+}
+
+// Ratio is what a token costs under a over what it costs under b (see
+// Compare); 1 where either has no tokens.
 func Ratio(a, b Cost) float64 {
 	if a.Tokens == 0 || b.Tokens == 0 {
 		return 1
 	}
-	ta, tb := a.SecondsPerToken(), b.SecondsPerToken()
+	return Compare(a.PerToken(), b.PerToken())
+}
+
+// Compare is a over b: the ratio of their seconds per token where those
+// differ by more than TimeMargin, else the ratio of their expert bytes
+// per token (1 where neither differs). Time comes first because it is
+// what a user waits on, bytes next because they are what a disk-bound
+// decode's time is made of and, unlike the clock, are not noisy.
+func Compare(a, b PerToken) float64 {
+	ta, tb := a.Seconds, b.Seconds
 	if math.Abs(ta-tb) > TimeMargin*math.Max(ta, tb) {
 		if tb == 0 {
 			return math.Inf(1)
 		}
 		return ta / tb
 	}
-	ba, bb := a.BytesPerToken(), b.BytesPerToken()
 	switch {
-	case ba == bb:
+	case a.Bytes == b.Bytes:
 		return 1
-	case bb == 0:
+	case b.Bytes == 0:
 		return math.Inf(1)
 	}
-	return ba / bb
+	return a.Bytes / b.Bytes
 }
 
 // Cheaper reports whether a token costs less under a than under b.
