@@ -258,10 +258,11 @@ type step struct {
 // decodeStep is a decode step whose forward reads union times a token's
 // experts in every layer (1 for a plain step, two positions' union for a
 // verify) and, when mtpUnion is positive, whose MTP layer first reads
-// mtpUnion times a token's experts of its own (never cached: the plan
-// gives the MTP layer a working bank, not a cache) and applies its dense
-// weights. A product over two rows takes what one row's does: decode's
-// products are bound by reading their weights.
+// mtpUnion times a token's experts of its own (cached as every layer's
+// are: the plan gives each expert layer, the MTP layer's included, the
+// same cache slots) and applies its dense weights. A product over two rows
+// takes what one row's does: decode's products are bound by reading their
+// weights.
 func (m Model) decodeStep(mc Machine, hit, union, mtpUnion float64, readCPU func(float64) float64) step {
 	L, k := float64(m.ExpertLayers), float64(m.ExpertsPerToken)
 	eb, mb := float64(m.ExpertBytes), float64(m.MTPExpertBytes)
@@ -271,7 +272,7 @@ func (m Model) decodeStep(mc Machine, hit, union, mtpUnion float64, readCPU func
 	lastProducts := L * eb
 	dense := float64(m.DenseBytes)
 	if mtpUnion > 0 {
-		miss += k * mtpUnion * mb
+		miss += k * mtpUnion * (1 - hit) * mb
 		applied += k * mtpUnion * mb
 		lastProducts += mb
 		dense += float64(m.MTPDenseBytes)
@@ -291,7 +292,7 @@ func (m Model) decodeStep(mc Machine, hit, union, mtpUnion float64, readCPU func
 // draftWords says what the drafting figure assumed and which mode the
 // gate would choose.
 func draftWords(m Model, d Drafting, dp *DraftPrediction, p Prediction) string {
-	return fmt.Sprintf("With MTP drafts accepted %.0f%% of the time (assumed) and a verify forward's two positions reading %.2fx a token's experts in each layer (assumed: %.2f is routing spread evenly), plus the MTP layer's %d experts of %.1f MB a draft (read every time: the plan gives them a working bank, not a cache) and its %.2f GB of dense weights: %.2f tok/s reading %.0f MB a token, against %.2f tok/s and %.0f MB without drafts. The engine's gate would choose %s; it measures both as it decodes and drafts only while drafting is cheaper.",
+	return fmt.Sprintf("With MTP drafts accepted %.0f%% of the time (assumed) and a verify forward's two positions reading %.2fx a token's experts in each layer (assumed: %.2f is routing spread evenly), plus the MTP layer's %d experts of %.1f MB a draft (cached as every layer's are) and its %.2f GB of dense weights: %.2f tok/s reading %.0f MB a token, against %.2f tok/s and %.0f MB without drafts. The engine's gate would choose %s; it measures both as it decodes and drafts only while drafting is cheaper.",
 		100*d.Acceptance, d.Union, 2-float64(m.ExpertsPerToken)/float64(m.ExpertsPerLayer), m.ExpertsPerToken, float64(m.MTPExpertBytes)/1e6, float64(m.MTPDenseBytes)/1e9,
 		dp.DecodeTokensPerSecond, float64(dp.DecodeReadBytesPerToken)/1e6, p.DecodeTokensPerSecond, float64(p.DecodeReadBytesPerToken)/1e6, dp.Choice)
 }

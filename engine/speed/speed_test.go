@@ -305,10 +305,10 @@ func withMTP(d *Drafting) Model {
 
 // TestPredictDrafting works drafted decode out by hand on P2 with an MTP
 // layer: a step reads union times a token's experts in each of the 4
-// layers (less the cached share), and the MTP layer's 8 experts times
-// 1 + a(union-1) (one position after a missed draft, two after an
-// accepted one; never cached), and applies the MTP layer's dense weights
-// too; it emits 1 + a tokens. The gate's rule picks the mode.
+// layers, and the MTP layer's 8 experts times 1 + a(union-1) (one
+// position after a missed draft, two after an accepted one), each less the
+// cached share, and applies the MTP layer's dense weights too; it emits
+// 1 + a tokens. The gate's rule picks the mode.
 func TestPredictDrafting(t *testing.T) {
 	eb, mb := 18_915_328.0, 37_789_696.0
 	vm := Machine{Name: "vm", DiskBytesPerSecond: 1e9, DiskBurstBytesPerSecond: 0.8e9, KernelBytesPerSecond: 4e9, MatMul8BytesPerSecond: 1e9}
@@ -344,7 +344,7 @@ func TestPredictDrafting(t *testing.T) {
 			a, u := tc.a, tc.u
 			hit := 2.0 / 64
 			mtp := 8 * (1 + a*(u-1)) * mb
-			miss := 4*8*u*(1-hit)*eb + mtp
+			miss := 4*8*u*(1-hit)*eb + mtp*(1-hit)
 			kr := tc.mc.KernelBytesPerSecond
 			disk := miss/tc.mc.DiskBurstBytesPerSecond + (4*eb+mb)/kr + 235e6/kr
 			cores := (4*8*u*eb+mtp)/kr + 235e6/kr
