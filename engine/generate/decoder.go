@@ -200,7 +200,7 @@ func (d *Decoder) Next(ctx context.Context, alone bool) (model.Request, error) {
 		}
 		d.draft = draft
 		tokens = append(tokens, draft)
-	case d.mtp != nil && d.mtp.n >= MaxPendingMTP-1 && d.drafting.mode() == draftgate.Draft:
+	case d.mtp != nil && d.mtp.n >= MaxPendingMTP-1 && d.drafting.keepMTP():
 		// Not drafting now (batched, or re-checking plain steps) while
 		// drafting is the choice: absorb before the queue overflows, so
 		// that the MTP layer keeps its context. While plain steps are the

@@ -42,6 +42,14 @@ func (g *drafting) mode() draftgate.Mode {
 	return g.gate.Mode()
 }
 
+// keepMTP reports whether the MTP layer is kept abreast of the sequence
+// (it absorbs every hidden state, in a batch if need be): while drafting
+// is the choice or still to be explored. While plain steps are, it is
+// left behind, to start over when a re-check drafts.
+func (g *drafting) keepMTP() bool {
+	return g.gate == nil || g.gate.Choice() != draftgate.Plain.String()
+}
+
 func (g *drafting) now() time.Time {
 	if g.gate == nil {
 		return time.Now()

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/spoolhq/spool/engine/draftgate"
 	"github.com/spoolhq/spool/engine/promptcache"
 )
 
@@ -117,7 +116,7 @@ func (d *Decoder) keepState(ctx context.Context) {
 			// While the gate chooses plain steps the MTP layer is left to
 			// start over when drafting resumes: absorbing would read its
 			// experts, which a decode that does not draft never reads.
-			if k := min(held, n-1-q.from); k > 0 && ctx.Err() == nil && d.drafting.mode() == draftgate.Draft {
+			if k := min(held, n-1-q.from); k > 0 && ctx.Err() == nil && d.drafting.keepMTP() {
 				// An error leaves the MTP cache as it was: drafts only.
 				d.absorbMTP(ctx, q.rows[:k], d.seq.Tokens()[q.from+1:q.from+k+1], false)
 			}

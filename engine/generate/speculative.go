@@ -3,7 +3,6 @@ package generate
 import (
 	"context"
 
-	"github.com/spoolhq/spool/engine/draftgate"
 	"github.com/spoolhq/spool/engine/model"
 )
 
@@ -202,7 +201,7 @@ func (d *Decoder) absorbPrompt(ctx context.Context, from int, hidden [][]float32
 	}
 	// While the gate chooses plain steps (a sequence's later turn) the MTP
 	// layer is left to start over when drafting resumes.
-	if n > 0 && d.drafting.mode() == draftgate.Draft {
+	if n > 0 && d.drafting.keepMTP() {
 		_, err := d.absorbMTP(ctx, hidden[:n], d.prompt[from+1:from+n+1], true)
 		if err != nil {
 			return err
