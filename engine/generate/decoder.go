@@ -145,9 +145,6 @@ func (d *Decoder) Done() bool { return d.done }
 // Prefilling reports whether prompt tokens remain to be forwarded.
 func (d *Decoder) Prefilling() bool { return d.next < 0 && !d.done }
 
-// Speculative reports whether the decoder drafts with the MTP layer.
-func (d *Decoder) Speculative() bool { return d.mtp != nil }
-
 // Result is the generation so far (final after Finish).
 func (d *Decoder) Result() *Result { return &d.res }
 

@@ -113,7 +113,7 @@ func Generate(ctx context.Context, m *model.Model, seq *kvcache.Sequence, prompt
 		if d.Prefilling() {
 			phase = "prefill"
 		}
-		req, err := d.Next(ctx, p.Speculative)
+		req, err := d.Next(ctx, true)
 		if err != nil {
 			d.Finish(ctx)
 			return d.Result(), err

@@ -63,9 +63,9 @@ func (s *Scheduler) start(e *entry) *active {
 }
 
 // step runs one forward over the active requests: a decode row for each
-// request with a sampled token (and its MTP draft when it is alone and
-// speculative), and the next prompt chunk of the first request still
-// prefilling.
+// request with a sampled token (and its MTP draft when it is alone,
+// speculative and its gate drafts), and the next prompt chunk of the first
+// request still prefilling.
 func (s *Scheduler) step(ctx context.Context) {
 	var members []*active
 	var pre *active
@@ -95,7 +95,9 @@ func (s *Scheduler) step(ctx context.Context) {
 		members = append(members, pre)
 	}
 	start := time.Now()
-	speculate := len(members) == 1 && pre == nil && members[0].dec.Speculative()
+	// A decode row forwarded alone may draft (its gate decides); a batched
+	// one never does.
+	alone := len(members) == 1 && pre == nil
 	s.setState(len(members))
 	for _, a := range members {
 		a.res.PeakBatch = max(a.res.PeakBatch, len(members))
@@ -115,7 +117,7 @@ func (s *Scheduler) step(ctx context.Context) {
 	}
 	reqs := s.reqs[:0]
 	for _, a := range members {
-		req, err := a.dec.Next(fctx, speculate)
+		req, err := a.dec.Next(fctx, alone)
 		if err != nil {
 			s.failStep(ctx, members, err)
 			return
