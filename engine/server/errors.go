@@ -79,6 +79,16 @@ func expertUnreadable(re *experts.ReadError) *apiError {
 	return e
 }
 
+// engineError maps the engine's failure of a generation: a model file it
+// could not read intact, else an internal error.
+func engineError(err error) *apiError {
+	var re *experts.ReadError
+	if errors.As(err, &re) {
+		return expertUnreadable(re)
+	}
+	return internalError(err)
+}
+
 // asAPIError maps any error to an apiError.
 func asAPIError(err error) *apiError {
 	var ae *apiError
