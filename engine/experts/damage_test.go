@@ -134,12 +134,12 @@ func TestDamagedExpertNamed(t *testing.T) {
 // repairer restores the bytes it was given, counting its calls.
 type repairer struct {
 	calls atomic.Int32
-	fix   func(re *experts.ReadError) error
+	fix   func(ctx context.Context, re *experts.ReadError) error
 }
 
-func (r *repairer) Repair(_ context.Context, re *experts.ReadError) error {
+func (r *repairer) Repair(ctx context.Context, re *experts.ReadError) error {
 	r.calls.Add(1)
-	return r.fix(re)
+	return r.fix(ctx, re)
 }
 
 // TestRepairSeam: with a Repairer, a damaged expert is handed to it once;
@@ -154,7 +154,7 @@ func TestRepairSeam(t *testing.T) {
 	want := residentDigest(t, d, 1, 5)
 
 	path, off, was := damage(t, d, 1, 5, 32)
-	r.fix = func(re *experts.ReadError) error {
+	r.fix = func(_ context.Context, re *experts.ReadError) error {
 		if re.Layer != 1 || re.Expert != 5 || !re.Damaged() {
 			t.Errorf("asked to repair %+v", re)
 		}
@@ -171,19 +171,41 @@ func TestRepairSeam(t *testing.T) {
 	// A repair that restores nothing: reported after one more read.
 	damage(t, d, 1, 5, 32)
 	r.calls.Store(0)
-	r.fix = func(*experts.ReadError) error { return nil }
+	r.fix = func(context.Context, *experts.ReadError) error { return nil }
 	if _, err := readOne(s, 1, 5); !errors.Is(err, experts.ErrChecksum) {
 		t.Fatalf("a repair that did not restore: %v, want the checksum error", err)
 	}
 	// One that fails.
 	failed := errors.New("the hub is out of reach")
-	r.fix = func(*experts.ReadError) error { return failed }
+	r.fix = func(context.Context, *experts.ReadError) error { return failed }
 	if _, err := readOne(s, 1, 5); !errors.Is(err, experts.ErrChecksum) {
 		t.Fatalf("a repair that failed: %v, want the checksum error", err)
 	}
 	if n := r.calls.Load(); n != 2 {
 		t.Errorf("%d repairs, want one per damaged read", n)
 	}
+
+	// A lease given up while its expert is being repaired stops the
+	// repair: Release returns once the Repairer does.
+	started := make(chan struct{})
+	r.fix = func(ctx context.Context, _ *experts.ReadError) error {
+		close(started)
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l, err := s.Acquire(context.Background(), 1, []int{5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		<-started
+		cancel()
+	}()
+	if _, _, err := l.Next(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("waiting for a repair given up: %v", err)
+	}
+	l.Release()
 	if err := experts.CheckInvariants(s, true); err != nil {
 		t.Fatal(err)
 	}
