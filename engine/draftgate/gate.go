@@ -1,6 +1,9 @@
 package draftgate
 
-import "time"
+import (
+	"time"
+	"unsafe"
+)
 
 // Config tunes a Gate. Zero fields take the defaults.
 type Config struct {
@@ -82,6 +85,10 @@ type Gate struct {
 	total    [2]Cost
 	switches int
 }
+
+// StateBytes is one gate's memory, which the memory plan counts for each
+// sequence (a gate holds no slices or maps: its size is fixed).
+const StateBytes = int64(unsafe.Sizeof(Gate{}))
 
 // New returns a gate that starts by exploring.
 func New(cfg Config) *Gate {
