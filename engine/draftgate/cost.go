@@ -49,6 +49,9 @@ type Cost struct {
 	Drafts, Accepted int
 	Bytes            int64
 	Time             time.Duration
+	// TimeSq sums the squares of the steps' seconds, for how much their
+	// times vary.
+	TimeSq float64
 }
 
 // Add adds one step.
@@ -57,6 +60,7 @@ func (c *Cost) Add(s Step) {
 	c.Tokens += s.Tokens
 	c.Bytes += s.Bytes
 	c.Time += s.Time
+	c.TimeSq += s.Time.Seconds() * s.Time.Seconds()
 	if s.Mode == Draft {
 		c.Drafts++
 		if s.Accepted {
@@ -67,7 +71,7 @@ func (c *Cost) Add(s Step) {
 
 // Plus is the sum of c and d.
 func (c Cost) Plus(d Cost) Cost {
-	return Cost{Steps: c.Steps + d.Steps, Tokens: c.Tokens + d.Tokens, Drafts: c.Drafts + d.Drafts, Accepted: c.Accepted + d.Accepted, Bytes: c.Bytes + d.Bytes, Time: c.Time + d.Time}
+	return Cost{Steps: c.Steps + d.Steps, Tokens: c.Tokens + d.Tokens, Drafts: c.Drafts + d.Drafts, Accepted: c.Accepted + d.Accepted, Bytes: c.Bytes + d.Bytes, Time: c.Time + d.Time, TimeSq: c.TimeSq + d.TimeSq}
 }
 
 // BytesPerToken is the expert bytes read per emitted token (0 without
@@ -96,19 +100,29 @@ func (c Cost) Acceptance() float64 {
 }
 
 // TimeMargin is how far apart two times per token must be for time to
-// decide between them: closer than this (a share of the larger), the wall
-// clock cannot tell them apart from noise and the expert bytes per token
-// decide.
+// decide between them: closer than this (a share of the larger), or closer
+// than the steps' own variation says the clock can tell, the expert bytes
+// per token decide.
 const TimeMargin = 0.05
 
-// PerToken is what an emitted token costs.
+// PerToken is what an emitted token costs: its seconds, with the standard
+// error of that mean (0 where it is known exactly, infinite where it
+// cannot be told), and its expert bytes.
 type PerToken struct {
-	Seconds, Bytes float64
+	Seconds, SecondsErr, Bytes float64
 }
 
-// PerToken is c's cost per emitted token.
+// PerToken is c's cost per emitted token. The seconds' error is that of
+// the mean of its steps' times, per token: infinite for fewer than two
+// steps.
 func (c Cost) PerToken() PerToken {
-	return PerToken{Seconds: c.SecondsPerToken(), Bytes: c.BytesPerToken()}
+	p := PerToken{Seconds: c.SecondsPerToken(), Bytes: c.BytesPerToken(), SecondsErr: math.Inf(1)}
+	if n := float64(c.Steps); n >= 2 && c.Tokens > 0 {
+		mean := c.Time.Seconds() / n
+		variance := max(0, (c.TimeSq-n*mean*mean)/(n-1))
+		p.SecondsErr = math.Sqrt(variance/n) / (float64(c.Tokens) / n)
+	}
+	return p
 }
 
 // Ratio is what a token costs under a over what it costs under b (see
@@ -120,14 +134,17 @@ func Ratio(a, b Cost) float64 {
 	return Compare(a.PerToken(), b.PerToken())
 }
 
-// Compare is a over b: the ratio of their seconds per token where those
-// differ by more than TimeMargin, else the ratio of their expert bytes
-// per token (1 where neither differs). Time comes first because it is
-// what a user waits on, bytes next because they are what a disk-bound
-// decode's time is made of and, unlike the clock, are not noisy.
+// Compare is a over b: the ratio of their seconds per token where the
+// clock tells them apart (they differ by more than TimeMargin and by more
+// than twice the standard error of the difference), else the ratio of
+// their expert bytes per token (1 where neither differs). Time comes first
+// because it is what a user waits on, bytes next because they are what a
+// disk-bound decode's time is made of and, unlike the clock, are not
+// noisy.
 func Compare(a, b PerToken) float64 {
 	ta, tb := a.Seconds, b.Seconds
-	if math.Abs(ta-tb) > TimeMargin*math.Max(ta, tb) {
+	d := math.Abs(ta - tb)
+	if d > TimeMargin*math.Max(ta, tb) && d > 2*math.Hypot(a.SecondsErr, b.SecondsErr) {
 		if tb == 0 {
 			return math.Inf(1)
 		}

@@ -10,7 +10,8 @@
 // the one not chosen from time to time, at intervals that double while the
 // choice holds; it drafts only while drafting is cheaper (Ratio says how
 // two costs compare: time first, bytes where the times are within
-// TimeMargin of each other).
+// TimeMargin of each other or the steps' own variation says the clock
+// cannot tell them apart).
 //
 // The gate's time comes from Config.Clock, so that a test drives its
 // decisions from counts, never from the clock. The driver (the decode

@@ -9,8 +9,21 @@ import (
 )
 
 func TestRatio(t *testing.T) {
+	// cost is two steps of ms/2 each: their times agree, so the clock
+	// tells a difference beyond TimeMargin.
 	cost := func(tokens int, bytes int64, ms int) Cost {
-		return Cost{Steps: 1, Tokens: tokens, Bytes: bytes, Time: time.Duration(ms) * time.Millisecond}
+		var c Cost
+		for range 2 {
+			c.Add(Step{Mode: Plain, Tokens: tokens / 2, Bytes: bytes / 2, Time: time.Duration(ms) * time.Millisecond / 2})
+		}
+		c.Tokens, c.Bytes = tokens, bytes
+		return c
+	}
+	// noisy is the same with steps of 0 and ms: the clock cannot tell.
+	noisy := func(tokens int, bytes int64, ms int) Cost {
+		c := cost(tokens, bytes, ms)
+		c.TimeSq = math.Pow(float64(ms)/1000, 2)
+		return c
 	}
 	for _, tc := range []struct {
 		name string
@@ -26,6 +39,8 @@ func TestRatio(t *testing.T) {
 		{"no bytes to compare with", cost(1, 10, 0), cost(1, 0, 0), math.Inf(1)},
 		{"no time to compare with", cost(1, 0, 10), cost(1, 0, 0), math.Inf(1)},
 		{"no tokens: unknown", Cost{}, cost(1, 100, 100), 1},
+		{"times too noisy to tell: bytes decide", noisy(2, 300, 150), noisy(2, 200, 200), 1.5},
+		{"one step: its time cannot be told apart", Cost{Steps: 1, Tokens: 1, Bytes: 100, Time: time.Second}, cost(2, 400, 500), 0.5},
 	} {
 		if got := Ratio(tc.a, tc.b); got != tc.want && math.Abs(got-tc.want) > 1e-12 {
 			t.Errorf("%s: Ratio = %g, want %g", tc.name, got, tc.want)
@@ -39,22 +54,39 @@ func TestRatio(t *testing.T) {
 // machine prices a sequence's steps from counts: a plain step reads plain
 // bytes, a draft step draft bytes (the MTP layer's and the union of two
 // positions' experts), each in the time its bytes take at one byte a
-// microsecond, or in no time with frozen.
+// microsecond (or draftTime microseconds for a draft step when set), or in
+// no time with frozen. With jitter the steps' times swing between a tenth
+// and 1.9 times that, in turn.
 type machine struct {
 	plain, draft int64
+	draftTime    int64
 	frozen       bool
+	jitter       bool
+	steps        *int
 }
 
 func (m machine) step(mode Mode, accepted bool) Step {
 	s := Step{Mode: mode, Tokens: 1, Bytes: m.plain}
+	us := m.plain
 	if mode == Draft {
-		s.Bytes, s.Accepted = m.draft, accepted
+		s.Bytes, s.Accepted, us = m.draft, accepted, m.draft
+		if m.draftTime > 0 {
+			us = m.draftTime
+		}
 		if accepted {
 			s.Tokens = 2
 		}
 	}
+	if m.jitter {
+		*m.steps++
+		if *m.steps%2 == 0 {
+			us = us / 10
+		} else {
+			us = us * 19 / 10
+		}
+	}
 	if !m.frozen {
-		s.Time = time.Duration(s.Bytes) * time.Microsecond
+		s.Time = time.Duration(us) * time.Microsecond
 	}
 	return s
 }
@@ -123,6 +155,19 @@ func TestGateDecides(t *testing.T) {
 			// clock): plain, the mode that reads no MTP layer.
 			name: "no difference", m: machine{frozen: true}, tokens: 60, accept: always,
 			want: "D4 P36 D4 P8", choice: Plain,
+		},
+		{
+			// Drafts read fewer bytes a token but take 30% longer a token
+			// (a machine whose reads are cheap, say): the clock decides.
+			name: "slower though it reads less", m: machine{plain: 100, draft: 150, draftTime: 260}, tokens: 60, accept: always,
+			want: "D4 P36 D4 P8", choice: Plain,
+		},
+		{
+			// The same on a clock whose steps swing from a tenth to
+			// nearly twice their time: it cannot tell the modes apart, and
+			// the bytes decide.
+			name: "a clock too noisy to tell", m: machine{plain: 100, draft: 150, draftTime: 260, jitter: true, steps: new(int)}, tokens: 60, accept: always,
+			want: "D4 P4 D16 P4 D6", choice: Draft,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
