@@ -72,6 +72,7 @@ type Container struct {
 	byFile map[string]*shardFile
 	index  map[string]TensorInfo
 	names  []string
+	sums   checksums // the experts' checksums, once fingerprinted
 }
 
 // Open opens every *.safetensors file of dir (sorted by name), validates
