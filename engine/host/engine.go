@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/spoolhq/spool/engine/download/hub"
+	"github.com/spoolhq/spool/engine/pull"
 	"log"
 	"os"
 	"path/filepath"
@@ -123,6 +125,12 @@ func StreamedExperts(p *plan.Plan, usage string) func(context.Context, *containe
 		if usage != "" {
 			if err := os.MkdirAll(filepath.Dir(usage), 0o755); err != nil {
 				opts.UsagePath = "" // no history rather than no engine
+			}
+		}
+		// A model downloaded from the hub repairs a damaged expert from it.
+		if env, err := hub.EnvFromOS(); err == nil {
+			if r, err := pull.RepairerFor(c, cfg, env); err == nil && r != nil {
+				opts.Repairer = r
 			}
 		}
 		return StreamedWith(opts)(ctx, c, cfg, layers)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -254,4 +255,64 @@ func tryGreedy(dir string) ([]int, error) {
 		return nil, err
 	}
 	return res.Tokens, nil
+}
+
+// TestRepairWhileReading: the streamed tier meets a record damaged on disk
+// (a flipped byte), hands it to the model's Repairer, which rebuilds it
+// from the stand-in hub (the expert's bytes alone), and the answer has the
+// original's tokens; the record on disk is whole again.
+func TestRepairWhileReading(t *testing.T) {
+	src := fixtures.Path(t, "glm52-mini")
+	repo := repoOf(t, src)
+	h := fakehub.New(repo)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	p, err := pull.New(options(srv.URL, t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	dir := p.ModelDir()
+	want := greedy(t, src)
+	pack := filepath.Join(dir, "out-00001.safetensors"+expertpack.Suffix)
+	x, err := expertpack.ReadIndex(pack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range x.Entries { // every record: the prompt meets one
+		flip(t, pack, e.Offset+e.Length/2)
+	}
+	h.Reset()
+	var repairer *pull.Repairer
+	d, err := loader.Open(context.Background(), dir, loader.Options{
+		Experts: func(ctx context.Context, c *container.Container, cfg *config.Config, layers []int) (experts.Source, error) {
+			r, err := pull.RepairerFor(c, cfg, hub.Env{Endpoint: srv.URL})
+			if err != nil || r == nil {
+				return nil, fmt.Errorf("no repairer: %v", err)
+			}
+			repairer = r
+			return experts.NewStreamed(ctx, c, cfg, layers, experts.StreamOptions{WorkingSlots: 8, Packs: experts.PacksRead,
+				Repairer: r, Logger: slog.New(slog.DiscardHandler)})
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	res, err := generate.Generate(context.Background(), d.Model, d.Model.NewSequence(0), []int{5, 17, 99, 3, 41, 7}, generate.Params{MaxTokens: 8}, nil)
+	if err != nil || !slices.Equal(res.Tokens, want) {
+		t.Fatalf("with damaged records: %v (%v), want %v", res.Tokens, err, want)
+	}
+	if repairer == nil || len(h.Served()) == 0 {
+		t.Fatal("nothing was fetched from the hub")
+	}
+	res2, err := pull.RepairModel(context.Background(), dir, hub.NewClient(hub.Env{Endpoint: srv.URL}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res2) >= len(x.Entries) {
+		t.Errorf("the reads repaired none of the %d damaged records on disk", len(x.Entries))
+	}
 }

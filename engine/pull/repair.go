@@ -16,6 +16,7 @@ import (
 	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/download/hub"
 	"github.com/spoolhq/spool/engine/expertpack"
+	"github.com/spoolhq/spool/engine/experts"
 	"github.com/spoolhq/spool/engine/packed"
 	"github.com/spoolhq/spool/native/diskio"
 )
@@ -39,8 +40,9 @@ type Repairer struct {
 	dir    string
 	c      *container.Container
 	cfg    *config.Config
-	rec    *packed.Record
-	client *hub.Client
+	rec     *packed.Record
+	client  *hub.Client
+	offline bool // HF_HUB_OFFLINE: no request leaves
 
 	mu sync.Mutex
 }
@@ -150,6 +152,9 @@ func (r *Repairer) fetchExpert(ctx context.Context, loc container.ExpertLocation
 	o := r.rec.Origin
 	if o == nil || o.Repo == "" || o.Commit == "" {
 		return nil, fmt.Errorf("%w: %s was not downloaded by Spool; restore its shards from where they came from", ErrNoOrigin, r.dir)
+	}
+	if r.offline {
+		return nil, fmt.Errorf("%w (HF_HUB_OFFLINE is set): Spool repairs it once online (spool pull --repair)", ErrOffline)
 	}
 	x := &expertpack.Expert{Segments: expertpack.SegmentsOf(loc)}
 	for i, es := range [][]container.Extent{loc.Weights, loc.Scales} {
@@ -296,4 +301,24 @@ func RepairModel(ctx context.Context, dir string, client *hub.Client, onExpert f
 		}
 	}
 	return out, nil
+}
+
+// Repair is experts.Repairer: the streamed tier hands it an expert a read
+// found damaged (a pack record, or a raw expert's bytes).
+func (r *Repairer) Repair(ctx context.Context, damage *experts.ReadError) error {
+	return r.RepairExpert(ctx, damage.Layer, damage.Expert, damage.File)
+}
+
+// RepairerFor is the Repairer of the model in dir (open as c with config
+// cfg) when it came from the hub (its record says from where), nil
+// otherwise: what the engine gives its streamed tier. The hub is reached
+// as env says; offline, repairs say so and wait for a later read.
+func RepairerFor(c *container.Container, cfg *config.Config, env hub.Env) (*Repairer, error) {
+	rec, err := packed.ReadRecord(c.Dir())
+	if err != nil || rec == nil || rec.Origin == nil {
+		return nil, err
+	}
+	r := NewRepairer(c.Dir(), c, cfg, rec, hub.NewClient(env))
+	r.offline = env.Offline // no request leaves
+	return r, nil
 }
