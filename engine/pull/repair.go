@@ -37,9 +37,9 @@ var ErrNoOrigin = errors.New("the model's origin is not known")
 // expert's bytes are fetched and written back into its shard. Repairs run
 // one at a time. It is safe for concurrent use.
 type Repairer struct {
-	dir    string
-	c      *container.Container
-	cfg    *config.Config
+	dir     string
+	c       *container.Container
+	cfg     *config.Config
 	rec     *packed.Record
 	client  *hub.Client
 	offline bool // HF_HUB_OFFLINE: no request leaves
