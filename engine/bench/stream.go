@@ -29,7 +29,10 @@ type StreamResult struct {
 	DirectIO         bool    `json:"direct_io"`
 	ReadChunkBytes   int64   `json:"read_chunk_bytes"`
 
-	Tokens          int     `json:"tokens"`
+	Tokens int `json:"tokens"`
+	// TokenIDs are the tokens decoded: equal across runs that read the
+	// same model raw, from packs, with any decode loop.
+	TokenIDs        []int   `json:"token_ids"`
 	Seconds         float64 `json:"seconds"`
 	TokensPerSecond float64 `json:"tokens_per_second"`
 	HitRate         float64 `json:"hit_rate"`
@@ -163,7 +166,7 @@ func Stream(ctx context.Context, dir string, mem *host.Memory, tokens int, specu
 		Model: dir, MemoryBytes: p.MemoryBytes, CacheBytes: p.ExpertCacheBytes,
 		WorkingSlots: st.WorkingSlots, Workers: src.ReadPool().Workers(),
 		ExpertLayers: len(st.Layers), ExpertsPerLayer: cfg.NumRoutedExperts, DirectIO: src.Direct(), ReadChunkBytes: so.ReadChunk,
-		Tokens: len(res.Tokens), Seconds: wall, HitRate: st.Turn.HitRate(),
+		Tokens: len(res.Tokens), TokenIDs: res.Tokens, Seconds: wall, HitRate: st.Turn.HitRate(),
 		DiskBytesPerSecond: bw, DiskProbeBytes: before.Bytes + after.Bytes, DiskProbeDirect: before.Direct && after.Direct,
 		DiskProbeQueueDepth: before.Workers,
 	}
