@@ -22,10 +22,13 @@
 //	fill.go      a fill: one expert read into a slot, on demand or ahead;
 //	             where every read lands (telemetry, decode, cost, matrices)
 //	lease.go     a lease: its fills, hand-out order, Done, Release, Cost
-//	unpack.go    decoding a packed expert in place as its reads land, checked
-//	             against its CRC; a damaged record is read from the shard
-//	packs.go     opening the packs beside the shards (engine/expertpack);
-//	             the damaged records met
+//	unpack.go    decoding a packed expert in place as its reads land, on the
+//	             decode pool (its blocks over every core), checked against
+//	             its CRC; a damaged record is read from the shard, where its
+//	             raw bytes remain, else repaired (Repairer)
+//	packs.go     opening the packs beside the shards (engine/expertpack),
+//	             those holding released experts whatever the policy; the
+//	             damaged records met
 //	pins.go      pins chosen at startup from the usage history
 //	repin.go     live re-pinning with hysteresis
 //	prefetch.go  read-ahead (fills nobody waits for yet); the read order hint

@@ -14,9 +14,10 @@ import (
 // read-ahead is a fill nobody waits for yet (owner nil), which an Acquire
 // of its expert then claims, ready or still reading. Every completion of
 // its reads lands in landed, on the read workers: the telemetry, the cost,
-// the decode of a packed expert, the check of the bytes against the
-// weights' checksums and, with the last one, the matrices (the slot is
-// ready) or the failure are applied there, once.
+// the check of the bytes against the weights' checksums and, with the last
+// one, the matrices (the slot is ready) or the failure are applied there,
+// once. A packed expert's decode runs on the decode pool, which reports
+// its outcome as one more completion (decoded).
 //
 // Guarded by the source's mutex, except u (its own lock) and what the read
 // workers write before their atomic countdown (sums, reading, readFailed).

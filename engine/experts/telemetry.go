@@ -20,8 +20,8 @@ type Counters struct {
 	// for a read to land.
 	Wait time.Duration
 	// Unpacked counts packed experts decoded, Decoded the bytes they
-	// rebuilt and DecodeTime the time spent decoding (on read workers,
-	// overlapping reads).
+	// rebuilt and DecodeTime the time spent decoding (the decode pool's
+	// CPU time, over every core, overlapping reads).
 	Unpacked   int64
 	Decoded    int64
 	DecodeTime time.Duration
