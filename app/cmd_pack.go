@@ -16,6 +16,7 @@ import (
 	"github.com/spoolhq/spool/engine/host"
 	"github.com/spoolhq/spool/engine/packed"
 	"github.com/spoolhq/spool/engine/plan"
+	"github.com/spoolhq/spool/engine/pull"
 )
 
 func newPackCmd() *cobra.Command {
@@ -45,10 +46,11 @@ it is on disk and verified. spool unpack restores the original files byte
 for byte (checked against their SHA-256, taken before packing).
 
 --keep-original writes the packs but keeps the raw bytes (the disk holds
-both, and other tools can still read the shards). Files that are links,
-such as a Hugging Face cache's blobs, which other tools share, are never
-modified: pack them with --keep-original, or download the model with
-spool pull, which stores it packed in Spool's own store.
+both, and other tools can still read the shards). A Hugging Face cache's
+snapshot (models--owner--name/snapshots/<commit>) is packed in Spool's store
+instead, since other tools read the cache: its files move there (and leave
+the cache), or, with --keep-original, stay and the store keeps links to them
+and the packs. Other files that are links are never modified.
 
 --verify checks every pack as the disk holds it (against the shards' bytes
 where they remain, else against each record's checksum); --remove deletes
@@ -93,6 +95,20 @@ least 3% smaller stay unpacked.`,
 				}
 				fmt.Fprintf(w, "%d packs verified\n", len(res))
 				return nil
+			}
+			if _, repo, commit, ok := pull.Snapshot(modelDir); ok {
+				// A Hugging Face cache's snapshot: other tools read its
+				// files there, so the model is packed in Spool's store.
+				dir, err := pull.Adopt(modelDir, "", keepOriginal)
+				if err != nil {
+					return err
+				}
+				how := "moved out of the Hugging Face cache"
+				if keepOriginal {
+					how = "the packs beside links to the Hugging Face cache's files, which stay"
+				}
+				fmt.Fprintf(w, "%s@%.12s: in Spool's store at %s (%s)\n", repo, commit, dir, how)
+				modelDir = dir
 			}
 			start := time.Now()
 			var raw, pk int64

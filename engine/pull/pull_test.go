@@ -25,6 +25,7 @@ import (
 	"github.com/spoolhq/spool/engine/download/hub"
 	"github.com/spoolhq/spool/engine/expertpack"
 	"github.com/spoolhq/spool/engine/experts"
+	"github.com/spoolhq/spool/engine/fingerprint"
 	"github.com/spoolhq/spool/engine/generate"
 	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/packed"
@@ -314,5 +315,84 @@ func TestRepairWhileReading(t *testing.T) {
 	}
 	if len(res2) >= len(x.Entries) {
 		t.Errorf("the reads repaired none of the %d damaged records on disk", len(x.Entries))
+	}
+}
+
+// hubSnapshot downloads repo into a Hugging Face cache and returns the
+// cache and the snapshot directory.
+func hubSnapshot(t *testing.T, repo fakehub.Repo, url string) (string, string) {
+	t.Helper()
+	cache := t.TempDir()
+	o := options(url, "").Download
+	o.Repo, o.Revision, o.CacheDir, o.Client = repoID, "main", cache, hub.NewClient(hub.Env{Endpoint: url})
+	j, err := download.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return cache, filepath.Join(cache, "models--acme--glm52-mini", "snapshots", repo.Commit)
+}
+
+// TestAdoptSnapshot: packing a Hugging Face cache's snapshot moves it into
+// the store (the cache keeps nothing of it whose bytes would no longer
+// match their names), where it is packed and released and unpacks to the
+// hub's files; keeping the originals leaves the cache alone and puts links
+// and packs in the store.
+func TestAdoptSnapshot(t *testing.T) {
+	repo := repoOf(t, fixtures.Path(t, "glm52-mini"))
+	srv := httptest.NewServer(fakehub.New(repo))
+	defer srv.Close()
+	quiet := fingerprint.Options{Logger: slog.New(slog.DiscardHandler)}
+
+	cache, snap := hubSnapshot(t, repo, srv.URL)
+	store := t.TempDir()
+	dir, err := pull.Adopt(snap, store, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dir != pull.ModelDir(store, repoID, repo.Commit) {
+		t.Fatalf("adopted into %s", dir)
+	}
+	if _, err := os.Stat(snap); !os.IsNotExist(err) {
+		t.Errorf("the snapshot stays in the cache: %v", err)
+	}
+	blobs, _ := os.ReadDir(filepath.Join(cache, "models--acme--glm52-mini", "blobs"))
+	if len(blobs) != 0 {
+		t.Errorf("blobs left in the cache: %d", len(blobs))
+	}
+	if _, err := packed.Convert(context.Background(), dir, packed.Options{Release: true, Force: true}, quiet, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := packed.Unpack(context.Background(), dir, packed.UnpackOptions{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range repo.Files {
+		if got := sha(t, filepath.Join(dir, f.Path)); f.LFS && got != f.SHA256() {
+			t.Errorf("%s: SHA-256 %s, the hub's %s", f.Path, got, f.SHA256())
+		}
+	}
+
+	_, snap = hubSnapshot(t, repo, srv.URL)
+	store = t.TempDir()
+	dir, err = pull.Adopt(snap, store, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := packed.Convert(context.Background(), dir, packed.Options{Force: true}, quiet, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range repo.Files {
+		if got := sha(t, filepath.Join(snap, f.Path)); f.LFS && got != f.SHA256() {
+			t.Errorf("%s in the cache: SHA-256 %s, the hub's %s", f.Path, got, f.SHA256())
+		}
+	}
+	packs, _ := filepath.Glob(filepath.Join(dir, "*"+expertpack.Suffix))
+	if len(packs) == 0 {
+		t.Error("no packs in the store")
+	}
+	if left, _ := filepath.Glob(filepath.Join(snap, "*"+expertpack.Suffix)); len(left) != 0 {
+		t.Errorf("packs written into the cache: %v", left)
 	}
 }
