@@ -159,7 +159,7 @@ func runFit(cmd *cobra.Command, f *fitFlags) error {
 	if f.jsonOut {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(fitReport{Plan: p, Speed: sp}); err != nil {
+		if err := enc.Encode(fitReport{Plan: p, Speed: sp, Disk: fitDiskOf(f, w, pk)}); err != nil {
 			return err
 		}
 	} else {
@@ -168,6 +168,7 @@ func runFit(cmd *cobra.Command, f *fitFlags) error {
 			fmt.Fprintln(out, "suggestion:", p.Suggestion)
 		}
 		fmt.Fprint(out, sp.text())
+		fmt.Fprintln(out, "disk:", fitDiskOf(f, w, pk).Note)
 	}
 	if !p.Fits {
 		return exitError{code: exitNoFit}
@@ -179,6 +180,38 @@ func runFit(cmd *cobra.Command, f *fitFlags) error {
 type fitReport struct {
 	*plan.Plan
 	Speed *fitSpeed `json:"speed"`
+	Disk  *fitDisk  `json:"disk"`
+}
+
+// fitDisk is what the model takes on disk: its files as downloaded, and
+// stored packed (a download is packed as it arrives, holding two shards
+// raw at a time meanwhile).
+type fitDisk struct {
+	DownloadBytes int64  `json:"download_bytes"`
+	StoredBytes   int64  `json:"stored_bytes"`
+	Packed        bool   `json:"packed"`
+	Note          string `json:"note"`
+}
+
+// fitDiskOf is the model's disk: of the directory (its shards' bytes, and
+// what their experts take read as pk says), or assumed for a config.
+func fitDiskOf(f *fitFlags, w plan.Weights, pk speedPacks) *fitDisk {
+	d := &fitDisk{DownloadBytes: w.ResidentBytes + w.RoutedBytes, StoredBytes: w.ResidentBytes + w.RoutedBytes}
+	if pk.bytes > 0 && w.MainExpertBytes() > 0 {
+		d.Packed = true
+		d.StoredBytes = w.ResidentBytes + storedRouted(w, pk)
+	}
+	gb := func(n int64) string { return plan.SizeText(n) }
+	switch {
+	case !d.Packed:
+		d.Note = fmt.Sprintf("the weights take %s, their experts read raw", gb(d.StoredBytes))
+	case f.model != "":
+		d.Note = fmt.Sprintf("the weights take about %s stored packed (%s raw; %s)", gb(d.StoredBytes), gb(d.DownloadBytes), pk.note)
+	default:
+		d.Note = fmt.Sprintf("a download of %s is stored packed in about %s (%s), plus two shards raw at a time while it downloads; spool pull --dry-run says exactly",
+			gb(d.DownloadBytes), gb(d.StoredBytes), pk.note)
+	}
+	return d
 }
 
 // fitSpeed is the predicted speed, or why there is none.
@@ -316,4 +349,23 @@ func packsOf(dir string, cfg *config.Config) (speedPacks, error) {
 func assumedPacks(w plan.Weights) speedPacks {
 	return speedPacks{bytes: int64(packed.TypicalRatio * float64(w.MainExpertBytes())),
 		note: fmt.Sprintf("assumed: a download is stored packed, and trained int4 experts pack to about %.3f", packed.TypicalRatio)}
+}
+
+// storedRouted is what the routed experts take on disk read as pk says:
+// the main layers' packed at pk's ratio, the MTP layer's (int8, which
+// packs do not shrink) raw.
+func storedRouted(w plan.Weights, pk speedPacks) int64 {
+	if pk.bytes <= 0 || w.MainExpertBytes() <= 0 {
+		return w.RoutedBytes
+	}
+	ratio := float64(pk.bytes) / float64(w.MainExpertBytes())
+	var n float64
+	for _, l := range w.Layers {
+		b := float64(l.Experts) * float64(l.ExpertBytes)
+		if !l.MTP {
+			b *= ratio
+		}
+		n += b
+	}
+	return int64(n)
 }

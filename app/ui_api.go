@@ -54,12 +54,7 @@ type uiAPI struct {
 // storedRouted is what the routed experts take on disk read as the speed
 // prediction reads them: packed (by the model's packs' mean, or the
 // assumed ratio of a download), else raw.
-func (in planInput) storedRouted() int64 {
-	if in.packs.bytes <= 0 || in.w.MainExpertBytes() <= 0 {
-		return in.w.RoutedBytes
-	}
-	return int64(float64(in.w.RoutedBytes) * float64(in.packs.bytes) / float64(in.w.MainExpertBytes()))
-}
+func (in planInput) storedRouted() int64 { return storedRouted(in.w, in.packs) }
 
 type planInput struct {
 	cfg *config.Config

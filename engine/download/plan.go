@@ -250,7 +250,7 @@ func (j *Job) preflight(plan *Plan) Preflight {
 	pf.Available = clampInt64(ds.Available)
 	pf.Important = max(clampInt64(ds.Important), pf.Available)
 	need := fmt.Sprintf("%s (%s to download + %s reserve)", FormatBytes(pf.Required), FormatBytes(pf.ToFetch), FormatBytes(pf.Reserve))
-	if pf.Stored != pf.ToFetch {
+	if pf.StoredWhy != "" {
 		need = fmt.Sprintf("%s (%s to download, stored in %s: %s; + %s reserve)", FormatBytes(pf.Required),
 			FormatBytes(pf.ToFetch), FormatBytes(pf.Stored), pf.StoredWhy, FormatBytes(pf.Reserve))
 	}

@@ -38,18 +38,25 @@ type Estimate struct {
 // splitOf is a shard's expert and other bytes.
 type splitOf struct{ experts, other int64 }
 
-// splitHeader sorts a shard's bytes into routed experts' (weights and
-// scales) and the rest, from its header.
-func splitHeader(prefix []byte, size int64) (splitOf, error) {
+// splitHeader sorts a shard's bytes into the routed experts' that pack
+// (weights and scales of the decoder layers, below mtpLayer) and the rest
+// (the MTP layer's int8 experts, which packs do not shrink, included;
+// mtpLayer < 0: every expert packs), from its header.
+func splitHeader(prefix []byte, size int64, mtpLayer int) (splitOf, error) {
 	ts, err := container.HeaderTensors(prefix, size)
 	if err != nil {
 		return splitOf{}, err
 	}
 	var s splitOf
 	for _, t := range ts {
-		if strings.Contains(t.Name, ".mlp.experts.") {
-			s.experts += t.Size
+		if !strings.Contains(t.Name, ".mlp.experts.") {
+			continue
 		}
+		var l int
+		if _, err := fmt.Sscanf(t.Name, "model.layers.%d.", &l); err == nil && mtpLayer >= 0 && l >= mtpLayer {
+			continue
+		}
+		s.experts += t.Size
 	}
 	s.other = size - s.experts
 	return s, nil

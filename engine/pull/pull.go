@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/download"
 	"github.com/spoolhq/spool/engine/download/hub"
 	"github.com/spoolhq/spool/engine/packed"
@@ -215,6 +216,7 @@ func (p *Puller) Plan(ctx context.Context) (*Plan, error) {
 // whose header cannot be read stays unknown (the estimate says so).
 func (p *Puller) readHeaders(ctx context.Context, dp *download.Plan) {
 	rec, _ := packed.ReadRecord(p.modelDir())
+	mtp := p.mtpLayer(ctx, dp)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
 	for _, f := range dp.Files {
@@ -244,7 +246,7 @@ func (p *Puller) readHeaders(ctx context.Context, dp *download.Plan) {
 					return
 				}
 			}
-			s, err := splitHeader(h, f.Size)
+			s, err := splitHeader(h, f.Size, mtp)
 			if err != nil {
 				return
 			}
@@ -254,6 +256,29 @@ func (p *Puller) readHeaders(ctx context.Context, dp *download.Plan) {
 		}()
 	}
 	wg.Wait()
+}
+
+// mtpLayer is the index of the model's MTP layer (its num_hidden_layers),
+// from its config.json (on disk, or fetched: a few KB), or -1 when the
+// config cannot be read.
+func (p *Puller) mtpLayer(ctx context.Context, dp *download.Plan) int {
+	for _, f := range dp.Files {
+		if f.Path != "config.json" || f.Size > 1<<20 {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(p.modelDir(), "config.json"))
+		if err != nil || int64(len(b)) != f.Size {
+			if b, err = fetchRange(ctx, p.opts.Client, p.opts.Repo, dp.Commit, hubFile(f), 0, f.Size); err != nil {
+				return -1
+			}
+		}
+		cfg, err := config.Parse(b, nil)
+		if err != nil {
+			return -1
+		}
+		return cfg.NumLayers
+	}
+	return -1
 }
 
 // localHeaderPath is a file on disk holding shard path's header: the
