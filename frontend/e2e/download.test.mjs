@@ -5,8 +5,8 @@
 // artifact (357 GiB: more than this disk holds): "Not enough space", no
 // Download. Then it serves the demo model's files, paced: progress, the
 // indicator on another page, pause (no stale rate or time left), resume,
-// cancel (confirmed), complete (no Pause or Cancel), and Load GLM-5.2,
-// after which the engine serves the download.
+// cancel (confirmed), complete and packed (no Pause or Cancel), and Load
+// GLM-5.2, after which the engine serves the download from Spool's store.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -71,6 +71,10 @@ describe('the GLM-5.2 download', () => {
     await page.getByRole('button', { name: 'Use this folder' }).click();
     await page.getByTestId('cache-dir').filter({ hasText: folder }).waitFor();
     await verdict.filter({ hasText: /^Enough space/ }).waitFor({ timeout: 20000 });
+    // The model is packed as it downloads, unless the originals are kept:
+    // the page says what each way takes on disk.
+    await page.getByTestId('keep-original-cost').filter({ hasText: /packs the model as it downloads/ }).waitFor();
+    assert.equal(await page.getByLabel('Keep the original files for other tools').isChecked(), false);
 
     await actions.getByRole('button', { name: 'Download', exact: true }).click();
     const state = page.getByTestId('download-state');
@@ -113,6 +117,7 @@ describe('the GLM-5.2 download', () => {
     await actions.getByRole('button', { name: /^(Resume download|Download)$/ }).click();
     await state.filter({ hasText: 'Complete: every file verified' }).waitFor({ timeout: 60000 });
     assert.equal(await actions.getByRole('button', { name: /Pause|Cancel/ }).count(), 0, 'a finished download offers Pause or Cancel');
+    assert.match(await page.getByTestId('download-packed').innerText(), /of \d+ shards/);
     const load = actions.getByRole('button', { name: 'Load GLM-5.2' });
     await load.waitFor();
     await shot(page, 'model-complete');
