@@ -34,7 +34,9 @@ long spool_rans_decode(uint8_t *out, long nbytes, const uint8_t *src, long srcle
 // ends at buf + cap (cap at least 2*nbytes + 1: a step may store a byte
 // below the stream's start it does not keep), sets the 256 lane states to
 // the encoder's final ones and returns the stream's length, or -1 when src
-// holds a nibble of frequency 0.
-long spool_rans_encode(uint8_t *buf, long cap, const uint8_t *src, long nbytes, const uint8_t *freq, uint16_t *state);
+// holds a nibble of frequency 0. isa SPOOL_RANS_AVX512 codes 16 lanes a
+// register (the CPU must have AVX-512 F/BW/VL/VBMI2); any other, portable
+// C. Both give the same bytes.
+long spool_rans_encode(uint8_t *buf, long cap, const uint8_t *src, long nbytes, const uint8_t *freq, uint16_t *state, int isa);
 
 #endif

@@ -10,6 +10,7 @@ import "C"
 import (
 	"os"
 	"runtime"
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
@@ -52,8 +53,32 @@ func cRANSLoops() []RANSLoop {
 	return loops
 }
 
+// ransEncodeISA is the encoder rans_encode.c runs: AVX-512 where this
+// process decodes with the AVX-512 loop (and the CPU has VL), else
+// portable C. It is set once and only read.
+var ransEncodeISA = func() int {
+	if strings.HasPrefix(ransLoops[len(ransLoops)-1].name, "avx512") && cpu.X86.HasAVX512VL {
+		return C.SPOOL_RANS_AVX512
+	}
+	return C.SPOOL_RANS_SCALAR
+}()
+
+// ransEncoders lists rans_encode.c's encoders this CPU runs, portable C
+// first (tests compare them).
+func ransEncoders() map[string]int {
+	out := map[string]int{"scalar": C.SPOOL_RANS_SCALAR}
+	if ransEncodeISA == C.SPOOL_RANS_AVX512 {
+		out["avx512"] = C.SPOOL_RANS_AVX512
+	}
+	return out
+}
+
 // ransEncode is RANSEncode's implementation: rans_encode.c's.
 func ransEncode(buf, src []byte, freq *[RANSSymbols]uint8, state *[RANSLanes]uint16) ([]byte, bool) {
+	return ransEncodeWith(ransEncodeISA, buf, src, freq, state)
+}
+
+func ransEncodeWith(isa int, buf, src []byte, freq *[RANSSymbols]uint8, state *[RANSLanes]uint16) ([]byte, bool) {
 	if len(src) == 0 {
 		for l := range state {
 			state[l] = RANSLow
@@ -62,7 +87,7 @@ func ransEncode(buf, src []byte, freq *[RANSSymbols]uint8, state *[RANSLanes]uin
 	}
 	n := C.spool_rans_encode((*C.uint8_t)(unsafe.Pointer(unsafe.SliceData(buf))), C.long(len(buf)),
 		(*C.uint8_t)(unsafe.Pointer(unsafe.SliceData(src))), C.long(len(src)),
-		(*C.uint8_t)(unsafe.Pointer(&freq[0])), (*C.uint16_t)(unsafe.Pointer(&state[0])))
+		(*C.uint8_t)(unsafe.Pointer(&freq[0])), (*C.uint16_t)(unsafe.Pointer(&state[0])), C.int(isa))
 	if n < 0 {
 		return nil, false
 	}

@@ -162,15 +162,22 @@ func TestRANSEncodeMatchesGo(t *testing.T) {
 		}
 		var ws, gs [RANSLanes]uint16
 		want, wok := goRANSEncode(make([]byte, 2*n+1), src, &tab.Freq, &ws)
-		got, gok := RANSEncode(make([]byte, 2*n+1), src, &tab.Freq, &gs)
-		if wok != gok {
-			t.Fatalf("trial %d: Go ok %v, C ok %v", trial, wok, gok)
+		var got []byte
+		for name, isa := range ransEncoders() {
+			var ok bool
+			got, ok = ransEncodeWith(isa, make([]byte, 2*n+1), src, &tab.Freq, &gs)
+			if wok != ok {
+				t.Fatalf("trial %d: Go ok %v, C %s ok %v", trial, wok, name, ok)
+			}
+			if !wok {
+				break
+			}
+			if !bytes.Equal(got, want) || gs != ws {
+				t.Fatalf("trial %d (%d bytes) %s: streams equal %v (%d, %d bytes), states equal %v", trial, n, name, bytes.Equal(got, want), len(got), len(want), gs == ws)
+			}
 		}
 		if !wok {
 			continue
-		}
-		if !bytes.Equal(got, want) || gs != ws {
-			t.Fatalf("trial %d (%d bytes): streams equal %v (%d, %d bytes), states equal %v", trial, n, bytes.Equal(got, want), len(got), len(want), gs == ws)
 		}
 		for _, loop := range RANSLoops() {
 			out := make([]byte, n)
@@ -199,7 +206,9 @@ func BenchmarkRANSEncode(b *testing.B) {
 	for _, enc := range []struct {
 		name string
 		f    func(buf, src []byte, freq *[RANSSymbols]uint8, state *[RANSLanes]uint16) ([]byte, bool)
-	}{{"go", goRANSEncode}, {"c", RANSEncode}} {
+	}{{"go", goRANSEncode}, {"scalar C", func(buf, src []byte, freq *[RANSSymbols]uint8, state *[RANSLanes]uint16) ([]byte, bool) {
+		return ransEncodeWith(ransEncoders()["scalar"], buf, src, freq, state)
+	}}, {"default", RANSEncode}} {
 		b.Run(enc.name, func(b *testing.B) {
 			b.SetBytes(n)
 			var st [RANSLanes]uint16
