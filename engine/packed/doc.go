@@ -16,12 +16,15 @@
 // them is durable and verified, and a shard whose release was interrupted
 // is released again (punching a hole twice is harmless).
 //
-// Convert takes a directory there in place, shard by shard; Unpack writes
-// the raw bytes back from the packs, checks every shard's SHA-256 against
-// the record and removes the packs; Repair rebuilds a damaged record from
-// the expert's raw bytes fetched again (by the caller) from the model's
-// origin. Released reports which packs stand alone, so that readers
-// (engine/loader, engine/experts) never take a released range for weights.
+// Convert takes a directory there in place, shard by shard (Converter, one
+// shard at a time, is what engine/pull runs as shards arrive); Unpack
+// writes the raw bytes back from the packs, checks every shard's SHA-256
+// against the record and removes the packs; Verify checks every record
+// from the disk. Record.Released reports which packs stand alone, so that
+// readers never take a released range for weights: Reader decodes them for
+// experts kept in memory (engine/loader), engine/experts reads them from
+// the packs whatever its policy. Lock and Use keep a conversion and a
+// running engine apart (a directory's lock file).
 //
 // A released shard keeps its name, size, header and dense tensors where
 // the header says, and its modification time (restored after each

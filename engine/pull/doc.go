@@ -19,6 +19,9 @@
 // the store's directory holds links to them plus the packs: the disk holds
 // both.
 //
-// Repair fetches one expert's raw bytes again with Range requests, to
-// rebuild a damaged pack record (or a damaged raw expert) in place.
+// Repairer fetches one expert's raw bytes again with Range requests, to
+// rebuild a damaged pack record (or a damaged raw expert) in place: the
+// streamed tier's experts.Repairer, and spool pull --repair (RepairModel).
+// Adopt brings a Hugging Face cache snapshot into the store, to be packed
+// there (spool pack of a snapshot).
 package pull

@@ -291,10 +291,7 @@ func (p *Puller) localHeaderPath(path string, rec *packed.Record) string {
 	if _, err := os.Stat(placeholderPath(dir, path)); err == nil {
 		return placeholderPath(dir, path)
 	}
-	if p.opts.KeepOriginal {
-		return "" // the cache's blob may be partial: the hub is asked
-	}
-	return ""
+	return "" // the hub is asked
 }
 
 func readLocalHeader(path string) ([]byte, error) {
