@@ -269,6 +269,29 @@ func ShardSources(c *container.Container, cfg *config.Config, shard string) ([]s
 	return sourcesOf(shard, locs), nil
 }
 
+// SourcesByShard is ShardSources of every shard at once, in one pass over
+// the experts: shard -> the shards its pack would be made from (absent:
+// no pack).
+func SourcesByShard(c *container.Container, cfg *config.Config) (map[string][]string, error) {
+	byShard := map[string][]container.ExpertLocation{}
+	for _, l := range ExpertLayers(c, cfg) {
+		for e := 0; e < cfg.NumRoutedExperts; e++ {
+			loc, err := c.Expert(l, e, cfg)
+			if err != nil {
+				return nil, fmt.Errorf("expertpack: %w", err)
+			}
+			if len(loc.Weights) > 0 {
+				byShard[loc.Weights[0].File] = append(byShard[loc.Weights[0].File], loc)
+			}
+		}
+	}
+	out := make(map[string][]string, len(byShard))
+	for shard, locs := range byShard {
+		out[shard] = sourcesOf(shard, locs)
+	}
+	return out, nil
+}
+
 // Extents lists, per shard, the byte ranges the packed experts of x take
 // in the shards (weights and scales; sorted, touching ranges merged): the
 // raw bytes a current pack stands in for.

@@ -54,11 +54,12 @@ type ShardResult struct {
 // shard at a time, recording each stage in the directory's record. It is
 // not safe for concurrent use.
 type Converter struct {
-	dir  string
-	c    *container.Container
-	cfg  *config.Config
-	rec  *Record
-	opts Options
+	dir     string
+	c       *container.Container
+	cfg     *config.Config
+	rec     *Record
+	opts    Options
+	sources map[string][]string // SourcesByShard, once located
 }
 
 // NewConverter converts the model in dir, open as c with config cfg, whose
@@ -74,9 +75,17 @@ func NewConverter(dir string, c *container.Container, cfg *config.Config, rec *R
 func (cv *Converter) Record() *Record { return cv.rec }
 
 // Sources lists the shards whose bytes shard's pack is made from (nil when
-// the shard gets no pack): they must all be present to convert it.
+// the shard gets no pack): they must all be present to convert it. The
+// model's experts are located once, on the first call.
 func (cv *Converter) Sources(shard string) ([]string, error) {
-	return expertpack.ShardSources(cv.c, cv.cfg, shard)
+	if cv.sources == nil {
+		m, err := expertpack.SourcesByShard(cv.c, cv.cfg)
+		if err != nil {
+			return nil, err
+		}
+		cv.sources = m
+	}
+	return cv.sources[shard], nil
 }
 
 // Shard brings one shard as far as the options go: its pack written (or

@@ -414,7 +414,7 @@ func (k *packer) step(ctx context.Context) (bool, error) {
 		if errors.Is(err, packed.ErrCannotRelease) {
 			// The packs work; the raw bytes keep their space.
 			k.release = false
-			k.cv = packed.NewConverter(k.dir, k.c, k.cfg, k.rec, packed.Options{Workers: k.p.opts.Pack.Workers, Force: k.p.opts.Pack.Force})
+			k.cv = packed.NewConverter(k.dir, k.c, k.cfg, k.rec, packed.Options{Workers: k.p.opts.Pack.Workers, Force: k.p.opts.Pack.Force, OnExpert: k.p.opts.Pack.OnExpert})
 			k.p.warn(err.Error())
 			err = nil
 		}
