@@ -114,7 +114,7 @@ func TestSSE(t *testing.T) {
 	s.Data(map[string]int{"a": 1})
 	s.Event("ping", map[string]string{"type": "ping"})
 	s.Done()
-	want := ": spool\n\ndata: {\"a\":1}\n\nevent: ping\ndata: {\"type\":\"ping\"}\n\ndata: [DONE]\n\n"
+	want := "data: {\"a\":1}\n\nevent: ping\ndata: {\"type\":\"ping\"}\n\ndata: [DONE]\n\n"
 	if rec.Body.String() != want || rec.Header().Get("Content-Type") != "text/event-stream; charset=utf-8" {
 		t.Errorf("stream %q (%q), want %q", rec.Body.String(), rec.Header().Get("Content-Type"), want)
 	}

@@ -229,7 +229,8 @@ func (c *streamChunk) terminal() bool {
 
 // passStream passes an event stream through as it arrives: event by
 // event, flushed at once, with keep-alive comments while the remote is
-// silent. A vLLM error event is rewritten in the OpenAI error shape; a
+// silent (the remote's own comments and events without data are not
+// passed on). A vLLM error event is rewritten in the OpenAI error shape; a
 // stream that ends early, falls silent past the remote's timeout or
 // breaks ends with an error event. The client leaving closes the remote's
 // stream, which ends the generation there.
@@ -275,6 +276,14 @@ func (f *Front) passStream(w http.ResponseWriter, r *http.Request, resp *http.Re
 				return
 			}
 			raw := ev.Raw
+			if ev.Data == nil {
+				// A comment or an event without data (a keep-alive, an
+				// older Spool's opening comment): a spec client
+				// dispatches nothing, but one that dispatches every blank
+				// line (openai-go v1.x) reads an empty event and ends the
+				// stream. The front's own keep-alives cover the silence.
+				continue
+			}
 			var c streamChunk
 			if d := bytes.TrimSpace(ev.Data); len(d) > 0 && d[0] == '{' && json.Unmarshal(d, &c) == nil {
 				switch {

@@ -168,6 +168,18 @@ func TestRemoteChatStream(t *testing.T) {
 			t.Fatalf("status %+v", st)
 		}
 	}
+	// A remote's comments and events without data (an older Spool's
+	// opening comment) are not passed on: ts.stream reads strictly.
+	var said string
+	for _, ev := range ts.stream(t, "/v1/chat/completions", userChat("four five [[comments]]", map[string]any{"stream": true})) {
+		if ev.data != "[DONE]" {
+			c, _ := jpath(decode(t, ev.data), "choices", 0, "delta", "content").(string)
+			said += c
+		}
+	}
+	if said != "You said: four five" {
+		t.Fatalf("through a remote sending comments: %q", said)
+	}
 	// Tool-call deltas pass through as the remote split them.
 	var frags []string
 	for _, ev := range ts.stream(t, "/v1/chat/completions", userChat("weather?", map[string]any{"stream": true, "tools": tools})) {
