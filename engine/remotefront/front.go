@@ -153,11 +153,25 @@ func ModelObject(m remote.Model) map[string]any {
 	return out
 }
 
-// Models answers GET /v1/models: the remote's models.
+// anthropicModel is a remote model in Anthropic's shape.
+func anthropicModel(m remote.Model) apiwire.AnthropicModel {
+	return apiwire.NewAnthropicModel(m.ID, time.Unix(m.Created, 0), m.ContextLength, 0)
+}
+
+// Models answers GET /v1/models: the remote's models, in Anthropic's
+// shape to an Anthropic client (apiwire.WantsAnthropic).
 func (f *Front) Models(w http.ResponseWriter, r *http.Request) {
 	models, err := f.rc.Models(r.Context())
 	if err != nil {
-		f.writeError(w, r, f.apiError(err))
+		apiwire.WriteModelError(w, r, f.apiError(err))
+		return
+	}
+	if apiwire.WantsAnthropic(r) {
+		list := make([]apiwire.AnthropicModel, len(models))
+		for i, m := range models {
+			list[i] = anthropicModel(m)
+		}
+		apiwire.WriteJSON(w, http.StatusOK, apiwire.NewAnthropicModelList(list))
 		return
 	}
 	data := make([]map[string]any, 0, len(models))
@@ -172,16 +186,20 @@ func (f *Front) Model(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	models, err := f.rc.Models(r.Context())
 	if err != nil {
-		f.writeError(w, r, f.apiError(err))
+		apiwire.WriteModelError(w, r, f.apiError(err))
 		return
 	}
 	for _, m := range models {
 		if m.ID == id {
+			if apiwire.WantsAnthropic(r) {
+				apiwire.WriteJSON(w, http.StatusOK, anthropicModel(m))
+				return
+			}
 			apiwire.WriteJSON(w, http.StatusOK, ModelObject(m))
 			return
 		}
 	}
-	f.writeError(w, r, apiwire.NotFound("model_not_found", "the model %q does not exist on the remote engine", id))
+	apiwire.WriteModelError(w, r, apiwire.NotFound("model_not_found", "the model %q does not exist on the remote engine", id))
 }
 
 // remoteState is the engine state shown for the remote: connecting

@@ -95,6 +95,19 @@ func TestRemoteModels(t *testing.T) {
 	if status, m, _ := ts.do(t, "GET", "/v1/models/gpt-9", nil); status != 404 || jpath(m, "error", "code") != "model_not_found" {
 		t.Fatalf("%d %v", status, m)
 	}
+	// An Anthropic client gets Anthropic's shape.
+	av := []string{"anthropic-version", "2023-06-01"}
+	status, list, _ = ts.do(t, "GET", "/v1/models", nil, av...)
+	if status != 200 || jpath(list, "data", 0, "id") != "glm-5.2-fp8" || jpath(list, "data", 0, "type") != "model" ||
+		jpath(list, "data", 0, "max_input_tokens") != 131072.0 || list["has_more"] != false || list["first_id"] != "glm-5.2-fp8" {
+		t.Fatalf("anthropic list: %d %v", status, list)
+	}
+	if status, m, _ := ts.do(t, "GET", "/v1/models/glm-5.2-fp8", nil, av...); status != 200 || m["display_name"] != "glm-5.2-fp8" || m["created_at"] == nil {
+		t.Fatalf("anthropic model: %d %v", status, m)
+	}
+	if status, m, _ := ts.do(t, "GET", "/v1/models/gpt-9", nil, av...); status != 404 || jpath(m, "error", "type") != "not_found_error" {
+		t.Fatalf("anthropic unknown model: %d %v", status, m)
+	}
 }
 
 func TestRemoteChatPassThrough(t *testing.T) {
