@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -195,9 +196,11 @@ func (rt *appRuntime) config() (hostConfig, error) {
 	if err != nil {
 		return hostConfig{}, err
 	}
+	log := newLogger(rt.stderr, slog.LevelInfo)
+	pc.Logger = log
 	return hostConfig{
 		Remote: rcfg,
-		Server: server.Config{Host: s.Host, Port: s.Port, APIKey: s.APIKey, ModelID: modelIDFor(dir)},
+		Server: server.Config{Host: s.Host, Port: s.Port, APIKey: s.APIKey, ModelID: modelIDFor(dir), Logger: log},
 		Config: host.Config{
 			ModelDir:    dir,
 			Memory:      host.Memory{Budget: s.Memory},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -163,10 +164,12 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
+	log := newLogger(cmd.ErrOrStderr(), slog.LevelInfo)
+	pc.Logger = log
 	cfg := hostConfig{
 		Server: server.Config{
 			Host: f.host, Port: f.port, APIKey: f.apiKey, ModelID: f.modelID,
-			AllowedOrigins: f.origins, AllowedHosts: f.allowedHosts, MaxTokens: f.maxTokens,
+			AllowedOrigins: f.origins, AllowedHosts: f.allowedHosts, MaxTokens: f.maxTokens, Logger: log,
 		},
 		Config: host.Config{
 			ModelDir:    dir,

@@ -1,6 +1,7 @@
 package remotefront
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,6 +33,10 @@ type Config struct {
 	Messages func(r *http.Request, count bool) (*ChatRequest, error)
 	// AsError maps an error that is not the remote's to the one answered.
 	AsError func(error) *apiwire.Error
+	// Failed, when set, hears of every error answered to a client (in a
+	// body or as a stream's error event), with the request's context: the
+	// server logs the cause of a server error in the request's record.
+	Failed func(ctx context.Context, e *apiwire.Error)
 }
 
 // Front answers the API's endpoints by forwarding to a remote engine.
@@ -53,7 +58,15 @@ func New(cfg Config) (*Front, error) {
 
 // writeError answers err in the envelope of the request's path.
 func (f *Front) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	apiwire.WriteError(w, r.URL.Path, f.cfg.AsError(err))
+	apiwire.WriteError(w, r.URL.Path, f.failed(r, f.cfg.AsError(err)))
+}
+
+// failed tells Config.Failed of e, answered to r's client, and returns it.
+func (f *Front) failed(r *http.Request, e *apiwire.Error) *apiwire.Error {
+	if f.cfg.Failed != nil {
+		f.cfg.Failed(r.Context(), e)
+	}
+	return e
 }
 
 // Stats answers GET /stats of a remote server. There is no memory plan
@@ -163,7 +176,7 @@ func anthropicModel(m remote.Model) apiwire.AnthropicModel {
 func (f *Front) Models(w http.ResponseWriter, r *http.Request) {
 	models, err := f.rc.Models(r.Context())
 	if err != nil {
-		apiwire.WriteModelError(w, r, f.apiError(err))
+		apiwire.WriteModelError(w, r, f.failed(r, f.apiError(err)))
 		return
 	}
 	if apiwire.WantsAnthropic(r) {
@@ -186,7 +199,7 @@ func (f *Front) Model(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	models, err := f.rc.Models(r.Context())
 	if err != nil {
-		apiwire.WriteModelError(w, r, f.apiError(err))
+		apiwire.WriteModelError(w, r, f.failed(r, f.apiError(err)))
 		return
 	}
 	for _, m := range models {
@@ -199,7 +212,7 @@ func (f *Front) Model(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	apiwire.WriteModelError(w, r, apiwire.NotFound("model_not_found", "the model %q does not exist on the remote engine", id))
+	apiwire.WriteModelError(w, r, f.failed(r, apiwire.NotFound("model_not_found", "the model %q does not exist on the remote engine", id)))
 }
 
 // remoteState is the engine state shown for the remote: connecting

@@ -139,7 +139,7 @@ func (f *Front) streamRemoteMessages(w http.ResponseWriter, r *http.Request, res
 	}
 	fail := func(err error) {
 		call.End(err)
-		msg.Error(f.anthropicError(err).Anthropic())
+		msg.Error(f.failed(r, f.anthropicError(err)).Anthropic())
 	}
 	m := &messagesTranslation{blocks: msg, tools: map[int]*remoteToolStream{}}
 	tick := time.NewTicker(f.cfg.KeepAlive)

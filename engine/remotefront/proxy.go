@@ -268,7 +268,7 @@ func (f *Front) passStream(w http.ResponseWriter, r *http.Request, resp *http.Re
 					err = &remote.Error{Kind: remote.KindProtocol, Message: "the remote engine's stream ended before its end"}
 				}
 				if err != nil {
-					f.streamError(sse, responses, err)
+					f.streamError(r, sse, responses, err)
 					call.End(err)
 					return
 				}
@@ -288,7 +288,7 @@ func (f *Front) passStream(w http.ResponseWriter, r *http.Request, resp *http.Re
 			if d := bytes.TrimSpace(ev.Data); len(d) > 0 && d[0] == '{' && json.Unmarshal(d, &c) == nil {
 				switch {
 				case c.Object == "error" || (len(c.Error) > 0 && !responses):
-					e := f.apiError(remote.ParseError(http.StatusInternalServerError, d))
+					e := f.failed(r, f.apiError(remote.ParseError(http.StatusInternalServerError, d)))
 					failure = e
 					raw = sseData(e.OpenAI())
 				case dropUsage && c.Usage != nil && len(c.Choices) == 0:
@@ -328,8 +328,8 @@ func sseData(v any) []byte {
 
 // streamError ends a passed-through stream with an error event: the
 // OpenAI shape, or the Responses "error" event.
-func (f *Front) streamError(sse *apiwire.SSE, responses bool, err error) {
-	e := f.apiError(err)
+func (f *Front) streamError(r *http.Request, sse *apiwire.SSE, responses bool, err error) {
+	e := f.failed(r, f.apiError(err))
 	if responses {
 		sse.Event("error", map[string]any{"type": "error", "code": e.Code, "message": e.Message, "param": nil})
 		return

@@ -46,7 +46,7 @@ func (s *Server) streamMessages(w http.ResponseWriter, r *http.Request, t *turn,
 	}, b.Ping)
 	if err != nil {
 		if r.Context().Err() == nil {
-			b.Error(asAPIError(err).Anthropic())
+			b.Error(failed(r.Context(), err).Anthropic())
 		}
 		return
 	}

@@ -212,7 +212,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	}, func() error { return sse.Comment("keep-alive") })
 	if err != nil {
 		if r.Context().Err() == nil {
-			sse.Data(asAPIError(err).OpenAI())
+			sse.Data(failed(r.Context(), err).OpenAI())
 		}
 		return
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -85,9 +86,20 @@ func asAPIError(err error) *apiError {
 	return internalError(err)
 }
 
-// writeError answers err in the envelope of the request's path.
+// writeError answers err in the envelope of the request's path; a server
+// error's cause goes into the request's access record (failed).
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
-	apiwire.WriteError(w, r.URL.Path, asAPIError(err))
+	apiwire.WriteError(w, r.URL.Path, failed(r.Context(), err))
+}
+
+// failed maps err to what the client is told, noting a server error in
+// the access record of ctx's request (its log line; an internal error
+// marks the engine degraded). Every answer of an error goes through it,
+// in a body or as a stream's error event.
+func failed(ctx context.Context, err error) *apiError {
+	e := asAPIError(err)
+	recordOf(ctx).fail(e)
+	return e
 }
 
 // writeJSON answers v with status.

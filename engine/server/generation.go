@@ -119,7 +119,11 @@ func (s *Server) generateReply(w http.ResponseWriter, r *http.Request, t *turn, 
 func (s *Server) generate(ctx context.Context, t *turn, st *scheduler.Stream, onPiece func(piece) error, onIdle func() error) (_ *outcome, err error) {
 	defer st.Cancel()
 	out := &outcome{}
-	defer func() { s.endRequest(t.id, out.res, finishOf(out, err)) }()
+	defer func() {
+		finish := finishOf(out, err)
+		s.endRequest(t.id, out.res, finish)
+		recordOf(ctx).setTokens(s.cfg.ModelID, len(t.prompt), out.completion, finish)
+	}()
 	dec := s.eng.Tokenizer.NewStreamDecoder(true)
 	stops := &stopMatcher{stops: t.stops}
 	var split *chat.ReasoningSplitter

@@ -68,6 +68,8 @@ type serverOpts struct {
 	noRun     bool // leave the scheduler stopped (requests stay queued)
 	noAccess  bool // no constrained decoder
 	footprint ModelFootprint
+	// constraints, when set, replaces the grammar's constrained decoder.
+	constraints ConstraintCompiler
 }
 
 func newTestServer(t *testing.T, o serverOpts) *testServer {
@@ -85,7 +87,9 @@ func newTestServer(t *testing.T, o serverOpts) *testServer {
 		}()
 	}
 	eng := Engine{Scheduler: sched, Tokenizer: d.tok, Template: d.tmpl, Footprint: o.footprint}
-	if !o.noAccess {
+	if o.constraints != nil {
+		eng.Constraints = o.constraints
+	} else if !o.noAccess {
 		var err error
 		if eng.Constraints, err = GrammarConstraints(d.tok, d.dir.Config.EOSTokenIDs); err != nil {
 			t.Fatal(err)

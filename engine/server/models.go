@@ -102,9 +102,17 @@ func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.modelObject())
 }
 
-// handleHealth is public and minimal.
+// handleHealth is public and minimal: {"status": "ok"}, or 503 with
+// "degraded" and what a client may be told of the internal errors since
+// the server started (the log has their causes).
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	recordOf(r.Context()).setQuiet()
+	rep, ok := s.health.report()
+	if !ok {
+		writeJSON(w, http.StatusServiceUnavailable, rep)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
 }
 
 // lastTurn is the timing of the most recently finished request.

@@ -287,7 +287,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t *turn, st 
 	}, func() error { return sse.Comment("keep-alive") })
 	if err != nil {
 		if r.Context().Err() == nil {
-			sse.Data(asAPIError(err).OpenAI())
+			sse.Data(failed(r.Context(), err).OpenAI())
 		}
 		return
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/spoolhq/spool/engine/apiwire"
@@ -185,7 +184,7 @@ func (s *Server) responsesTurn(ctx context.Context, req *responsesRequest) (*tur
 	}
 	req.origins = origins
 	if len(dropped) > 0 {
-		s.logf("/v1/responses: left out hosted tools the model cannot run: %s", strings.Join(dropped, ", "))
+		s.noteDropped(ctx, "/v1/responses hosted tools", dropped)
 	}
 	if err := checkTools("tools", tools); err != nil {
 		return nil, nil, err
@@ -345,7 +344,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if sse != nil {
-			e := asAPIError(err)
+			e := failed(r.Context(), err)
 			b.send("error", map[string]any{"code": e.Code, "message": e.Message, "param": nil})
 			return
 		}

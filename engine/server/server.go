@@ -67,8 +67,11 @@ type Config struct {
 	// StoredResponses bounds the /v1/responses kept for
 	// previous_response_id (default 128).
 	StoredResponses int
-	// Logger receives notes about requests served with adjustments, such
-	// as hosted tools left out (default slog.Default()).
+	// Logger receives the access record of every request (AccessMessage),
+	// with the cause of every server error, and notes about requests
+	// served with adjustments, such as hosted tools left out (default
+	// slog.Default()). Client-chosen strings are attribute values, never
+	// part of a message.
 	Logger *slog.Logger
 }
 
@@ -105,6 +108,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.StoredResponses <= 0 {
 		c.StoredResponses = 128
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
 	}
 	return c
 }
@@ -178,6 +184,9 @@ type Server struct {
 	remote *remote.Client
 	// front answers the remote column of the route table (NewRemote).
 	front *remotefront.Front
+	// log is cfg.Logger; health is what /health reports.
+	log    *slog.Logger
+	health *health
 }
 
 // New checks the configuration and builds the server.
@@ -195,6 +204,8 @@ func New(cfg Config, eng Engine) (*Server, error) {
 		responses:  newResponseStore(cfg.StoredResponses),
 		toolVocab:  newToolVocab(eng.Tokenizer, eng.Scheduler.Model().Config().EOSTokenIDs),
 		tokenBytes: maxTokenBytes(eng.Tokenizer),
+		log:        cfg.Logger,
+		health:     &health{},
 	}
 	if err := CheckBind(cfg.Host, cfg.APIKey); err != nil {
 		return nil, err
@@ -217,8 +228,9 @@ func (s *Server) newGuard() *httpguard.Guard {
 	})
 }
 
-// Handler returns the HTTP handler with every route and guard.
-func (s *Server) Handler() http.Handler { return s.handler }
+// Handler returns the HTTP handler with every route and guard, which logs
+// an access record for every request (AccessMessage).
+func (s *Server) Handler() http.Handler { return s.withAccess(s.handler) }
 
 // Addr is the configured listen address.
 func (s *Server) Addr() string { return net.JoinHostPort(s.cfg.Host, strconv.Itoa(s.cfg.Port)) }
@@ -236,7 +248,7 @@ func (s *Server) Listen() (net.Listener, error) {
 // (open streams are given a few seconds).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
-		Handler:           s.handler,
+		Handler:           s.Handler(),
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		ReadTimeout:       s.cfg.ReadTimeout,
 		IdleTimeout:       s.cfg.IdleTimeout,
@@ -325,7 +337,12 @@ func (s *Server) routes() http.Handler {
 		if h == nil {
 			continue // not served in this mode: the fallback answers 404
 		}
-		mux.HandleFunc(e.pattern, func(w http.ResponseWriter, r *http.Request) { h(s, w, r) })
+		mux.HandleFunc(e.pattern, func(w http.ResponseWriter, r *http.Request) {
+			if e.pattern != "/" { // the fallback's requests are logged by their path
+				recordOf(r.Context()).setEndpoint(e.pattern)
+			}
+			h(s, w, r)
+		})
 	}
 	return mux
 }
