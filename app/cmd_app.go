@@ -266,6 +266,9 @@ func serveHeadless(ctx context.Context, h *engineHost, stderr io.Writer, restart
 	for {
 		select {
 		case <-ctx.Done():
+			if h.Running() {
+				fmt.Fprintf(stderr, "spool: stopping: the requests in flight have %s to finish (a second Ctrl-C quits at once)\n", h.ShutdownGrace())
+			}
 			return nil
 		case st := <-changes:
 			switch st.State {

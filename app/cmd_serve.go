@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -82,6 +83,7 @@ type serveFlags struct {
 	noMTP        bool
 	noDSA        bool
 	ollamaPort   int
+	grace        time.Duration
 	mem          memoryFlags
 	promptCache  promptCacheFlags
 	gpu          gpuFlag
@@ -134,6 +136,7 @@ only.`,
 	fl.StringSliceVar(&f.allowedHosts, "allowed-host", nil, "extra Host header name accepted (DNS-rebinding guard)")
 	fl.BoolVar(&f.noMTP, "no-mtp", false, "do not load the MTP draft layer (no speculative decoding)")
 	fl.BoolVar(&f.noDSA, "no-dsa", false, "dense attention even where the DSA indexer would select")
+	fl.DurationVar(&f.grace, "shutdown-grace", server.DefaultShutdownGrace, "on a stop (Ctrl-C, SIGTERM, SIGHUP), how long the requests in flight may run before they are ended with an error (503, a stream's error event)")
 	fl.IntVar(&f.ollamaPort, "ollama-port", 0, fmt.Sprintf("also answer on this port of --host when it is free, for clients that assume Ollama's address (%d); 0: off", server.OllamaDefaultPort))
 	f.mem.register(fl)
 	f.promptCache.register(fl)
@@ -169,7 +172,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	cfg := hostConfig{
 		Server: server.Config{
 			Host: f.host, Port: f.port, APIKey: f.apiKey, ModelID: f.modelID,
-			AllowedOrigins: f.origins, AllowedHosts: f.allowedHosts, MaxTokens: f.maxTokens, Logger: log,
+			AllowedOrigins: f.origins, AllowedHosts: f.allowedHosts, MaxTokens: f.maxTokens, Logger: log, ShutdownGrace: f.grace,
 		},
 		Config: host.Config{
 			ModelDir:    dir,

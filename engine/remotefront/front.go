@@ -62,11 +62,29 @@ func (f *Front) writeError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // failed tells Config.Failed of e, answered to r's client, and returns it.
+// A request whose context the server ended with an *apiwire.Error as its
+// cause (a stopping server) is answered that instead.
 func (f *Front) failed(r *http.Request, e *apiwire.Error) *apiwire.Error {
+	if stop := stopCause(r); stop != nil {
+		e = stop
+	}
 	if f.cfg.Failed != nil {
 		f.cfg.Failed(r.Context(), e)
 	}
 	return e
+}
+
+// stopCause is the *apiwire.Error the server ended r's context with (it
+// is stopping), or nil: a client that left is not answered.
+func stopCause(r *http.Request) *apiwire.Error {
+	if r.Context().Err() == nil {
+		return nil
+	}
+	var e *apiwire.Error
+	if errors.As(context.Cause(r.Context()), &e) {
+		return e
+	}
+	return nil
 }
 
 // Stats answers GET /stats of a remote server. There is no memory plan

@@ -125,8 +125,8 @@ func (f *Front) forward(w http.ResponseWriter, r *http.Request, call *remote.Cal
 // the request's path, unless the client has gone.
 func (f *Front) failCall(w http.ResponseWriter, r *http.Request, call *remote.Call, err error) {
 	call.End(err)
-	if r.Context().Err() != nil {
-		return
+	if r.Context().Err() != nil && stopCause(r) == nil {
+		return // the client left
 	}
 	if apiwire.IsAnthropicPath(r.URL.Path) {
 		f.writeError(w, r, f.anthropicError(err))
@@ -251,6 +251,9 @@ func (f *Front) passStream(w http.ResponseWriter, r *http.Request, resp *http.Re
 	for {
 		select {
 		case <-r.Context().Done():
+			if stop := stopCause(r); stop != nil {
+				f.streamError(r, sse, responses, stop)
+			}
 			call.End(context.Canceled)
 			return
 		case <-tick.C:

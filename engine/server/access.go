@@ -142,10 +142,12 @@ func (s *Server) logAccess(rec *accessRecord, status int) {
 	switch {
 	case rec.internal:
 		level = slog.LevelError
-	case rec.cause != nil || status >= http.StatusInternalServerError:
+	case rec.cause != nil:
 		level = slog.LevelWarn
-	case rec.quiet:
+	case rec.quiet: // a degraded /health answers 503 at every poll
 		level = slog.LevelDebug
+	case status >= http.StatusInternalServerError:
+		level = slog.LevelWarn
 	}
 	ctx := context.Background()
 	if !s.log.Enabled(ctx, level) {

@@ -188,13 +188,13 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	sse, err := apiwire.StartSSE(w)
 	if err != nil {
-		st.Cancel()
+		s.abandon(t, st)
 		return
 	}
 	offset := 0
 	if echo != "" {
 		if sse.Data(object(echo, nil, nil)) != nil {
-			st.Cancel()
+			s.abandon(t, st)
 			return
 		}
 		offset = len(echo)

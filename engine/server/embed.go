@@ -142,11 +142,15 @@ func (s *Server) embed(ctx context.Context, inputs [][]int, dims int) (*embedded
 			return nil, err
 		}
 		res := waitResult(ctx, st)
+		s.stop.done(st)
 		if res == nil {
 			s.endRequest(t.id, nil, scheduler.FinishCancelled)
 			return nil, ctx.Err()
 		}
 		s.endRequest(t.id, res, res.FinishReason)
+		if res.FinishReason == scheduler.FinishCancelled {
+			return nil, s.cancelled(ctx)
+		}
 		if res.Err != nil {
 			return nil, asAPIError(res.Err)
 		}

@@ -66,6 +66,10 @@ func templateLimit(err error) *apiError {
 		Message: fmt.Sprintf("the model's chat template exceeded a limit while rendering these messages: %v", err)}
 }
 
+// statusClientClosed is the status logged for a request whose client left
+// before its answer (nginx's 499).
+const statusClientClosed = 499
+
 // asAPIError maps any error to an apiError.
 func asAPIError(err error) *apiError {
 	var ae *apiError
@@ -77,7 +81,11 @@ func asAPIError(err error) *apiError {
 	case errors.Is(err, scheduler.ErrQueueFull):
 		return queueFull()
 	case errors.Is(err, scheduler.ErrClosed):
-		return unavailable("the engine is stopping")
+		return shuttingDown()
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		// The client left (nobody reads the answer): not a failure of
+		// the server. 499 is what proxies log for it.
+		return &apiError{Status: statusClientClosed, Type: "invalid_request_error", Code: "client_closed_request", Message: "the client closed the request", Cause: err}
 	case errors.As(err, &ce):
 		return contextExceeded(ce.Have+ce.Add, ce.Limit)
 	case errors.As(err, &mb):

@@ -36,6 +36,7 @@ func NewRemote(cfg Config, rc *remote.Client) (*Server, error) {
 		remote:  rc,
 		log:     cfg.Logger,
 		health:  &health{},
+		stop:    newStopper(),
 	}
 	front, err := remotefront.New(remotefront.Config{Client: rc, Names: s.ids, MaxTokens: cfg.MaxTokens, KeepAlive: cfg.KeepAlive,
 		Messages: s.remoteMessages, AsError: asAPIError, Failed: func(ctx context.Context, e *apiError) { recordOf(ctx).fail(e) }})

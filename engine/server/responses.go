@@ -313,7 +313,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	if req.Stream {
 		var err error
 		if sse, err = apiwire.StartSSE(w); err != nil {
-			st.Cancel()
+			s.abandon(t, st)
 			return
 		}
 		b.emit = func(name string, ev map[string]any) error {
@@ -324,11 +324,11 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err := b.send("response.created", map[string]any{"response": resp}); err != nil {
-		st.Cancel()
+		s.abandon(t, st)
 		return
 	}
 	if err := b.send("response.in_progress", map[string]any{"response": resp}); err != nil {
-		st.Cancel()
+		s.abandon(t, st)
 		return
 	}
 	var idle func() error

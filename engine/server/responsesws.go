@@ -140,6 +140,11 @@ func (s *Server) handleResponsesSocket(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
+	if !s.stop.addSocket() {
+		writeError(w, r, shuttingDown())
+		return
+	}
+	defer s.stop.socketDone()
 	up := websocket.Upgrader{CheckOrigin: s.guard.ValidOrigin}
 	conn, err := up.Upgrade(w, r, nil)
 	if err != nil {
@@ -178,6 +183,11 @@ func (s *Server) handleResponsesSocket(w http.ResponseWriter, r *http.Request) {
 	for {
 		select {
 		case <-ctx.Done():
+			return
+		case <-s.stop.draining:
+			// Between responses: a response in progress ended first
+			// (drained or cut with an error event).
+			closeSocket(conn)
 			return
 		case data := <-frames:
 			if s.responseFrame(ctx, conn, r, data) != nil {

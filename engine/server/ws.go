@@ -178,6 +178,11 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.hub.unsubscribe(ch)
+	if !s.stop.addSocket() {
+		writeError(w, r, shuttingDown())
+		return
+	}
+	defer s.stop.socketDone()
 	up := websocket.Upgrader{CheckOrigin: s.guard.ValidOrigin}
 	conn, err := up.Upgrade(w, r, nil)
 	if err != nil {
@@ -213,6 +218,9 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		case <-ctx.Done():
 			return
 		case <-gone:
+			return
+		case <-s.stop.draining:
+			closeSocket(conn)
 			return
 		case ev := <-ch:
 			if write(ev) != nil {
