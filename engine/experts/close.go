@@ -15,13 +15,14 @@ func (s *Streamed) Close() error {
 		return nil
 	}
 	s.closed = true
-	s.cancelAllPrefetchLocked()
+	s.cancelAllAheadLocked()
 	s.mu.Unlock()
 	var errs []error
 	if s.pool != nil {
 		errs = append(errs, s.pool.Close())
 	}
 	s.bgSubmit.Wait()
+	s.repairs.Wait()
 	if s.opts.UsagePath != "" && s.usage != nil && s.usage.Total() > 0 {
 		errs = append(errs, s.usage.Save(s.opts.UsagePath))
 	}
