@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"sync"
 	"time"
-
-	"github.com/spoolhq/spool/engine/apiwire"
 )
 
 // AccessMessage is the message of the access record the server logs
@@ -116,7 +114,7 @@ func (rec *accessRecord) fail(e *apiError) {
 	}
 	rec.mu.Unlock()
 	if first && internal && rec.health != nil {
-		rec.health.degrade(cause)
+		rec.health.degrade(e.Message)
 	}
 }
 
@@ -224,15 +222,13 @@ type health struct {
 	mu     sync.Mutex
 	since  time.Time
 	latest time.Time
-	cause  string // what a client may be told of the latest
+	cause  string // what the latest one's client was told
 	count  int
 }
 
-func (h *health) degrade(cause error) {
-	public := apiwire.PublicMessage(cause)
-	if public == "" {
-		public = "an internal error (the server's log has its cause)"
-	}
+// degrade notes an internal error, told to its client as message (which
+// names no local path).
+func (h *health) degrade(message string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := time.Now()
@@ -240,14 +236,14 @@ func (h *health) degrade(cause error) {
 		h.since = now
 	}
 	h.count++
-	h.latest, h.cause = now, public
+	h.latest, h.cause = now, message
 }
 
 // healthReport is /health's answer.
 type healthReport struct {
 	Status string `json:"status"`
-	// Error is what a client may be told of the latest internal error
-	// (apiwire.PublicMessage: no local paths; the log has the cause);
+	// Error is what the client of the latest internal error was told (no
+	// local paths; the log has the cause);
 	// Since is when the first happened, Latest the latest, Errors how
 	// many there were.
 	Error  string     `json:"error,omitempty"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -31,6 +32,9 @@ const (
 func newRemoteFront(t *testing.T, url string, cfg Config, rcfg remote.Config) *remoteFront {
 	t.Helper()
 	rcfg.URL = url
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
 	rc, err := remote.New(rcfg)
 	if err != nil {
 		t.Fatal(err)
