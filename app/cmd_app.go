@@ -60,7 +60,7 @@ memory budget, context) apply at the next start; flags override them.`,
 	fl.BoolVar(&f.noWindow, "no-window", false, "no menu bar and no window: serve the engine and the web UI only")
 	fl.StringVar(&f.host, "host", "", "address to listen on (default: the saved setting or 127.0.0.1)")
 	fl.IntVar(&f.port, "port", 0, "port to listen on (default: the saved setting or 8484)")
-	fl.StringVar(&f.apiKey, "api-key", "", "require this API key (default: the saved setting or $SPOOL_API_KEY)")
+	fl.StringVar(&f.apiKey, "api-key", "", "require this API key (default: the saved setting or $SPOOL_API_KEY; prefer those: every local user can read a flag in the process list)")
 	fl.StringVar(&f.memory, "memory", "", "memory budget, e.g. 24GiB (default: the saved setting or the machine's memory)")
 	fl.IntVar(&f.context, "context", 0, "context length per sequence in tokens (default: the saved setting or 4096)")
 	f.promptCache.register(fl)
@@ -229,6 +229,7 @@ func (rt *appRuntime) restart(ctx context.Context) error {
 
 func runApp(cmd *cobra.Command, f *appFlags) error {
 	stderr := cmd.ErrOrStderr()
+	warnSecretFlags(cmd, stderr)
 	rt, err := newAppRuntime(f, stderr)
 	if err != nil {
 		return err

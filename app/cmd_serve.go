@@ -99,7 +99,9 @@ func newServeCmd() *cobra.Command {
 /v1/responses, /v1/messages (Anthropic), /v1/models, Ollama's /api/chat,
 /api/generate, /api/tags, /api/show, /api/ps and /api/version, /health,
 /stats and the /v1/events websocket, and the web UI at /. It binds 127.0.0.1 by default;
-binding any other address requires --api-key (or $SPOOL_API_KEY).
+binding any other address requires an API key: $SPOOL_API_KEY, or --api-key
+(a flag's value is visible to every user of this machine in the process list,
+/proc/PID/cmdline or ps; the variable is not).
 
 Memory is planned before loading (--memory, --expert-cache): routed experts
 stream from disk through the expert cache the plan leaves.
@@ -115,8 +117,8 @@ OpenAI-compatible server (vLLM, SGLang, another Spool; see docs/remote.md),
 (loopback bind, --api-key, Host guard). --remote-key is sent to the server
 only.`,
 		Example: `  spool serve --model assets/models/glm52-demo
-  spool serve --host 0.0.0.0 --port 8484 --api-key "$(openssl rand -hex 16)"
-  spool serve --remote http://gpu-box:8000 --remote-key "$VLLM_API_KEY"`,
+  SPOOL_API_KEY="$(openssl rand -hex 16)" spool serve --host 0.0.0.0 --port 8484
+  SPOOL_REMOTE_KEY="$VLLM_API_KEY" spool serve --remote http://gpu-box:8000`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runServe(cmd, &f)
@@ -127,7 +129,7 @@ only.`,
 	fl.StringVar(&f.modelID, "model-id", "", `model id clients send (default: the directory's name; "spool" is always accepted)`)
 	fl.StringVar(&f.host, "host", "127.0.0.1", "address to listen on")
 	fl.IntVar(&f.port, "port", 8484, "port to listen on (0 picks a free one)")
-	fl.StringVar(&f.apiKey, "api-key", "", "require this key as 'Authorization: Bearer KEY' or 'x-api-key' (default $SPOOL_API_KEY)")
+	fl.StringVar(&f.apiKey, "api-key", "", "require this key as 'Authorization: Bearer KEY' or 'x-api-key' (default $SPOOL_API_KEY; prefer it: every local user can read a flag in the process list)")
 	fl.IntVar(&f.context, "context", 0, "context length per sequence in tokens, at most the model's (default: the largest the memory plan allows, up to 32768)")
 	fl.IntVar(&f.maxBatch, "max-batch", 8, "requests generating at once (continuous batching)")
 	fl.IntVar(&f.maxQueue, "max-queue", 16, "requests waiting for a slot before answering 429")
@@ -146,6 +148,7 @@ only.`,
 }
 
 func runServe(cmd *cobra.Command, f *serveFlags) error {
+	warnSecretFlags(cmd, cmd.ErrOrStderr())
 	rcfg, err := f.remote.config()
 	if err != nil {
 		return err
