@@ -168,7 +168,7 @@ func (s *Server) handleResponsesSocket(w http.ResponseWriter, r *http.Request) {
 			// A reader held back by a long response starts its wait
 			// afresh.
 			alive()
-			_, data, err := conn.ReadMessage()
+			_, data, err := readMessage(conn)
 			if err != nil {
 				return
 			}
