@@ -9,7 +9,7 @@
 //   - the bounded read worker pool that serves expert misses (ReadPool;
 //     read-ahead requests wait behind every other one);
 //   - write-through files (WriteThrough) and advisory cross-process file
-//     locks (LockFile);
+//     locks (LockFile, LockFileShared, and TryLock on an open file);
 //   - releasing a file's blocks in place (PunchHole: hole punching on
 //     Linux and APFS) and the disk space a file takes (AllocatedBytes).
 //
