@@ -29,7 +29,7 @@ type fitFlags struct {
 	noMTP       bool
 	context     int
 	sequences   int
-	batchRows   int
+	segment     int
 	threads     int
 	jsonOut     bool
 	chip        string
@@ -75,7 +75,7 @@ converter's group-64 int4 instead.`,
 	fl.BoolVar(&f.noMTP, "no-mtp", false, "with --config: plan without the MTP layer")
 	fl.IntVar(&f.context, "context", plan.DefaultContext, "context length in tokens")
 	fl.IntVar(&f.sequences, "sequences", 1, "sequences decoded together (KV slots)")
-	fl.IntVar(&f.batchRows, "batch-rows", 0, "prompt tokens one forward carries (default: the largest chunk the memory allows)")
+	fl.IntVar(&f.segment, "segment", 0, "prompt tokens one forward takes through the model, layer by layer (default: the longest segment the memory allows)")
 	fl.IntVar(&f.threads, "threads", runtime.GOMAXPROCS(0), "worker threads planned for (default: this machine's)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print one JSON object")
 	fl.StringVar(&f.chip, "chip", "", "predict speed for this Apple chip from its published figures (e.g. \"M4 Pro\") instead of this machine's probes")
@@ -108,9 +108,9 @@ func runFit(cmd *cobra.Command, f *fitFlags) error {
 	if err != nil {
 		return err
 	}
-	opts.Context, opts.Sequences, opts.BatchRows, opts.Threads = f.context, f.sequences, f.batchRows, f.threads
-	if f.context <= 0 || f.sequences <= 0 || f.threads <= 0 || f.batchRows < 0 {
-		return fmt.Errorf("--context, --sequences and --threads must be positive and --batch-rows not negative (got %d, %d, %d, %d)", f.context, f.sequences, f.threads, f.batchRows)
+	opts.Context, opts.Sequences, opts.Segment, opts.Threads = f.context, f.sequences, f.segment, f.threads
+	if f.context <= 0 || f.sequences <= 0 || f.threads <= 0 || f.segment < 0 {
+		return fmt.Errorf("--context, --sequences and --threads must be positive and --segment not negative (got %d, %d, %d, %d)", f.context, f.sequences, f.threads, f.segment)
 	}
 	pc, err := f.promptCache.resolve()
 	if err != nil {

@@ -61,7 +61,7 @@ func TestFitRealConfig(t *testing.T) {
 	if !errors.As(err, &ee) || ee.code != exitNoFit {
 		t.Fatalf("14GiB: err = %v, want exit status %d\n%s", err, exitNoFit, out)
 	}
-	for _, s := range []string{"resident weights", "working bank", "KV cache", "activations", "logits", "attention workspace", "runtime reserve", "expert cache", "fits: no", "needs at least"} {
+	for _, s := range []string{"resident weights", "working bank", "KV cache", "prefill segment", "prefill scratch", "logits", "attention workspace", "runtime reserve", "expert cache", "fits: no", "needs at least"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("14GiB output lacks %q:\n%s", s, out)
 		}

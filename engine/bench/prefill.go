@@ -176,12 +176,12 @@ func Prefill(ctx context.Context, dir string, f *PrefillOptions) (*PrefillResult
 	if err != nil {
 		return nil, err
 	}
-	gp, status, err := planGPUPrefill(cfg, w, f, p.PrefillChunk)
+	gp, status, err := planGPUPrefill(cfg, w, f, p.PrefillSegment)
 	if err != nil {
 		return nil, err
 	}
 	res := &PrefillResult{
-		Model: dir, PromptTokens: f.Tokens, Context: f.Context, ChunkRows: p.PrefillChunk, Threads: runtime.GOMAXPROCS(0), GPU: status, Warm: f.Warm != "", WarmGPUOnly: f.Warm == "gpu",
+		Model: dir, PromptTokens: f.Tokens, Context: f.Context, ChunkRows: p.PrefillSegment, Threads: runtime.GOMAXPROCS(0), GPU: status, Warm: f.Warm != "", WarmGPUOnly: f.Warm == "gpu",
 		CacheSlotsPerLayer: p.CacheSlotsPerLayer, ExpertLayers: p.ExpertLayers, ExpertsPerLayer: p.ExpertsPerLayer,
 		RoutedBytes: p.RoutedBytes, PlannedProcessBytes: p.PlannedProcessBytes,
 	}
@@ -244,7 +244,7 @@ func planPrefill(cfg *config.Config, w plan.Weights, f *PrefillOptions, dev *pla
 	if err != nil {
 		return nil, err
 	}
-	opts.Context, opts.Sequences, opts.GPU, opts.BatchRows = f.Context, 1, dev, chunk
+	opts.Context, opts.Sequences, opts.GPU, opts.Segment = f.Context, 1, dev, chunk
 	if f.CacheSlots > 0 {
 		probe, err := plan.New(cfg, w, opts)
 		if err != nil {
@@ -338,7 +338,7 @@ func (b *prefillRun) run(ctx context.Context, mode prefillMode, first bool) erro
 	}
 	res.DSA = m.HasDSA()
 	res.AttentionWorkspaceBytes = m.AttentionWorkspaceBytes()
-	params := generate.Params{MaxTokens: 1, PrefillChunk: p.PrefillChunk}
+	params := generate.Params{MaxTokens: 1, PrefillChunk: p.PrefillSegment}
 	if f.Warm == "all" || (f.Warm == "gpu" && mode.gpu) {
 		if _, err := generate.Generate(ctx, m, m.NewSequence(f.Context), prompt, params, nil); err != nil {
 			return err

@@ -100,7 +100,7 @@ func Stream(ctx context.Context, dir string, mem *host.Memory, tokens int, specu
 	if so.WorkingSlots == 0 {
 		so.WorkingSlots = 2 * cfg.ExpertsPerToken
 	}
-	opts.BatchRows, opts.WorkingSlots, opts.Context = promptLen, so.WorkingSlots, promptLen+tokens+8
+	opts.Segment, opts.WorkingSlots, opts.Context = promptLen, so.WorkingSlots, promptLen+tokens+8
 	p, err := plan.New(cfg, w, opts)
 	if err != nil {
 		return nil, err

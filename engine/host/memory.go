@@ -123,10 +123,10 @@ func PlanFor(d *loader.Dir, cfg Config, gpu *plan.GPUDevice) (*plan.Plan, error)
 	return p, nil
 }
 
-// PlannedModel is opts with the forward limits the plan sized: the rows
-// and logit rows of one forward and the expert workers.
+// PlannedModel is opts with the forward limits the plan sized: the rows,
+// scratch rows and logit rows of one forward and the expert workers.
 func PlannedModel(p *plan.Plan, opts model.Options) model.Options {
-	opts.Limits = model.Limits{Rows: p.BatchRows, LogitRows: p.LogitRows, Workers: p.Threads, Context: p.Context}
+	opts.Limits = model.Limits{Rows: p.BatchRows, ScratchRows: p.ScratchRows, LogitRows: p.LogitRows, Workers: p.Threads, Context: p.Context}
 	return opts
 }
 

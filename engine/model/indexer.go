@@ -46,38 +46,21 @@ func (ix *indexerRows) put(s *scratch) {
 	}
 }
 
-// indexerSelect runs the indexer of a full layer and replaces sel with
-// the rows' selections. The keys come from the layer cache, which already
-// holds this forward's rows. Each row scores its keys tile by tile into a
-// bounded top-k heap, so nothing grows with the context. With tr it
+// indexerSelect runs the indexer of a full layer for a step's rows and
+// fills in their selections (sel, the step's view of the forward's
+// selection, which the layer emptied). The keys come from the layer cache,
+// which already holds these rows and every earlier row of their
+// sequences. Each row scores its keys tile by tile into a bounded top-k
+// heap, so nothing grows with the context. With scores (a trace) it
 // records every row's scores as well, rows that attend densely included.
-func (r *Runner) indexerSelect(y *layer, ix indexerRows, rows []row, sel *selection, tr *Trace) {
-	m := r.m
-	c := m.cfg
-	R, K := len(rows), c.IndexTopK
-	selecting := 0
-	for _, r := range rows {
-		if r.pos+1 > K {
-			selecting++
-		}
-	}
-	var scores [][]float32
-	if tr != nil {
-		scores = make([][]float32, R)
-		for i, r := range rows {
+func (r *Runner) indexerSelect(y *layer, ix indexerRows, rows []row, sel *selection, scores [][]float32) {
+	for i, r := range rows {
+		if scores != nil {
 			scores[i] = make([]float32, r.pos+1)
 		}
 	}
-	if selecting == 0 {
-		sel.rows = sel.rows[:0]
-	} else {
-		sel.reset(R)
-	}
 	if ix.scores {
 		r.indexerScore(y, ix, rows, sel, scores)
-	}
-	if tr != nil {
-		recordDSA(tr, y.index, sel, R, scores)
 	}
 }
 

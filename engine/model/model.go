@@ -321,7 +321,7 @@ func (r *Runner) forwardRows(ctx context.Context, reqs []Request, rows []row, tr
 	H := c.HiddenSize
 	R := len(rows)
 	r.touched.Clear()
-	p := pass{h: ws.h[:R*H], x: ws.x[:R*H], rows: rows, tr: tr, sel: r.dsaSelection(), accel: m.backendFor(R), clk: m.clock()}
+	p := pass{h: ws.h[:R*H], rows: rows, tr: tr, sel: r.dsaSelection(), accel: m.backendFor(R), clk: m.clock(), scratch: ws.scratch}
 	for i, r := range rows {
 		kernels.DequantRow(p.h[i*H:(i+1)*H], m.embed, r.token)
 	}
@@ -345,10 +345,10 @@ func (r *Runner) forwardRows(ctx context.Context, reqs []Request, rows []row, tr
 			}
 		}
 	}
-	// Final norm for every row (the MTP head consumes it), lm_head for the
-	// rows asked for.
-	hn := ws.hn[:R*H]
-	r.normRows(hn, p.h, m.finalNorm, R)
+	// Final norm for every row, in place (the MTP head consumes it), and
+	// lm_head for the rows asked for.
+	hn := p.h
+	r.normRows(hn, hn, m.finalNorm, R)
 	outs := make([]Output, len(reqs))
 	r0, l0 := 0, 0
 	for i, req := range reqs {

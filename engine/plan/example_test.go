@@ -52,7 +52,7 @@ func Example() {
 	}
 	fmt.Printf("fits %v: %s\n%s\n", small.Fits, small.Problem, small.Suggestion)
 	// Output:
-	// fits true: 1.14 GiB planned of 2.00 GiB; every expert cached: true
+	// fits true: 1.07 GiB planned of 2.00 GiB; every expert cached: true
 	// resident weights: 6.18 MiB
 	// KV cache: 10.25 MiB
 	// expert cache (LRU + pinned): 33.00 MiB

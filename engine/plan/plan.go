@@ -13,10 +13,10 @@ import (
 const (
 	// DefaultContext is the context length planned when none is given.
 	DefaultContext = 4096
-	// MinPrefillChunk is the smallest prompt chunk the plan chooses (a
+	// MinPrefillSegment is the shortest prompt segment the plan chooses (a
 	// shorter context bounds it too): below it a prompt re-reads the
 	// routed experts too often.
-	MinPrefillChunk = 256
+	MinPrefillSegment = 512
 	// DefaultThreads is the worker goroutines planned when none is given:
 	// the performance cores of an Apple silicon Pro chip. Callers pass the
 	// process's GOMAXPROCS.
@@ -64,10 +64,10 @@ type Options struct {
 	Context int
 	// Sequences is the number of KV slots: sequences decoded together (1).
 	Sequences int
-	// BatchRows, when set, fixes the prefill chunk: the prompt rows one
-	// forward carries. 0 lets the plan choose the largest chunk the
-	// activation budget allows (see Plan.PrefillChunk).
-	BatchRows int
+	// Segment, when set, fixes the prefill segment: the prompt tokens one
+	// forward carries. 0 lets the plan choose the longest segment the
+	// prefill budget allows (see Plan.PrefillSegment).
+	Segment int
 	// Threads is the goroutines that apply experts and attention heads
 	// (DefaultThreads); the per-worker lines grow with it.
 	Threads int
@@ -86,9 +86,9 @@ type Options struct {
 	// TierBytes of 0 lets the plan size the memory tier (see
 	// PromptCacheShare).
 	PromptCache *PromptCacheMemory
-	// GPU is the device prefill chunks run on (nil: the CPU). Its lines
+	// GPU is the device prefill segments run on (nil: the CPU). Its lines
 	// are the plan's (Plan.GPU); on unified memory they are lines of the
-	// process as well, and a discrete device's memory bounds the chunk.
+	// process as well, and a discrete device's memory bounds the segment.
 	GPU *GPUDevice
 }
 
@@ -106,7 +106,8 @@ const (
 	ItemMTPBank     = "MTP bank"
 	ItemCache       = "expert cache (LRU + pinned)"
 	ItemKV          = "KV cache"
-	ItemActivations = "activations"
+	ItemSegment     = "prefill segment"
+	ItemScratch     = "prefill scratch"
 	ItemLogits      = "logits"
 	ItemWorkers     = "expert workers"
 	ItemDecoders    = "decoder state"
@@ -136,20 +137,23 @@ type Plan struct {
 
 	Context   int `json:"context"`
 	Sequences int `json:"sequences"`
-	// PrefillChunk is the prompt tokens one forward takes: the largest
-	// chunk whose buffer lines fit the activation budget, at most the
-	// context. Each routed expert is read at most once per chunk.
-	PrefillChunk int `json:"prefill_chunk"`
-	// BatchRows is the most rows one forward carries: a prompt chunk and a
-	// decode row of every other sequence (two rows for a lone speculative
-	// one); LogitRows the most rows whose logits it returns.
-	BatchRows int `json:"batch_rows"`
-	LogitRows int `json:"logit_rows"`
-	Threads   int `json:"threads"`
-	// ActivationBudgetBytes is what the buffer lines may take: half of
-	// what the fixed lines and one cache slot per layer leave (at least
-	// the buffers of the smallest chunk); the expert cache gets the rest.
-	ActivationBudgetBytes int64 `json:"activation_budget_bytes"`
+	// PrefillSegment is the prompt tokens one forward takes, layer by
+	// layer over all of them: the longest segment whose buffer lines fit
+	// the prefill budget, at most the context. Each routed expert is read
+	// at most once per segment; a prompt within it is read once.
+	PrefillSegment int `json:"prefill_segment"`
+	// BatchRows is the most rows one forward carries: a prompt segment and
+	// a decode row of every other sequence (two rows for a lone
+	// speculative one); ScratchRows the most rows a layer's steps work on
+	// at once; LogitRows the most rows whose logits it returns.
+	BatchRows   int `json:"batch_rows"`
+	ScratchRows int `json:"scratch_rows"`
+	LogitRows   int `json:"logit_rows"`
+	Threads     int `json:"threads"`
+	// PrefillBudgetBytes is what the buffer lines may take: those of the
+	// shortest segment and a PrefillShare of what the fixed lines, they
+	// and one cache slot per layer leave; the expert cache gets the rest.
+	PrefillBudgetBytes int64 `json:"prefill_budget_bytes"`
 	// GoMemoryLimitBytes is the Go runtime's memory limit: every line the
 	// Go heap holds (KV cache, buffer lines, prompt cache, runtime
 	// reserve). Resident
@@ -171,7 +175,7 @@ type Plan struct {
 	PromptCacheBytes int64 `json:"prompt_cache_bytes"`
 
 	Items []Item `json:"items"`
-	// GPU is the GPU backend's lines for the prefill chunk, when prefill
+	// GPU is the GPU backend's lines for the prefill segment, when prefill
 	// runs on a GPU (Options.GPU).
 	GPU *GPUPlan `json:"gpu,omitempty"`
 
@@ -307,7 +311,7 @@ func build(cfg *config.Config, w Weights, opts Options) (*Plan, error) {
 	for _, it := range p.Items {
 		fixed += it.Bytes
 	}
-	buffers := p.sizeBuffers(cfg, w, opts.BatchRows, opts.GPU, fixed)
+	buffers := p.sizeBuffers(cfg, w, opts.Segment, opts.GPU, fixed)
 	for _, it := range buffers {
 		fixed += it.Bytes
 	}
@@ -407,7 +411,7 @@ func (o *Options) check(cfg *config.Config) error {
 		v    int64
 	}{
 		{"memory", o.Memory}, {"context", int64(o.Context)}, {"sequences", int64(o.Sequences)},
-		{"batch rows", int64(o.BatchRows)}, {"threads", int64(o.Threads)}, {"working slots", int64(o.WorkingSlots)},
+		{"segment", int64(o.Segment)}, {"threads", int64(o.Threads)}, {"working slots", int64(o.WorkingSlots)},
 		{"expert cache", o.ExpertCache}, {"runtime reserve", o.RuntimeReserve}, {"OS reserve", o.OSReserve},
 	} {
 		if f.v < 0 {

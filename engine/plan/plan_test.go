@@ -172,7 +172,7 @@ func TestRealRefused14GiB(t *testing.T) {
 		t.Fatalf("Err() = %v, want *FitError", err)
 	}
 	msg := p.Err().Error()
-	for _, s := range []string{ItemResident, ItemWorking, ItemKV, ItemActivations, ItemLogits, ItemWorkers, ItemAttention, ItemDecoders, ItemRuntime, ItemCache, "needs at least", "not even one expert cache slot"} {
+	for _, s := range []string{ItemResident, ItemWorking, ItemKV, ItemSegment, ItemScratch, ItemLogits, ItemWorkers, ItemAttention, ItemDecoders, ItemRuntime, ItemCache, "needs at least", "not even one expert cache slot"} {
 		if !strings.Contains(msg, s) {
 			t.Errorf("refusal lacks %q:\n%s", s, msg)
 		}

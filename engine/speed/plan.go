@@ -24,6 +24,6 @@ func ModelFromPlan(cfg *config.Config, w plan.Weights, p *plan.Plan) Model {
 		ExpertsPerToken:    cfg.ExpertsPerToken,
 		ExpertBytes:        w.MainExpertBytes(),
 		CacheSlotsPerLayer: p.CacheSlotsPerLayer,
-		PrefillChunk:       p.PrefillChunk,
+		PrefillChunk:       p.PrefillSegment,
 	}
 }
