@@ -199,7 +199,10 @@ func (r *Runner) moe(ctx context.Context, y *layer, p *pass) error {
 	if err != nil {
 		return fmt.Errorf("model: layer %d: %w", y.index, err)
 	}
-	defer lease.Release()
+	defer func() {
+		lease.Release()
+		r.record(lease)
+	}()
 	if R <= min(r.arrival, p.scratch) {
 		return r.moeArrival(ctx, y, p, union, lease)
 	}

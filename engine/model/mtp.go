@@ -74,6 +74,7 @@ func (r *Runner) MTPForward(ctx context.Context, req MTPRequest) (logits, out []
 		rows[j] = row{seq: seq, pos: pos0 + j, kv: base + j, token: t}
 	}
 	r.touched.Clear()
+	r.startCost()
 	p := pass{h: ws.mtpH[:R*H], rows: rows, accel: m.backendFor(R), scratch: ws.scratch}
 	// The layer's input, a step at a time: eh_proj of the normed embedding
 	// of the next token beside the normed hidden state.

@@ -65,6 +65,9 @@ type Runner struct {
 	// arrival is the most rows whose experts are applied as they arrive
 	// (ArrivalRows; tests lower it to compare the two ways).
 	arrival int
+	// last is what the latest forward's leases read from storage, total
+	// what all of the runner's did.
+	last, total experts.Cost
 }
 
 // NewRunner returns a runner with buffers for the model's Limits.
