@@ -49,7 +49,7 @@ func TestFitRealConfig(t *testing.T) {
 		t.Fatalf("32GiB: %v\n%s", err, out)
 	}
 	f := decodeFit(t, out)
-	if !f.Fits || f.ResidentWeightBytes != 10_877_286_144 || f.MemoryLimitBytes != 28<<30 {
+	if !f.Fits || f.ResidentWeightBytes != 9_925_083_904 || f.MemoryLimitBytes != 28<<30 {
 		t.Errorf("32GiB: %+v", f)
 	}
 	if f.KVBytes != 4096*182_016 || f.ExpertSlotBytes != 18_939_904 || f.PlannedProcessBytes > f.MemoryLimitBytes || f.CacheSlotsPerLayer < 1 {
@@ -120,7 +120,7 @@ func TestGenBenchSkeletonFits(t *testing.T) {
 	if err != nil {
 		t.Fatalf("fit: %v\n%s", err, out)
 	}
-	if f := decodeFit(t, out); !f.Fits || f.ResidentWeightBytes != 10_877_286_144 || f.ExpertSlotBytes != 18_939_904 {
+	if f := decodeFit(t, out); !f.Fits || f.ResidentWeightBytes != 9_925_083_904 || f.ExpertSlotBytes != 18_939_904 {
 		t.Errorf("skeleton: %+v", f)
 	}
 	if _, err := runSpool(t, "gen-bench", "--out", filepath.Join(t.TempDir(), "x"), "--sparse-files", "--experts", "16"); err == nil {

@@ -123,10 +123,12 @@ func PlanFor(d *loader.Dir, cfg Config, gpu *plan.GPUDevice) (*plan.Plan, error)
 	return p, nil
 }
 
-// PlannedModel is opts with the forward limits the plan sized: the rows,
-// scratch rows and logit rows of one forward and the expert workers.
+// PlannedModel is opts with what the plan sized: the rows, scratch rows
+// and logit rows of one forward, the expert workers, and the embedding
+// rows kept when the table is read on demand.
 func PlannedModel(p *plan.Plan, opts model.Options) model.Options {
 	opts.Limits = model.Limits{Rows: p.BatchRows, ScratchRows: p.ScratchRows, LogitRows: p.LogitRows, Workers: p.Threads, Context: p.Context}
+	opts.EmbeddingRows = p.EmbeddingRows
 	return opts
 }
 

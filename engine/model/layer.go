@@ -28,8 +28,9 @@ type pass struct {
 	tr  *Trace
 	// accel is the backend the forward's heavy steps run on, or nil.
 	accel *accelerator
-	// clk times the forward's steps (Model.SetStepTimes).
-	clk clock
+	// clk times the forward's steps (Model.SetStepTimes); the parts of a
+	// pass share it.
+	clk *clock
 	// scratch is the most rows a step works on at once.
 	scratch int
 	// scores, on a full DSA layer with a trace, receives every row's

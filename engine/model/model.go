@@ -22,7 +22,7 @@ import (
 // each records what its forward read (Runner.LastCost).
 type Model struct {
 	cfg       *config.Config
-	embed     *kernels.Matrix // [V, H]
+	embed     *embedding // [V, H]
 	lmHead    *kernels.Matrix // [V, H]
 	finalNorm []float32
 	layers    []*layer
@@ -59,6 +59,11 @@ type Options struct {
 	// included; the memory plan sizes them. The zero value lets the
 	// buffers grow as needed.
 	Limits Limits
+	// EmbeddingRows, when positive, reads the embedding table by row on
+	// demand into a cache of that many rows (the plan's embedding line)
+	// instead of keeping the table: Weights must then be RowWeights. 0
+	// keeps the table as Weights gives it.
+	EmbeddingRows int
 	// ComputeAllKeys makes DSA layers score every causal key and mask the
 	// unselected ones, as dense attention would, instead of computing only
 	// the selected keys. The output is the same; it is the baseline that
@@ -104,7 +109,19 @@ func Load(c *config.Config, w Weights, src experts.Source, opts Options) (*Model
 	m := &Model{cfg: c, experts: src, hasDSA: caps.DSA && !opts.DisableDSA, rope: newRope(c.QKRopeHeadDim, c.RopeTheta), allKeys: opts.ComputeAllKeys}
 	m.attnLayout = plan.NewAttentionLayout(c, opts.Limits.attentionSizing(c, m.hasDSA))
 	ld := &loader{w: w}
-	m.embed = ld.mat("model.embed_tokens.weight", c.VocabSize, c.HiddenSize)
+	if opts.EmbeddingRows > 0 {
+		rw, ok := w.(RowWeights)
+		if !ok {
+			return nil, fmt.Errorf("model: the weights cannot be read by row, so the embedding table cannot be read on demand")
+		}
+		src, err := rw.MatrixRows("model.embed_tokens.weight", c.VocabSize, c.HiddenSize)
+		if err != nil {
+			return nil, fmt.Errorf("model: model.embed_tokens.weight: %w", err)
+		}
+		m.embed = newEmbedding(src, opts.EmbeddingRows, c.VocabSize)
+	} else {
+		m.embed = &embedding{table: ld.mat("model.embed_tokens.weight", c.VocabSize, c.HiddenSize)}
+	}
 	m.lmHead = ld.mat("lm_head.weight", c.VocabSize, c.HiddenSize)
 	m.finalNorm = ld.vec("model.norm.weight", c.HiddenSize)
 	for l := 0; l < c.NumLayers; l++ {
@@ -322,9 +339,12 @@ func (r *Runner) forwardRows(ctx context.Context, reqs []Request, rows []row, tr
 	R := len(rows)
 	r.touched.Clear()
 	r.startCost()
-	p := pass{h: ws.h[:R*H], rows: rows, tr: tr, sel: r.dsaSelection(), accel: m.backendFor(R), clk: m.clock(), scratch: ws.scratch}
+	clk := m.clock()
+	p := pass{h: ws.h[:R*H], rows: rows, tr: tr, sel: r.dsaSelection(), accel: m.backendFor(R), clk: &clk, scratch: ws.scratch}
 	for i, r := range rows {
-		kernels.DequantRow(p.h[i*H:(i+1)*H], m.embed, r.token)
+		if err := m.embed.row(p.h[i*H:(i+1)*H], r.token); err != nil {
+			return nil, err
+		}
 	}
 	p.clk.lap(stepEmbed)
 	if tr != nil {

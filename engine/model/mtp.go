@@ -75,16 +75,18 @@ func (r *Runner) MTPForward(ctx context.Context, req MTPRequest) (logits, out []
 	}
 	r.touched.Clear()
 	r.startCost()
-	p := pass{h: ws.mtpH[:R*H], rows: rows, accel: m.backendFor(R), scratch: ws.scratch}
+	p := pass{h: ws.mtpH[:R*H], rows: rows, accel: m.backendFor(R), clk: &clock{}, scratch: ws.scratch}
 	// The layer's input, a step at a time: eh_proj of the normed embedding
 	// of the next token beside the normed hidden state.
-	input := func() {
-		p.steps(func(lo, hi int) error {
+	input := func() error {
+		return p.steps(func(lo, hi int) error {
 			n := hi - lo
 			cat := ws.cat[:n*2*H]
 			for j := lo; j < hi; j++ {
 				o := (j - lo) * 2 * H
-				kernels.DequantRow(ws.emb, m.embed, next[j])
+				if err := m.embed.row(ws.emb, next[j]); err != nil {
+					return err
+				}
 				rmsNorm(cat[o:o+H], ws.emb, m.mtp.enorm, c.RMSNormEps)
 				rmsNorm(cat[o+H:o+2*H], hidden[j], m.mtp.hnorm, c.RMSNormEps)
 			}
@@ -92,14 +94,17 @@ func (r *Runner) MTPForward(ctx context.Context, req MTPRequest) (logits, out []
 			return nil
 		})
 	}
-	input()
+	if err := input(); err != nil {
+		return nil, nil, err
+	}
 	err = m.mtp.block.forward(ctx, r, &p)
 	if err != nil && m.fellBack(err) {
 		// The backend failed: the layer is redone on the CPU.
 		seq.TrimMTP(base)
 		p.accel = nil
-		input()
-		err = m.mtp.block.forward(ctx, r, &p)
+		if err = input(); err == nil {
+			err = m.mtp.block.forward(ctx, r, &p)
+		}
 	}
 	if err != nil {
 		seq.TrimMTP(base)

@@ -27,7 +27,8 @@ func TestPrefillSegmentFromBudget(t *testing.T) {
 	if p32.BatchRows != p32.PrefillSegment || p32.LogitRows != 2 || p32.ScratchRows != PrefillScratchRows {
 		t.Errorf("one sequence: %d rows, %d scratch rows and %d logit rows per forward for a segment of %d", p32.BatchRows, p32.ScratchRows, p32.LogitRows, p32.PrefillSegment)
 	}
-	if want := p32.KVBytes + DefaultRuntimeReserve + buffers; p32.GoMemoryLimitBytes != want {
+	embed, _ := p32.Item(ItemEmbedding)
+	if want := p32.KVBytes + DefaultRuntimeReserve + embed.Bytes + buffers; p32.GoMemoryLimitBytes != want {
 		t.Errorf("Go memory limit %d, want the heap lines' %d", p32.GoMemoryLimitBytes, want)
 	}
 	// A row of a segment keeps the residual stream, the experts' sum and
@@ -102,5 +103,39 @@ func TestCheckPrompt(t *testing.T) {
 	err := p.CheckPrompt(1025)
 	if err == nil || !strings.Contains(err.Error(), ItemKV) || !strings.Contains(err.Error(), "1024") {
 		t.Errorf("overlong prompt: %v", err)
+	}
+}
+
+// TestSegmentCompletesSlot: where what the lines leave falls just short
+// of one more expert cache slot per layer, the segment yields up to an
+// eighth of itself to complete it (GLM-5.2 on 24 GiB with a 32k context
+// and the prompt cache: 3 slots, not 2); where it would take more, the
+// segment stays as the budget made it.
+func TestSegmentCompletesSlot(t *testing.T) {
+	cfg := realConfig(t)
+	w, err := FromConfig(cfg, Artifact{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := PromptCacheMemory{BacklogBytes: 67 << 20, ReadBuffers: 2, ReadBufferBytes: 6 << 20, WriteBufferBytes: 3 << 20, BlockTokens: 16, BlockBytes: 2_935_296}
+	opts := Options{Memory: 24 * gib, Context: 32768, Threads: 10, PromptCache: &pc}
+	budget, err := build(cfg, w, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(cfg, w, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Fits || p.CacheSlotsPerLayer != budget.CacheSlotsPerLayer+1 || p.PrefillSegment >= budget.PrefillSegment || p.PrefillSegment < budget.PrefillSegment-budget.PrefillSegment/8 {
+		t.Errorf("24 GiB: %d slots with a %d-token segment; the budget alone gives %d slots with %d", p.CacheSlotsPerLayer, p.PrefillSegment, budget.CacheSlotsPerLayer, budget.PrefillSegment)
+	}
+	if p.PlannedProcessBytes > p.MemoryLimitBytes || p.PrefillBudgetBytes != budget.PrefillBudgetBytes {
+		t.Errorf("planned %d of %d, budget %d (was %d)", p.PlannedProcessBytes, p.MemoryLimitBytes, p.PrefillBudgetBytes, budget.PrefillBudgetBytes)
+	}
+	opts.Memory = 32 * gib
+	budget, _ = build(cfg, w, opts)
+	if p, _ := New(cfg, w, opts); p.PrefillSegment != budget.PrefillSegment || p.CacheSlotsPerLayer != budget.CacheSlotsPerLayer {
+		t.Errorf("32 GiB: segment %d and %d slots, the budget's %d and %d", p.PrefillSegment, p.CacheSlotsPerLayer, budget.PrefillSegment, budget.CacheSlotsPerLayer)
 	}
 }

@@ -25,8 +25,14 @@ const (
 	// runtime and its collector's headroom over the small allocations,
 	// goroutine stacks, the tokenizer (155k-entry vocabulary and merges),
 	// the chat template, the HTTP server, read queues, the binary and its
-	// libraries, and the GPU command buffers.
-	DefaultRuntimeReserve int64 = 1 << 30
+	// libraries, and the GPU driver's own memory. spool bench reserve
+	// measures it: the process's peak beyond every other line was 27-35
+	// MiB serving the demo and a gen-bench model headless on Linux (the
+	// synthetic 154,880-entry tokenizer holds 7 MiB); the app adds its
+	// window (Wails, the WebKit view's in-process part) and, on a Mac,
+	// Metal through MoltenVK. 512 MiB holds that several times over and
+	// gives the collector room under the Go memory limit.
+	DefaultRuntimeReserve int64 = 512 << 20
 	// MinOSReserve is the smallest memory left to the operating system.
 	MinOSReserve int64 = 2 << 30
 
@@ -102,6 +108,7 @@ type Item struct {
 // Item names.
 const (
 	ItemResident    = "resident weights"
+	ItemEmbedding   = "embedding rows"
 	ItemWorking     = "working bank"
 	ItemMTPBank     = "MTP bank"
 	ItemCache       = "expert cache (LRU + pinned)"
@@ -126,8 +133,12 @@ type Plan struct {
 	PlannedProcessBytes int64 `json:"planned_process_bytes"`
 	Fits                bool  `json:"fits"`
 
+	// ResidentWeightBytes is the resident weights line: every non-routed
+	// tensor but the embedding table, which is read by row on demand into
+	// EmbeddingRows cached rows (the embedding line).
 	ResidentWeightBytes int64 `json:"resident_weight_bytes"`
 	RoutedBytes         int64 `json:"routed_bytes"`
+	EmbeddingRows       int   `json:"embedding_rows"`
 	// ExpertSlotBytes is the slab of one decoder-layer expert slot.
 	ExpertSlotBytes int64 `json:"expert_slot_bytes"`
 	// MTPSlotBytes is the slab of one MTP expert slot (0 without MTP).
@@ -228,11 +239,54 @@ func (p *Plan) Item(name string) (Item, bool) {
 // (see Err) and a suggestion; the error is for invalid input only.
 func New(cfg *config.Config, w Weights, opts Options) (*Plan, error) {
 	p, err := build(cfg, w, opts)
-	if err != nil || p.Fits {
+	if err != nil {
 		return p, err
+	}
+	if p.Fits {
+		return p.completeSlot(cfg, w, opts), nil
 	}
 	p.Suggestion = p.suggest(cfg, w, opts)
 	return p, nil
+}
+
+// completeSlot returns p, or the plan with a shorter segment when that
+// completes one more expert cache slot per layer: the memory left under
+// the limit, less than a slot row, is otherwise of no use, and a slot
+// saves reads on every decoded token. The segment yields at most an
+// eighth of itself (a prompt longer than the segment is read once more
+// per segment).
+func (p *Plan) completeSlot(cfg *config.Config, w Weights, opts Options) *Plan {
+	if opts.Segment != 0 || opts.ExpertCache != 0 || p.ExpertLayers == 0 || p.CacheSlotsPerLayer >= p.ExpertsPerLayer {
+		return p
+	}
+	lines := func(segment int) int64 { return total(BufferItems(p.shape(cfg, w, segment, opts.GPU))) }
+	need := p.SlotRowBytes - (p.MemoryLimitBytes - p.PlannedProcessBytes)
+	least := max(p.PrefillSegment-p.PrefillSegment/8, min(MinPrefillSegment, p.Context))
+	if need <= 0 || lines(least) > lines(p.PrefillSegment)-need {
+		return p
+	}
+	// The longest segment whose lines free what the slot needs (the
+	// prompt cache's memory tier takes a share of what the buffers
+	// leave, so the first try may fall just short).
+	for target := lines(p.PrefillSegment) - need; target >= lines(least); target -= p.SlotRowBytes / 64 {
+		lo, hi := least, p.PrefillSegment-1
+		for lo < hi {
+			mid := lo + (hi-lo+1)/2
+			if lines(mid) <= target {
+				lo = mid
+			} else {
+				hi = mid - 1
+			}
+		}
+		o := opts
+		o.Segment = lo
+		q, err := build(cfg, w, o)
+		if err == nil && q.Fits && q.CacheSlotsPerLayer > p.CacheSlotsPerLayer {
+			q.PrefillBudgetBytes = p.PrefillBudgetBytes
+			return q
+		}
+	}
+	return p
 }
 
 // build lays out the equation without a suggestion.
@@ -245,7 +299,7 @@ func build(cfg *config.Config, w Weights, opts Options) (*Plan, error) {
 	}
 	p := &Plan{
 		Source:              w.Source,
-		ResidentWeightBytes: w.ResidentBytes,
+		ResidentWeightBytes: w.ResidentBytes - w.EmbeddingBytes,
 		RoutedBytes:         w.RoutedBytes,
 		Context:             orDefault(opts.Context, DefaultContext),
 		Sequences:           orDefault(opts.Sequences, 1),
@@ -295,10 +349,14 @@ func build(cfg *config.Config, w Weights, opts Options) (*Plan, error) {
 	p.KVBytes = int64(p.Sequences) * int64(p.Context) * p.KVBytesPerToken
 	runtime := orDefault(opts.RuntimeReserve, DefaultRuntimeReserve)
 
-	p.Items = []Item{
-		{ItemResident, w.ResidentBytes, "every non-routed tensor, read once into memory outside the Go heap: embedding, lm_head, attention, norms, dense MLPs, routers and shared experts" + mtpNote(w)},
-		{ItemWorking, int64(p.WorkingSlots) * p.ExpertSlotBytes, fmt.Sprintf("%d slots x %s: misses of one layer stream through them, each slot recycled once its expert is applied (2 x experts_per_tok %d)", p.WorkingSlots, bytesize.IEC(p.ExpertSlotBytes), k)},
+	p.Items = []Item{{ItemResident, p.ResidentWeightBytes, residentDetail(w)}}
+	if w.EmbeddingBytes > 0 {
+		p.EmbeddingRows = min(EmbeddingCacheRows, cfg.VocabSize)
+		p.Items = append(p.Items, Item{ItemEmbedding, EmbeddingCacheBytes(cfg, w, p.EmbeddingRows), fmt.Sprintf("%d of the embedding table's %d rows (%s each), read on demand (a token needs one row; the table is %s)", p.EmbeddingRows, cfg.VocabSize, bytesize.IEC(w.EmbeddingBytes/int64(cfg.VocabSize)), bytesize.IEC(w.EmbeddingBytes))})
 	}
+	p.Items = append(p.Items,
+		Item{ItemWorking, int64(p.WorkingSlots) * p.ExpertSlotBytes, fmt.Sprintf("%d slots x %s: misses of one layer stream through them, each slot recycled once its expert is applied (2 x experts_per_tok %d)", p.WorkingSlots, bytesize.IEC(p.ExpertSlotBytes), k)},
+	)
 	if p.MTPSlots > 0 {
 		p.Items = append(p.Items, Item{ItemMTPBank, int64(p.MTPSlots) * p.MTPSlotBytes, fmt.Sprintf("%d slots x %s: the MTP layer's experts for one draft row per sequence, min(%d, %d x %d)", p.MTPSlots, bytesize.IEC(p.MTPSlotBytes), E, k, p.Sequences)})
 	}
@@ -329,6 +387,9 @@ func build(cfg *config.Config, w Weights, opts Options) (*Plan, error) {
 	p.Items = append(p.Items, Item{ItemCache, p.ExpertCacheBytes, p.cacheDetail(w)})
 	p.PlannedProcessBytes = fixed + p.ExpertCacheBytes
 	p.GoMemoryLimitBytes = p.KVBytes + runtime
+	if it, ok := p.Item(ItemEmbedding); ok {
+		p.GoMemoryLimitBytes += it.Bytes
+	}
 	for _, it := range heap {
 		if !gpuItem(it.Name) { // the GPU's memory is the driver's, not the Go heap
 			p.GoMemoryLimitBytes += it.Bytes
@@ -461,6 +522,29 @@ func dsaNote(g kvcache.Geometry) string {
 		return ""
 	}
 	return fmt.Sprintf(", indexer keys of %d full layers", n)
+}
+
+func residentDetail(w Weights) string {
+	if w.EmbeddingBytes > 0 {
+		return "every non-routed tensor but the embedding table, read once into memory outside the Go heap: lm_head, attention, norms, dense MLPs, routers and shared experts" + mtpNote(w)
+	}
+	return "every non-routed tensor, read once into memory outside the Go heap: embedding, lm_head, attention, norms, dense MLPs, routers and shared experts" + mtpNote(w)
+}
+
+// EmbeddingCacheRows is the rows of the embedding table the engine keeps
+// (model.Options.EmbeddingRows): the tokens of a chat's vocabulary in
+// use. A miss reads one row (6 KB for GLM-5.2) from the container.
+const EmbeddingCacheRows = 2048
+
+// EmbeddingSlotOverhead bounds what a cached embedding row takes beside
+// its bytes: its one-row matrix header, token and reference bit.
+const EmbeddingSlotOverhead = 128
+
+// EmbeddingCacheBytes is the memory of a cache of rows embedding rows:
+// the rows and their bookkeeping, and a slot index over the vocabulary.
+func EmbeddingCacheBytes(cfg *config.Config, w Weights, rows int) int64 {
+	rowBytes := w.EmbeddingBytes / int64(cfg.VocabSize)
+	return int64(rows)*(rowBytes+EmbeddingSlotOverhead) + 4*int64(cfg.VocabSize)
 }
 
 func mtpNote(w Weights) string {
