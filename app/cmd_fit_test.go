@@ -76,6 +76,37 @@ func TestFitRealConfig(t *testing.T) {
 	}
 }
 
+// TestFitSlotCounts: GLM-5.2 with a 32k context (an agent's) keeps at
+// least 6 expert cache slots per layer on 32 GiB and 3 on 24 GiB, with
+// the prompt cache spool fit plans by default, on a 10-core Mac; on 32
+// GiB the whole context is one prefill segment.
+func TestFitSlotCounts(t *testing.T) {
+	cfgPath := filepath.Join(fitFixturesDir(t), "glm52-real", "config.json")
+	for _, tc := range []struct {
+		memory       string
+		slots        int
+		wholeContext bool
+	}{{"32GiB", 6, true}, {"24GiB", 3, false}} {
+		out, err := runSpool(t, "fit", "--config", cfgPath, "--memory", tc.memory, "--context", "32768", "--threads", "10", "--json")
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", tc.memory, err, out)
+		}
+		var f struct {
+			Fits               bool  `json:"fits"`
+			CacheSlotsPerLayer int   `json:"cache_slots_per_layer"`
+			PrefillSegment     int   `json:"prefill_segment"`
+			PromptCacheBytes   int64 `json:"prompt_cache_bytes"`
+		}
+		if err := json.Unmarshal([]byte(out), &f); err != nil {
+			t.Fatal(err)
+		}
+		if !f.Fits || f.CacheSlotsPerLayer < tc.slots || f.PromptCacheBytes == 0 || (tc.wholeContext && f.PrefillSegment != 32768) {
+			t.Errorf("%s, 32k context: %+v, want at least %d slots", tc.memory, f, tc.slots)
+		}
+		t.Logf("%s: %d slots, a %d-token segment", tc.memory, f.CacheSlotsPerLayer, f.PrefillSegment)
+	}
+}
+
 func TestFitFixtureModels(t *testing.T) {
 	fx := fitFixturesDir(t)
 	for _, name := range []string{"glm52-tiny", "glm52-mini"} {

@@ -77,29 +77,34 @@ func total(items []Item) int64 {
 	return n
 }
 
-// PrefillShare is the share of the memory left beside the fixed lines, the
-// buffer lines of the shortest segment and one expert cache slot per layer
-// that a longer prefill segment may take: the expert cache gets the rest.
-// A prompt longer than the segment reads every routed expert it routes to
-// once per segment (a minute or so of GLM-5.2's SSD reads on a Mac each
-// time), while each cache slot the segment takes costs reads on every
-// decoded token; a segment of GLM-5.2 costs about 72 KiB a token, so an
-// eighth of a 32 GiB Mac's spare memory holds an agent's 20k-token prompt
-// whole.
-const PrefillShare = 8
+// CacheFloorShare: before a prefill segment grows past the shortest, the
+// expert cache keeps one slot per CacheFloorShare experts of a layer (at
+// least one; GLM-5.2: 3 of 256). A segment then takes half of what the
+// lines leave beyond that floor, up to the whole context, and the expert
+// cache the rest (New then gives the segment what the cache cannot turn
+// into a whole slot). A prompt longer than the segment reads every
+// routed expert it routes to once per segment (a minute or so of
+// GLM-5.2's SSD reads on a Mac each time), while each cache slot costs
+// reads on every decoded token; a segment of GLM-5.2 costs about 72 KiB a
+// token.
+const CacheFloorShare = 100
+
+// cacheFloorSlots is the expert cache's floor, in slots per layer.
+func (p *Plan) cacheFloorSlots() int64 {
+	return int64(max(1, (p.ExpertsPerLayer+CacheFloorShare-1)/CacheFloorShare))
+}
 
 // sizeBuffers chooses the prefill segment and returns the buffer lines for
-// it. With segment 0 it is the longest segment (a multiple of
-// PrefillScratchRows past it, at most the context) whose lines fit the
-// prefill budget: the lines of a MinPrefillSegment segment plus a
-// PrefillShare of what the fixed lines, those lines and one cache slot per
-// expert layer leave; and, with a discrete GPU, whose device lines fit its
-// memory. The GPU plan follows the segment (Plan.GPU).
+// it. With segment 0 it is the longest segment (at most the context) whose
+// lines fit the prefill budget: the lines of a MinPrefillSegment segment
+// plus half of what the fixed lines, those lines and the expert cache's
+// floor (CacheFloorShare) leave; and, with a discrete GPU, whose device
+// lines fit its memory. The GPU plan follows the segment (Plan.GPU).
 func (p *Plan) sizeBuffers(cfg *config.Config, w Weights, segment int, dev *GPUDevice, fixed int64) []Item {
 	if segment == 0 {
 		least := min(MinPrefillSegment, p.Context)
 		floor := total(BufferItems(p.shape(cfg, w, least, dev)))
-		p.PrefillBudgetBytes = floor + max(0, p.MemoryLimitBytes-fixed-floor-p.SlotRowBytes)/PrefillShare
+		p.PrefillBudgetBytes = floor + max(0, p.MemoryLimitBytes-fixed-floor-p.cacheFloorSlots()*p.SlotRowBytes)/2
 		lo, hi := least, p.Context
 		for lo < hi {
 			mid := lo + (hi-lo+1)/2
@@ -110,9 +115,6 @@ func (p *Plan) sizeBuffers(cfg *config.Config, w Weights, segment int, dev *GPUD
 			}
 		}
 		segment = lo
-		if segment > least && segment > PrefillScratchRows && segment < p.Context {
-			segment = max(least, segment/PrefillScratchRows*PrefillScratchRows)
-		}
 	}
 	s := p.shape(cfg, w, segment, dev)
 	p.PrefillSegment, p.BatchRows, p.ScratchRows, p.LogitRows = segment, s.Rows, s.ScratchRows, s.LogitRows

@@ -106,12 +106,13 @@ func TestCheckPrompt(t *testing.T) {
 	}
 }
 
-// TestSegmentCompletesSlot: where what the lines leave falls just short
-// of one more expert cache slot per layer, the segment yields up to an
-// eighth of itself to complete it (GLM-5.2 on 24 GiB with a 32k context
-// and the prompt cache: 3 slots, not 2); where it would take more, the
-// segment stays as the budget made it.
-func TestSegmentCompletesSlot(t *testing.T) {
+// TestSegmentAndCacheFloor: the expert cache keeps its floor (one slot
+// per hundred experts: GLM-5.2's 3) before the segment grows, the segment
+// takes half of the rest up to the whole context, and then what the cache
+// cannot turn into a whole slot: GLM-5.2 on 24 GiB with a 32k context and
+// the prompt cache gets 3 slots and a segment that leaves less than a slot
+// row unused; on 32 GiB the whole context is one segment.
+func TestSegmentAndCacheFloor(t *testing.T) {
 	cfg := realConfig(t)
 	w, err := FromConfig(cfg, Artifact{})
 	if err != nil {
@@ -127,15 +128,21 @@ func TestSegmentCompletesSlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !p.Fits || p.CacheSlotsPerLayer != budget.CacheSlotsPerLayer+1 || p.PrefillSegment >= budget.PrefillSegment || p.PrefillSegment < budget.PrefillSegment-budget.PrefillSegment/8 {
-		t.Errorf("24 GiB: %d slots with a %d-token segment; the budget alone gives %d slots with %d", p.CacheSlotsPerLayer, p.PrefillSegment, budget.CacheSlotsPerLayer, budget.PrefillSegment)
+	if p.cacheFloorSlots() != 3 || !p.Fits || p.CacheSlotsPerLayer != 3 || p.CacheSlotsPerLayer != budget.CacheSlotsPerLayer {
+		t.Errorf("24 GiB: %d slots (floor %d, the budget's %d)", p.CacheSlotsPerLayer, p.cacheFloorSlots(), budget.CacheSlotsPerLayer)
+	}
+	if p.PrefillSegment <= budget.PrefillSegment || p.PrefillSegment < 4096 || p.MemoryLimitBytes-p.PlannedProcessBytes >= p.SlotRowBytes {
+		t.Errorf("24 GiB: segment %d (the budget's %d), %d bytes left under the limit", p.PrefillSegment, budget.PrefillSegment, p.MemoryLimitBytes-p.PlannedProcessBytes)
 	}
 	if p.PlannedProcessBytes > p.MemoryLimitBytes || p.PrefillBudgetBytes != budget.PrefillBudgetBytes {
 		t.Errorf("planned %d of %d, budget %d (was %d)", p.PlannedProcessBytes, p.MemoryLimitBytes, p.PrefillBudgetBytes, budget.PrefillBudgetBytes)
 	}
 	opts.Memory = 32 * gib
-	budget, _ = build(cfg, w, opts)
-	if p, _ := New(cfg, w, opts); p.PrefillSegment != budget.PrefillSegment || p.CacheSlotsPerLayer != budget.CacheSlotsPerLayer {
-		t.Errorf("32 GiB: segment %d and %d slots, the budget's %d and %d", p.PrefillSegment, p.CacheSlotsPerLayer, budget.PrefillSegment, budget.CacheSlotsPerLayer)
+	if p, _ := New(cfg, w, opts); p.PrefillSegment != p.Context || p.CacheSlotsPerLayer < 6 {
+		t.Errorf("32 GiB: segment %d of %d, %d slots", p.PrefillSegment, p.Context, p.CacheSlotsPerLayer)
+	}
+	opts.Memory = 16 * gib
+	if p, _ := New(cfg, w, Options{Memory: 16 * gib, Threads: 10}); !p.Fits || p.CacheSlotsPerLayer != 1 || p.PrefillSegment < MinPrefillSegment {
+		t.Errorf("16 GiB: fits %v, %d slots, segment %d", p.Fits, p.CacheSlotsPerLayer, p.PrefillSegment)
 	}
 }

@@ -162,8 +162,9 @@ type Plan struct {
 	LogitRows   int `json:"logit_rows"`
 	Threads     int `json:"threads"`
 	// PrefillBudgetBytes is what the buffer lines may take: those of the
-	// shortest segment and a PrefillShare of what the fixed lines, they
-	// and one cache slot per layer leave; the expert cache gets the rest.
+	// shortest segment and half of what the fixed lines, they and the
+	// expert cache's floor (CacheFloorShare) leave; the expert cache gets
+	// the rest, and the segment what the cache cannot make a slot of.
 	PrefillBudgetBytes int64 `json:"prefill_budget_bytes"`
 	// GoMemoryLimitBytes is the Go runtime's memory limit: every line the
 	// Go heap holds (KV cache, buffer lines, prompt cache, runtime
@@ -243,50 +244,42 @@ func New(cfg *config.Config, w Weights, opts Options) (*Plan, error) {
 		return p, err
 	}
 	if p.Fits {
-		return p.completeSlot(cfg, w, opts), nil
+		return p.fitSegment(cfg, w, opts), nil
 	}
 	p.Suggestion = p.suggest(cfg, w, opts)
 	return p, nil
 }
 
-// completeSlot returns p, or the plan with a shorter segment when that
-// completes one more expert cache slot per layer: the memory left under
-// the limit, less than a slot row, is otherwise of no use, and a slot
-// saves reads on every decoded token. The segment yields at most an
-// eighth of itself (a prompt longer than the segment is read once more
-// per segment).
-func (p *Plan) completeSlot(cfg *config.Config, w Weights, opts Options) *Plan {
-	if opts.Segment != 0 || opts.ExpertCache != 0 || p.ExpertLayers == 0 || p.CacheSlotsPerLayer >= p.ExpertsPerLayer {
+// fitSegment gives the segment the budget chose (p, opts.Segment 0) what
+// the expert cache cannot turn into one more whole slot per layer: the
+// longest segment, up to the context, that keeps p's slots.
+func (p *Plan) fitSegment(cfg *config.Config, w Weights, opts Options) *Plan {
+	if opts.Segment != 0 || opts.ExpertCache != 0 || p.ExpertLayers == 0 || p.PrefillSegment >= p.Context {
 		return p
 	}
-	lines := func(segment int) int64 { return total(BufferItems(p.shape(cfg, w, segment, opts.GPU))) }
-	need := p.SlotRowBytes - (p.MemoryLimitBytes - p.PlannedProcessBytes)
-	least := max(p.PrefillSegment-p.PrefillSegment/8, min(MinPrefillSegment, p.Context))
-	if need <= 0 || lines(least) > lines(p.PrefillSegment)-need {
-		return p
-	}
-	// The longest segment whose lines free what the slot needs (the
-	// prompt cache's memory tier takes a share of what the buffers
-	// leave, so the first try may fall just short).
-	for target := lines(p.PrefillSegment) - need; target >= lines(least); target -= p.SlotRowBytes / 64 {
-		lo, hi := least, p.PrefillSegment-1
-		for lo < hi {
-			mid := lo + (hi-lo+1)/2
-			if lines(mid) <= target {
-				lo = mid
-			} else {
-				hi = mid - 1
-			}
-		}
+	with := func(segment int) *Plan {
 		o := opts
-		o.Segment = lo
+		o.Segment = segment
 		q, err := build(cfg, w, o)
-		if err == nil && q.Fits && q.CacheSlotsPerLayer > p.CacheSlotsPerLayer {
-			q.PrefillBudgetBytes = p.PrefillBudgetBytes
-			return q
+		if err != nil || !q.Fits || q.CacheSlotsPerLayer < p.CacheSlotsPerLayer || (q.GPU != nil && !q.GPU.Fits && p.GPU.Fits) {
+			return nil
+		}
+		q.PrefillBudgetBytes = p.PrefillBudgetBytes
+		return q
+	}
+	lo, hi := p.PrefillSegment, p.Context
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		if with(mid) != nil {
+			lo = mid
+		} else {
+			hi = mid - 1
 		}
 	}
-	return p
+	if lo == p.PrefillSegment {
+		return p
+	}
+	return with(lo)
 }
 
 // build lays out the equation without a suggestion.
