@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"time"
 
@@ -353,6 +354,12 @@ func (b *prefillRun) run(ctx context.Context, mode prefillMode, first bool) erro
 			CacheBytes: p.ExpertCacheBytes, WorkingSlots: p.WorkingSlots, FootprintLimit: p.MemoryLimitBytes,
 		})
 	}
+	// The Go runtime is bounded by the plan's heap lines, as the engine's
+	// is; what the previous run left is collected and returned first, so
+	// that each run's peak is its own.
+	runtime.GC()
+	debug.FreeOSMemory()
+	host.SetMemoryLimit(p)
 	d, err := loader.Open(ctx, b.dir, opts) // on error it closes the tier
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package experts_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/spoolhq/spool/engine/experts"
@@ -94,5 +95,48 @@ func TestAscendingConsumerCompletes(t *testing.T) {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestMissesReadInRankOrder: a cold lease's misses reach the read pool in
+// rank order (ascending id without an Order hint), those admitted to LRU
+// slots among them: with one read worker the lowest id is delivered first,
+// so an ascending consumer starts computing after one read, not after the
+// admitted ones.
+func TestMissesReadInRankOrder(t *testing.T) {
+	dir := fixtures.Path(t, "glm52-mini")
+	c, cfg := testmodel.Open(t, dir)
+	layers := cfg.SparseLayers()
+	probe, err := experts.NewStreamed(context.Background(), c, cfg, layers, experts.StreamOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := probe.SlotRowBytes()
+	probe.Close()
+	s, err := experts.NewStreamed(context.Background(), c, cfg, layers, experts.StreamOptions{CacheBytes: 4 * row, WorkingSlots: 2, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ids := []int{3, 9, 17, 21, 30, 33, 40, 41, 50, 63}
+	lease, err := s.Acquire(context.Background(), layers[0], ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lease.Release()
+	var order []int
+	for range ids {
+		i, _, err := lease.Next(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		order = append(order, ids[i])
+		lease.Done(i)
+	}
+	if order[0] != ids[0] {
+		t.Errorf("experts delivered in the order %v: the lowest id is not first", order)
+	}
+	if hits := experts.LeaseHits(lease); slices.Contains(hits, true) {
+		t.Errorf("a cold cache hit: %v", hits)
 	}
 }
