@@ -171,10 +171,22 @@ func (s *fitSpeed) text() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "speed: decode %.2f tok/s, prefill %.1f tok/s (%d-token prompt) on %s\n",
 		s.DecodeTokensPerSecond, s.PrefillTokensPerSecond, s.PrefillTokens, s.Machine)
+	if a := s.AgentPrompt; a != nil {
+		fmt.Fprintf(&b, "agent prompt: %d tokens in %d segment(s), %s (expert reads %s, products on the %s %s)\n",
+			a.Tokens, a.Segments, duration(a.Seconds), duration(a.ReadSeconds), a.Device, duration(a.ComputeSeconds))
+	}
 	for _, a := range s.Assumptions {
 		fmt.Fprintln(&b, "  -", a)
 	}
 	return b.String()
+}
+
+// duration says seconds as seconds or minutes.
+func duration(s float64) string {
+	if s < 120 {
+		return fmt.Sprintf("%.0f s", s)
+	}
+	return fmt.Sprintf("%.1f min", s/60)
 }
 
 // predictSpeed predicts the speed of plan p on chip (an Apple chip's

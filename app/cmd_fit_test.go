@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -167,8 +168,17 @@ type fitSpeedJSON struct {
 		HitRate     float64  `json:"expected_hit_rate"`
 		Assumptions []string `json:"assumptions"`
 		Unavailable string   `json:"unavailable"`
+		AgentPrompt struct {
+			Tokens   int     `json:"tokens"`
+			Segments int     `json:"segments"`
+			Read     float64 `json:"read_seconds"`
+			Compute  float64 `json:"compute_seconds"`
+			Seconds  float64 `json:"seconds"`
+			Device   string  `json:"device"`
+		} `json:"agent_prompt"`
 	} `json:"speed"`
-	Fits bool `json:"fits"`
+	Fits           bool `json:"fits"`
+	PrefillSegment int  `json:"prefill_segment"`
 }
 
 // TestFitSpeed checks fit's speed section: from the probe file bench probe
@@ -244,11 +254,40 @@ func TestFitSpeed(t *testing.T) {
 		t.Errorf("M4 Pro 64GiB %+v against 32GiB %+v", big.Speed, small.Speed)
 	}
 
-	out, err = runSpool(t, "fit", "--config", cfgPath, "--memory", "32GiB", "--chip", "M4 Pro")
-	if err != nil || !strings.Contains(out, "speed: decode") || !strings.Contains(out, "published figures") {
+	out, err = runSpool(t, "fit", "--config", cfgPath, "--memory", "32GiB", "--context", "32768", "--chip", "M4 Pro")
+	if err != nil || !strings.Contains(out, "speed: decode") || !strings.Contains(out, "published figures") || !strings.Contains(out, "agent prompt: 20000 tokens in 1 segment(s)") {
 		t.Errorf("text output: %v\n%s", err, out)
+	}
+
+	// A 20,000-token agent prompt on the M4 Pro: one segment at 32 GiB
+	// with a 32k context (its experts read once), prefill on the GPU; at
+	// 24 GiB shorter segments, each reading the experts again; a 4k
+	// context cannot hold it.
+	out, err = runSpool(t, "fit", "--config", cfgPath, "--memory", "32GiB", "--context", "32768", "--chip", "M4 Pro", "--json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	agent := decode(out)
+	a := agent.Speed.AgentPrompt
+	if a.Tokens != 20000 || a.Segments != 1 || a.Device != "GPU" || !(a.Read > 0) || !(a.Compute > 0) || a.Seconds != max(a.Read, a.Compute) {
+		t.Errorf("agent prompt, 32k context: %+v (segment %d)", a, agent.PrefillSegment)
+	}
+	short := decode(must(runSpool(t, "fit", "--config", cfgPath, "--memory", "24GiB", "--context", "32768", "--chip", "M4 Pro", "--json")))
+	if b := short.Speed.AgentPrompt; b.Segments != (20000+short.PrefillSegment-1)/short.PrefillSegment || b.Segments < 2 || !(b.Read > 1.5*a.Read) || !(b.Seconds >= a.Seconds) {
+		t.Errorf("agent prompt at 24 GiB (segment %d): %+v against %+v", short.PrefillSegment, b, a)
+	}
+	if f := decode(must(runSpool(t, "fit", "--config", cfgPath, "--memory", "32GiB", "--chip", "M4 Pro", "--json"))); f.Speed.AgentPrompt.Tokens != 0 || !strings.Contains(strings.Join(f.Speed.Assumptions, " "), "does not fit the 4096-token context") {
+		t.Errorf("agent prompt, 4k context: %+v", f.Speed)
 	}
 	if out, err := runSpool(t, "fit", "--config", cfgPath, "--chip", "Z80"); err == nil || !strings.Contains(err.Error(), "Z80") {
 		t.Errorf("unknown chip: %v\n%s", err, out)
 	}
+}
+
+// must returns out, failing on err.
+func must(out string, err error) string {
+	if err != nil {
+		panic(fmt.Sprintf("%v\n%s", err, out))
+	}
+	return out
 }

@@ -33,10 +33,10 @@ type ReserveOptions struct {
 // memory beside the plan's lines, the measure of what the runtime reserve
 // line must hold.
 type ReserveResult struct {
-	Model        string `json:"model"`
-	PromptTokens int    `json:"prompt_tokens"`
-	DecodeTokens int    `json:"decode_tokens"`
-	Context      int    `json:"context"`
+	Model        string         `json:"model"`
+	PromptTokens int            `json:"prompt_tokens"`
+	DecodeTokens int            `json:"decode_tokens"`
+	Context      int            `json:"context"`
 	GPU          host.GPUStatus `json:"gpu"`
 	// Items are the plan's lines; PlannedLinesBytes is their sum but the
 	// runtime reserve, RuntimeReserveBytes the reserve line.

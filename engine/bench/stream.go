@@ -118,7 +118,7 @@ func Stream(ctx context.Context, dir string, mem *host.Memory, tokens int, specu
 		so.PinnedBytes = so.CacheBytes / 2
 	}
 	so.PinnedBytes = min(so.PinnedBytes, so.CacheBytes)
-	d, err := loader.Open(ctx, dir, loader.Options{Model: model.Options{DisableMTP: !speculate}, Experts: host.StreamedWith(so)})
+	d, err := loader.Open(ctx, dir, loader.Options{Model: model.Options{DisableMTP: !speculate, KVBF16: p.KVBF16()}, Experts: host.StreamedWith(so)})
 	if err != nil {
 		return nil, err // loader.Open closed the tier
 	}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/spoolhq/spool/engine/kvcache"
 	"github.com/spoolhq/spool/kernels"
 )
 
@@ -167,7 +168,7 @@ func (a *attnCall) out(i, h int) []float32 {
 }
 
 // cache is the cache layer row i attends over.
-func (a *attnCall) cache(i int) []float32 { return a.y.cache(a.rows[i].seq).KV }
+func (a *attnCall) cache(i int) *kvcache.Layer { return a.y.cache(a.rows[i].seq) }
 
 // keySet is the keys one row attends to: its causal keys 0..n-1, or the
 // listed positions (ascending). With mask the row visits every causal key

@@ -37,6 +37,7 @@ type attnWorker struct {
 	seg, run partial   // a segment's state and the running merge
 
 	// expanded form
+	kvTile  []float32 // [key][latent | rope]: a tile's cached rows from a bfloat16 cache
 	latent  []float32 // [key][latent]: a tile's cached latents
 	expand  []float32 // [key][k_nope | v]: their expansion for one head
 	keys    []float32 // [key][k_nope | k_rope]
@@ -48,6 +49,7 @@ type attnWorker struct {
 	rowSum  []float64
 
 	// indexer
+	idxTile  []float32 // [key][index dim]: a tile's indexer keys from a bfloat16 cache
 	dots     []float32 // [index head][key]
 	idxScore []float32 // [key]
 	top      topK
@@ -102,6 +104,9 @@ func newAttnWorkspace(l plan.AttentionLayout) *attnWorkspace {
 		w.scores = make([]float32, nh*tl)
 		w.weighted = make([]float32, nh*rkv)
 		w.seg, w.run = newPartial(nh, rkv), newPartial(nh, rkv)
+		if l.BF16 {
+			w.kvTile = make([]float32, te*W)
+		}
 		w.latent = make([]float32, te*rkv)
 		w.expand = make([]float32, te*hw)
 		w.keys = make([]float32, te*dq)
@@ -114,6 +119,9 @@ func newAttnWorkspace(l plan.AttentionLayout) *attnWorkspace {
 		if l.Indexer {
 			w.dots = make([]float32, l.IndexHeads*ti)
 			w.idxScore = make([]float32, ti)
+			if l.BF16 {
+				w.idxTile = make([]float32, ti*l.IndexDim)
+			}
 		}
 		if l.Selects {
 			w.top = newTopK(l.TopK)
@@ -131,8 +139,8 @@ func (ws *attnWorkspace) bytes() int64 {
 	}
 	for i := range ws.workers {
 		w := &ws.workers[i]
-		for _, b := range [][]float32{w.qabs, w.tile, w.scores, w.weighted, w.latent, w.expand, w.keys, w.valsT,
-			w.queries, w.probs, w.out, w.rowMax, w.dots, w.idxScore, w.top.score} {
+		for _, b := range [][]float32{w.qabs, w.tile, w.scores, w.weighted, w.kvTile, w.latent, w.expand, w.keys, w.valsT,
+			w.queries, w.probs, w.out, w.rowMax, w.idxTile, w.dots, w.idxScore, w.top.score} {
 			n += f(b)
 		}
 		n += w.seg.bytes() + w.run.bytes() + int64(cap(w.rowSum))*8 + int64(cap(w.top.pos))*4
@@ -205,8 +213,8 @@ func (r *Runner) dsaSelection() *selection {
 }
 
 // attentionSizing is what sizes a runner's attention workspace.
-func (o Limits) attentionSizing(c *config.Config, dsa bool) plan.AttentionSizing {
-	s := plan.AttentionSizing{Rows: o.scratchRows(), Context: o.Context, Threads: o.Workers, DSA: dsa}
+func (o Limits) attentionSizing(c *config.Config, dsa, bf16 bool) plan.AttentionSizing {
+	s := plan.AttentionSizing{Rows: o.scratchRows(), Context: o.Context, Threads: o.Workers, DSA: dsa, BF16: bf16}
 	if s.Context <= 0 {
 		s.Context = c.MaxPositionEmbeddings
 	}

@@ -44,11 +44,17 @@ func (r *Runner) attendOnBackend(a *accelerator, y *layer, q []float32, rows []r
 			end++
 		}
 		cache := y.cache(rows[start].seq)
+		T := rows[end-1].kv + 1
 		call := &gpu.Attention{
-			Q: q[start*nh*dq : end*nh*dq], Cache: cache.KV, T: rows[end-1].kv + 1,
+			Q: q[start*nh*dq : end*nh*dq], T: T,
 			Heads: nh, Nope: c.QKNopeHeadDim, Rope: c.QKRopeHeadDim, Value: c.VHeadDim, Latent: c.KVLoraRank,
 			Scale: float32(c.AttentionScale()), KVB: y.kvB, O: y.o,
 			Last: make([]int, end-start), MaskKeys: m.allKeys,
+		}
+		if cache.BF16() {
+			call.CacheBF16 = cache.KVBF16(T)
+		} else {
+			call.Cache = cache.KV(0, T, nil)
 		}
 		for i := start; i < end; i++ {
 			call.Last[i-start] = rows[i].kv

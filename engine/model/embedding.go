@@ -92,7 +92,7 @@ func (e *embedding) victim() int {
 // plan.EmbeddingSlotOverhead).
 func (e *embedding) bytes() int64 {
 	if e.table != nil {
-		return int64(len(e.table.Data)+4*len(e.table.Scales)+4*len(e.table.F32))
+		return int64(len(e.table.Data) + 4*len(e.table.Scales) + 4*len(e.table.F32))
 	}
 	return int64(len(e.slab)) + int64(len(e.rows))*plan.EmbeddingSlotOverhead + 4*int64(len(e.slotOf))
 }

@@ -97,12 +97,12 @@ func (r *Runner) indexerScore(y *layer, ix indexerRows, rows []row, sel *selecti
 			for hd := range nI {
 				m.rope.apply(qi[hd*dI:hd*dI+dr], r.pos)
 			}
-			index := r.seq.Layer(y.index).Index
+			index := r.seq.Layer(y.index)
 			wk.top.reset(K)
 			for t0 := 0; t0 < n; t0 += tile {
 				nt := min(tile, n-t0)
 				dots := wk.dots[:nI*nt]
-				kernels.DotRowsMultiThreads(dots, qi, nI, index[t0*dI:(t0+nt)*dI], dI, 1)
+				kernels.DotRowsMultiThreads(dots, qi, nI, index.Index(t0, t0+nt, wk.idxTile), dI, 1)
 				s := wk.idxScore[:nt]
 				clear(s)
 				for hd := range nI {

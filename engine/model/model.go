@@ -22,7 +22,7 @@ import (
 // each records what its forward read (Runner.LastCost).
 type Model struct {
 	cfg       *config.Config
-	embed     *embedding // [V, H]
+	embed     *embedding      // [V, H]
 	lmHead    *kernels.Matrix // [V, H]
 	finalNorm []float32
 	layers    []*layer
@@ -33,6 +33,7 @@ type Model struct {
 	scratch   scratch // attention's projections
 	limits    Limits
 	allKeys   bool // Options.ComputeAllKeys
+	kvBF16    bool // Options.KVBF16
 	// attnLayout is the attention workspace each runner allocates.
 	attnLayout plan.AttentionLayout
 	// expertRow maps a decoder layer (the MTP layer is NumLayers) to its
@@ -59,6 +60,10 @@ type Options struct {
 	// included; the memory plan sizes them. The zero value lets the
 	// buffers grow as needed.
 	Limits Limits
+	// KVBF16 stores the KV cache in bfloat16 (kvcache.Geometry.BF16):
+	// half the memory, each cached value rounded as it is stored, so the
+	// output is no longer the float32 path's (its tokens usually are).
+	KVBF16 bool
 	// EmbeddingRows, when positive, reads the embedding table by row on
 	// demand into a cache of that many rows (the plan's embedding line)
 	// instead of keeping the table: Weights must then be RowWeights. 0
@@ -107,7 +112,8 @@ func Load(c *config.Config, w Weights, src experts.Source, opts Options) (*Model
 		return nil, err
 	}
 	m := &Model{cfg: c, experts: src, hasDSA: caps.DSA && !opts.DisableDSA, rope: newRope(c.QKRopeHeadDim, c.RopeTheta), allKeys: opts.ComputeAllKeys}
-	m.attnLayout = plan.NewAttentionLayout(c, opts.Limits.attentionSizing(c, m.hasDSA))
+	m.kvBF16 = opts.KVBF16
+	m.attnLayout = plan.NewAttentionLayout(c, opts.Limits.attentionSizing(c, m.hasDSA, opts.KVBF16))
 	ld := &loader{w: w}
 	if opts.EmbeddingRows > 0 {
 		rw, ok := w.(RowWeights)
@@ -188,7 +194,7 @@ func ExpertLayers(c *config.Config, withMTP bool) []int {
 
 // CacheGeometry is what a kvcache.Sequence must store for this model.
 func (m *Model) CacheGeometry() kvcache.Geometry {
-	g := kvcache.Geometry{Layers: m.cfg.NumLayers, KVLora: m.cfg.KVLoraRank, Rope: m.cfg.QKRopeHeadDim, MTP: m.mtp != nil}
+	g := kvcache.Geometry{Layers: m.cfg.NumLayers, KVLora: m.cfg.KVLoraRank, Rope: m.cfg.QKRopeHeadDim, MTP: m.mtp != nil, BF16: m.kvBF16}
 	if m.hasDSA {
 		g.IndexDim = m.cfg.IndexHeadDim
 		g.Indexer = make([]bool, m.cfg.NumLayers)

@@ -144,15 +144,15 @@ type workspace struct {
 	logitRows [][]float32
 
 	// Per forward.
-	emb        []float32 // [hidden]
-	usersStart []int32   // [experts + 1]
-	usersNext  []int32   // [experts]
-	union      []int     // [experts]
-	score      []float32 // [experts]
-	choice     []float32 // [experts]
-	taken      []bool    // [experts]
-	order      []int     // [experts_per_tok]
-	sum        []float32 // [hidden]
+	emb        []float32         // [hidden]
+	usersStart []int32           // [experts + 1]
+	usersNext  []int32           // [experts]
+	union      []int             // [experts]
+	score      []float32         // [experts]
+	choice     []float32         // [experts]
+	taken      []bool            // [experts]
+	order      []int             // [experts_per_tok]
+	sum        []float32         // [hidden]
 	got        []*experts.Expert // the ascending path's experts delivered ahead of their turn
 
 	workers []*mlpBuffers

@@ -44,6 +44,9 @@ type AttentionSizing struct {
 	Threads int
 	// DSA says the lightning indexer runs (top-k heaps, selection store).
 	DSA bool
+	// BF16 says the KV cache is bfloat16: the workers widen a tile of it
+	// at a time for the expanded form and the indexer.
+	BF16 bool
 }
 
 // AttentionLayout is the attention workspace of one model, buffer by
@@ -66,6 +69,9 @@ type AttentionLayout struct {
 	Indexer bool
 	TopK    int
 	Selects bool
+	// BF16: the cache is bfloat16, and each worker carries a tile of
+	// widened rows for the expanded form and one of indexer keys.
+	BF16 bool
 
 	Heads, Latent, Rope, Nope, V, IndexHeads, IndexDim int
 }
@@ -80,7 +86,7 @@ func NewAttentionLayout(cfg *config.Config, s AttentionSizing) AttentionLayout {
 		LatentTile: AttentionLatentTile, ExpandedTile: AttentionExpandedTile, IndexerTile: AttentionIndexerTile,
 		MinSegment: AttentionMinSegment, MaxSegments: AttentionMaxSegments,
 		Heads: cfg.NumHeads, Latent: cfg.KVLoraRank, Rope: cfg.QKRopeHeadDim,
-		Nope: cfg.QKNopeHeadDim, V: cfg.VHeadDim,
+		Nope: cfg.QKNopeHeadDim, V: cfg.VHeadDim, BF16: s.BF16,
 	}
 	if s.DSA {
 		l.Indexer = true
@@ -106,24 +112,33 @@ func (l AttentionLayout) LatentWorkerBytes() int64 {
 }
 
 // ExpandedWorkerBytes is one worker's expanded-form buffers: a tile's
-// latents, its expansion for one head, its keys and transposed values,
-// and per block row the query, the tile's probabilities, their product
-// with the values, the running max (float32) and sum (float64).
+// latents (from a bfloat16 cache, its widened rows too), its expansion for
+// one head, its keys and transposed values, and per block row the query,
+// the tile's probabilities, their product with the values, the running
+// max (float32) and sum (float64).
 func (l AttentionLayout) ExpandedWorkerBytes() int64 {
 	t, dq, hw := int64(l.ExpandedTile), int64(l.Nope+l.Rope), int64(l.Nope+l.V)
 	perRow := 4*(dq+t+int64(l.V)+1) + 8
-	return 4*t*(int64(l.Latent)+hw+dq+int64(l.V)) + int64(l.BlockRows)*perRow
+	n := 4*t*(int64(l.Latent)+hw+dq+int64(l.V)) + int64(l.BlockRows)*perRow
+	if l.BF16 {
+		n += 4 * t * int64(l.Latent+l.Rope)
+	}
+	return n
 }
 
 // IndexerWorkerBytes is one worker's indexer buffers: a tile's dot
-// products for every indexer head and its scores, and the top-k heap
-// (float32 score and int32 position per entry).
+// products for every indexer head and its scores (from a bfloat16 cache,
+// its widened keys too), and the top-k heap (float32 score and int32
+// position per entry).
 func (l AttentionLayout) IndexerWorkerBytes() int64 {
 	if !l.Indexer {
 		return 0
 	}
 	t := int64(l.IndexerTile)
 	n := 4 * (int64(l.IndexHeads)*t + t)
+	if l.BF16 {
+		n += 4 * t * int64(l.IndexDim)
+	}
 	if l.Selects {
 		n += 8 * int64(l.TopK)
 	}
@@ -184,7 +199,7 @@ func attentionItems(s Shape) []Item {
 		floats += pow2(R*dI) + pow2(R*nI*dI) + pow2(R*nI)
 		dsa = ", the indexer's keys, queries and head weights"
 	}
-	ws := AttentionWorkspace(c, AttentionSizing{Rows: s.ScratchRows, Context: s.Context, Threads: s.Threads, DSA: s.DSA})
+	ws := AttentionWorkspace(c, AttentionSizing{Rows: s.ScratchRows, Context: s.Context, Threads: s.Threads, DSA: s.DSA, BF16: s.KVBF16})
 	return []Item{ws, {ItemAttentionProjections, f32Bytes * floats,
 		fmt.Sprintf("%d rows of a step: queries (q_lora %d, %d heads x %d), the [latent | rope] row (%d), the heads' outputs and o_proj%s, each rounded to a power of two", s.ScratchRows, c.QLoraRank, nh, dq, W, dsa)}}
 }

@@ -32,8 +32,11 @@ const (
 // Threads worker goroutines, and the decoders of Sequences sequences of
 // Context tokens.
 type Shape struct {
-	Config      *config.Config
-	DSA, MTP    bool
+	Config   *config.Config
+	DSA, MTP bool
+	// KVBF16: the KV cache is bfloat16 (attention widens it a tile at a
+	// time).
+	KVBF16      bool
 	Context     int
 	Sequences   int
 	Segment     int
@@ -53,7 +56,7 @@ type Shape struct {
 func (p *Plan) shape(cfg *config.Config, w Weights, segment int, dev *GPUDevice) Shape {
 	rows := max(segment+p.Sequences-1, 2)
 	return Shape{
-		Config: cfg, DSA: w.DSA, MTP: w.MTP, GPU: dev,
+		Config: cfg, DSA: w.DSA, MTP: w.MTP, KVBF16: p.KVBF16(), GPU: dev,
 		Context: p.Context, Sequences: p.Sequences, Segment: segment,
 		Rows:        rows,
 		ScratchRows: min(PrefillScratchRows, rows),

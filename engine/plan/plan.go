@@ -92,6 +92,9 @@ type Options struct {
 	// TierBytes of 0 lets the plan size the memory tier (see
 	// PromptCacheShare).
 	PromptCache *PromptCacheMemory
+	// KVBF16 plans the KV cache in bfloat16 (--kv-cache bf16): half the
+	// KV line, each cached value rounded (the default float32 is exact).
+	KVBF16 bool
 	// GPU is the device prefill segments run on (nil: the CPU). Its lines
 	// are the plan's (Plan.GPU); on unified memory they are lines of the
 	// process as well, and a discrete device's memory bounds the segment.
@@ -107,18 +110,18 @@ type Item struct {
 
 // Item names.
 const (
-	ItemResident    = "resident weights"
-	ItemEmbedding   = "embedding rows"
-	ItemWorking     = "working bank"
-	ItemMTPBank     = "MTP bank"
-	ItemCache       = "expert cache (LRU + pinned)"
-	ItemKV          = "KV cache"
-	ItemSegment     = "prefill segment"
-	ItemScratch     = "prefill scratch"
-	ItemLogits      = "logits"
-	ItemWorkers     = "expert workers"
-	ItemDecoders    = "decoder state"
-	ItemRuntime     = "runtime reserve"
+	ItemResident  = "resident weights"
+	ItemEmbedding = "embedding rows"
+	ItemWorking   = "working bank"
+	ItemMTPBank   = "MTP bank"
+	ItemCache     = "expert cache (LRU + pinned)"
+	ItemKV        = "KV cache"
+	ItemSegment   = "prefill segment"
+	ItemScratch   = "prefill scratch"
+	ItemLogits    = "logits"
+	ItemWorkers   = "expert workers"
+	ItemDecoders  = "decoder state"
+	ItemRuntime   = "runtime reserve"
 )
 
 // Plan is the process memory equation of one run:
@@ -145,6 +148,8 @@ type Plan struct {
 	MTPSlotBytes    int64 `json:"mtp_slot_bytes"`
 	KVBytes         int64 `json:"kv_bytes"`
 	KVBytesPerToken int64 `json:"kv_bytes_per_token"`
+	// KVCache is the KV cache's type: "float32" or "bfloat16".
+	KVCache string `json:"kv_cache"`
 
 	Context   int `json:"context"`
 	Sequences int `json:"sequences"`
@@ -338,7 +343,9 @@ func build(cfg *config.Config, w Weights, opts Options) (*Plan, error) {
 		p.MTPSlots = min(E, k*p.Sequences)
 	}
 	geo := kvGeometry(cfg, w)
+	geo.BF16 = opts.KVBF16
 	p.KVBytesPerToken = geo.BytesPerToken()
+	p.KVCache = kvType(opts.KVBF16)
 	p.KVBytes = int64(p.Sequences) * int64(p.Context) * p.KVBytesPerToken
 	runtime := orDefault(opts.RuntimeReserve, DefaultRuntimeReserve)
 
@@ -354,7 +361,7 @@ func build(cfg *config.Config, w Weights, opts Options) (*Plan, error) {
 		p.Items = append(p.Items, Item{ItemMTPBank, int64(p.MTPSlots) * p.MTPSlotBytes, fmt.Sprintf("%d slots x %s: the MTP layer's experts for one draft row per sequence, min(%d, %d x %d)", p.MTPSlots, bytesize.IEC(p.MTPSlotBytes), E, k, p.Sequences)})
 	}
 	p.Items = append(p.Items,
-		Item{ItemKV, p.KVBytes, fmt.Sprintf("%d sequence(s) x %d tokens x %d bytes per token (compressed MLA latent and rope key of %d layers%s, float32)", p.Sequences, p.Context, p.KVBytesPerToken, kvLayers(geo), dsaNote(geo))},
+		Item{ItemKV, p.KVBytes, fmt.Sprintf("%d sequence(s) x %d tokens x %d bytes per token (compressed MLA latent and rope key of %d layers%s, %s)", p.Sequences, p.Context, p.KVBytesPerToken, kvLayers(geo), dsaNote(geo), kvType(opts.KVBF16))},
 		Item{ItemRuntime, runtime, "Go runtime and collector headroom, stacks, tokenizer, chat template, server, read queues, binary and libraries"},
 	)
 	p.Items = append(p.Items, gpuFixedItems(cfg, w, opts.GPU)...)
@@ -495,6 +502,17 @@ func kvGeometry(cfg *config.Config, w Weights) kvcache.Geometry {
 		}
 	}
 	return g
+}
+
+// KVBF16 reports whether the plan's KV cache is bfloat16.
+func (p *Plan) KVBF16() bool { return p.KVCache == kvType(true) }
+
+// kvType names the KV cache's type.
+func kvType(bf16 bool) string {
+	if bf16 {
+		return "bfloat16"
+	}
+	return "float32"
 }
 
 func kvLayers(g kvcache.Geometry) int {

@@ -17,13 +17,20 @@ func ModelFromPlan(cfg *config.Config, w plan.Weights, p *plan.Plan) Model {
 	// A token reads one row of the embedding table (int8 with a scale per
 	// row in every format planned for): the rest of it is not applied.
 	embedding := int64(cfg.VocabSize) * (int64(cfg.HiddenSize) + 4)
-	return Model{
+	m := Model{
 		DenseBytes:         max(w.ResidentBytes-embedding, 0),
 		ExpertLayers:       layers,
 		ExpertsPerLayer:    cfg.NumRoutedExperts,
 		ExpertsPerToken:    cfg.ExpertsPerToken,
 		ExpertBytes:        w.MainExpertBytes(),
 		CacheSlotsPerLayer: p.CacheSlotsPerLayer,
-		PrefillChunk:       p.PrefillSegment,
+		PrefillSegment:     p.PrefillSegment,
+		Context:            p.Context,
+		// Every head scores a key (q_nope | q_rope) and weights its value.
+		AttentionFlopsPerKey: 2 * float64(cfg.NumLayers) * float64(cfg.NumHeads) * float64(cfg.QKHeadDim()+cfg.VHeadDim),
 	}
+	if w.DSA {
+		m.SelectedKeys = cfg.IndexTopK
+	}
+	return m
 }

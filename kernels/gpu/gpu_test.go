@@ -502,6 +502,32 @@ func TestAttentionParity(t *testing.T) {
 				t.Fatal(err)
 			}
 			closeRel(t, "attention", out, attentionRef(a), 2e-5)
+
+			// A bfloat16 cache is widened as it is uploaded: the result
+			// is the float32 cache's of the same (rounded) values, bit
+			// for bit.
+			b16 := make([]uint16, len(a.Cache))
+			for i, v := range a.Cache {
+				b16[i] = uint16(math.Float32bits(v) >> 16) // truncated: any bfloat16 values do
+				a.Cache[i] = math.Float32frombits(uint32(b16[i]) << 16)
+			}
+			if err := dd.Attention(out, a); err != nil {
+				t.Fatal(err)
+			}
+			want := slices.Clone(out)
+			f32 := a.Cache
+			a.Cache, a.CacheBF16 = nil, b16
+			if err := dd.Attention(out, a); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(out, want) {
+				t.Error("attention over a bfloat16 cache differs from the same values in float32")
+			}
+			a.Cache = f32
+			if err := dd.Attention(out, a); err == nil {
+				t.Error("attention with the cache in both float32 and bfloat16 was accepted")
+			}
+			a.Cache = nil
 		})
 	}
 }
