@@ -14,11 +14,13 @@ func TestPrefillSegmentFromBudget(t *testing.T) {
 	if p32.PrefillSegment != p32.Context {
 		t.Errorf("GLM-5.2 at 32 GiB: prefill segment %d, want the whole context %d", p32.PrefillSegment, p32.Context)
 	}
-	var buffers int64
+	var buffers, checksums int64
 	for _, it := range p32.Items {
 		switch it.Name {
 		case ItemSegment, ItemScratch, ItemLogits, ItemWorkers, ItemAttention, ItemAttentionProjections, ItemDecoders:
 			buffers += it.Bytes
+		case ItemChecksums:
+			checksums += it.Bytes
 		}
 	}
 	if buffers > p32.PrefillBudgetBytes {
@@ -27,8 +29,11 @@ func TestPrefillSegmentFromBudget(t *testing.T) {
 	if p32.BatchRows != p32.PrefillSegment || p32.LogitRows != 2 || p32.ScratchRows != PrefillScratchRows {
 		t.Errorf("one sequence: %d rows, %d scratch rows and %d logit rows per forward for a segment of %d", p32.BatchRows, p32.ScratchRows, p32.LogitRows, p32.PrefillSegment)
 	}
+	if checksums <= 0 || checksums > 8<<20 {
+		t.Errorf("GLM-5.2's expert checksums take %d bytes, want a few MiB", checksums)
+	}
 	embed, _ := p32.Item(ItemEmbedding)
-	if want := p32.KVBytes + DefaultRuntimeReserve + embed.Bytes + buffers; p32.GoMemoryLimitBytes != want {
+	if want := p32.KVBytes + DefaultRuntimeReserve + embed.Bytes + buffers + checksums; p32.GoMemoryLimitBytes != want {
 		t.Errorf("Go memory limit %d, want the heap lines' %d", p32.GoMemoryLimitBytes, want)
 	}
 	// A row of a segment keeps the residual stream, the experts' sum and

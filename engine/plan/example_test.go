@@ -52,10 +52,10 @@ func Example() {
 	}
 	fmt.Printf("fits %v: %s\n%s\n", small.Fits, small.Problem, small.Suggestion)
 	// Output:
-	// fits true: 587.43 MiB planned of 2.00 GiB; every expert cached: true
+	// fits true: 587.51 MiB planned of 2.00 GiB; every expert cached: true
 	// resident weights: 4.15 MiB
 	// KV cache: 10.25 MiB
 	// expert cache (LRU + pinned): 33.00 MiB
-	// fits false: not even one expert cache slot per expert layer fits: the fixed items need 541.83 MiB, the limit is 512.00 MiB, one slot in each of the 6 expert layers needs 528.00 KiB more
+	// fits false: not even one expert cache slot per expert layer fits: the fixed items need 541.90 MiB, the limit is 512.00 MiB, one slot in each of the 6 expert layers needs 528.00 KiB more
 	// needs at least 3 GiB of memory (--memory 3GiB)
 }

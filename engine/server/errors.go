@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/spoolhq/spool/engine/apiwire"
+	"github.com/spoolhq/spool/engine/experts"
 	"github.com/spoolhq/spool/engine/kvcache"
 	"github.com/spoolhq/spool/engine/scheduler"
 )
@@ -65,14 +66,40 @@ func templateLimit(err error) *apiError {
 		Message: fmt.Sprintf("the model's chat template exceeded a limit while rendering these messages: %v", err)}
 }
 
+// expertUnreadable reports a routed expert the engine could not read
+// intact: the model's files (named in the model's directory, no local
+// path) are at fault, not the request.
+func expertUnreadable(re *experts.ReadError) *apiError {
+	e := &apiError{Status: http.StatusInternalServerError, Type: "server_error", Code: "model_read_failed",
+		Message: fmt.Sprintf("the model's file %s could not be read (layer %d, expert %d): a disk or file system error", re.File, re.Layer, re.Expert)}
+	if re.Damaged() {
+		e.Code = "model_file_damaged"
+		e.Message = fmt.Sprintf("the model's file %s is damaged (layer %d, expert %d: its bytes are not those the model was opened with); download the model again", re.File, re.Layer, re.Expert)
+	}
+	return e
+}
+
+// engineError maps the engine's failure of a generation: a model file it
+// could not read intact, else an internal error.
+func engineError(err error) *apiError {
+	var re *experts.ReadError
+	if errors.As(err, &re) {
+		return expertUnreadable(re)
+	}
+	return internalError(err)
+}
+
 // asAPIError maps any error to an apiError.
 func asAPIError(err error) *apiError {
 	var ae *apiError
 	var ce *kvcache.ContextError
 	var mb *http.MaxBytesError
+	var re *experts.ReadError
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.As(err, &re):
+		return expertUnreadable(re)
 	case errors.Is(err, scheduler.ErrQueueFull):
 		return queueFull()
 	case errors.Is(err, scheduler.ErrClosed):

@@ -228,7 +228,7 @@ func (s *Server) generate(ctx context.Context, t *turn, st *scheduler.Stream, on
 	case out.stopString != "":
 		out.finish = "stop"
 	case res.FinishReason == scheduler.FinishError:
-		return nil, internalError(res.Err)
+		return nil, engineError(res.Err)
 	case res.FinishReason == scheduler.FinishCancelled:
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -3,6 +3,8 @@ package server
 import (
 	"net/http"
 	"runtime"
+
+	"github.com/spoolhq/spool/engine/draftgate"
 )
 
 // modelObject is one entry of /v1/models, with Spool's capability fields.
@@ -101,6 +103,9 @@ type lastTurn struct {
 	DecodeTPS           float64 `json:"decode_tokens_per_second"`
 	DraftsProposed      int     `json:"mtp_drafts_proposed"`
 	DraftsAccepted      int     `json:"mtp_drafts_accepted"`
+	// Drafting is what the turn's lone decode steps cost with drafting and
+	// without, and what its sequence's gate chose.
+	Drafting *draftgate.Report `json:"drafting,omitempty"`
 }
 
 func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) {
@@ -125,7 +130,7 @@ func (s *Server) stats() map[string]any {
 			RestoredTokens: r.RestoredTokens, RestoreMS: ms(r.RestoreTime), CacheCreationTokens: r.CacheCreationTokens,
 			CompletionTokens: r.CompletionTokens, Lane: r.Lane, PeakBatch: r.PeakBatch,
 			QueueMS: ms(r.QueueWait), PrefillMS: ms(r.PrefillTime), DecodeMS: ms(r.DecodeTime),
-			DraftsProposed: r.DraftsProposed, DraftsAccepted: r.DraftsAccepted,
+			DraftsProposed: r.DraftsProposed, DraftsAccepted: r.DraftsAccepted, Drafting: r.Drafting,
 		}
 		if r.DecodeTime > 0 && r.CompletionTokens > 1 {
 			lt.DecodeTPS = float64(r.CompletionTokens-1) / r.DecodeTime.Seconds()
