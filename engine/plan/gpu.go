@@ -225,11 +225,16 @@ func gpuWork(s Shape) Item {
 	f := func(n int64) int64 { return 4 * n }
 	inter := int64(cfg.MoEIntermediateSize)
 	shared := inter * int64(cfg.NumSharedExperts)
-	// Two groups' gather tables (an aligned lone entry each) and row
-	// lists, and the combine's permutation.
-	groups := 2*3*(4*min(E, r*k)+128) + 2*2*r*k + 2*r*k
-	moe := f(r*H) + f(r*E) + f(2*r*k) + f(r*H) + f(2*r*shared) +
-		f(r*k*H) + f(2*r*k*inter) + f(groups)
+	// The MoE layer of r rows: their inputs, router scores, routes,
+	// outputs (the shared expert's first), the shared expert's
+	// intermediates and the routed experts' sums; and one group of
+	// experts' outputs and intermediates at a time, at most P (row, slot)
+	// pairs (kernels/gpu's maxPairs), with two groups' gather tables (an
+	// aligned lone entry each), row lists and accumulate lists.
+	P := min(r*k, max(r, (r*k+gpuGroupShare-1)/gpuGroupShare))
+	groups := 2*3*(4*min(E, r*k)+128) + 2*(2*P+3*P+1+P)
+	moe := f(r*H) + f(r*E) + f(2*r*k) + f(r*H) + f(2*r*shared) + f(r*H) +
+		f(P*H) + f(2*P*inter) + f(groups)
 	attn := f(rs*nh*dq) + f(t*wd) + f(attentionVisFloats(s)) + f(rs*nh*wd) +
 		min(score, f(rs*nh*t)) + gatheredKeyBytes(s, score) + f(rs*nh*rkv) + f(rs*nh*dv) + f(rs*H)
 	dense := f(rs*H)*2 + f(2*rs*int64(cfg.IntermediateSize))

@@ -70,7 +70,7 @@ func TestGPUDiscrete(t *testing.T) {
 
 	// A device that holds the weights and the bank but not the working
 	// buffers of a long segment gets a shorter one.
-	tight := &GPUDevice{Memory: (weights + g.BankBytes + work/4) * 20 / 19}
+	tight := &GPUDevice{Memory: (weights + g.BankBytes + work*3/4) * 20 / 19}
 	pt, err := New(cfg, w, Options{Memory: 128 * gib, Context: 8192, GPU: tight})
 	if err != nil {
 		t.Fatal(err)
