@@ -1,6 +1,7 @@
 package remotefront
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,6 +33,10 @@ type Config struct {
 	Messages func(r *http.Request, count bool) (*ChatRequest, error)
 	// AsError maps an error that is not the remote's to the one answered.
 	AsError func(error) *apiwire.Error
+	// Failed, when set, hears of every error answered to a client (in a
+	// body or as a stream's error event), with the request's context: the
+	// server logs the cause of a server error in the request's record.
+	Failed func(ctx context.Context, e *apiwire.Error)
 }
 
 // Front answers the API's endpoints by forwarding to a remote engine.
@@ -53,7 +58,33 @@ func New(cfg Config) (*Front, error) {
 
 // writeError answers err in the envelope of the request's path.
 func (f *Front) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	apiwire.WriteError(w, r.URL.Path, f.cfg.AsError(err))
+	apiwire.WriteError(w, r.URL.Path, f.failed(r, f.cfg.AsError(err)))
+}
+
+// failed tells Config.Failed of e, answered to r's client, and returns it.
+// A request whose context the server ended with an *apiwire.Error as its
+// cause (a stopping server) is answered that instead.
+func (f *Front) failed(r *http.Request, e *apiwire.Error) *apiwire.Error {
+	if stop := stopCause(r); stop != nil {
+		e = stop
+	}
+	if f.cfg.Failed != nil {
+		f.cfg.Failed(r.Context(), e)
+	}
+	return e
+}
+
+// stopCause is the *apiwire.Error the server ended r's context with (it
+// is stopping), or nil: a client that left is not answered.
+func stopCause(r *http.Request) *apiwire.Error {
+	if r.Context().Err() == nil {
+		return nil
+	}
+	var e *apiwire.Error
+	if errors.As(context.Cause(r.Context()), &e) {
+		return e
+	}
+	return nil
 }
 
 // Stats answers GET /stats of a remote server. There is no memory plan
@@ -153,11 +184,25 @@ func ModelObject(m remote.Model) map[string]any {
 	return out
 }
 
-// Models answers GET /v1/models: the remote's models.
+// anthropicModel is a remote model in Anthropic's shape.
+func anthropicModel(m remote.Model) apiwire.AnthropicModel {
+	return apiwire.NewAnthropicModel(m.ID, time.Unix(m.Created, 0), m.ContextLength, 0)
+}
+
+// Models answers GET /v1/models: the remote's models, in Anthropic's
+// shape to an Anthropic client (apiwire.WantsAnthropic).
 func (f *Front) Models(w http.ResponseWriter, r *http.Request) {
 	models, err := f.rc.Models(r.Context())
 	if err != nil {
-		f.writeError(w, r, f.apiError(err))
+		apiwire.WriteModelError(w, r, f.failed(r, f.apiError(err)))
+		return
+	}
+	if apiwire.WantsAnthropic(r) {
+		list := make([]apiwire.AnthropicModel, len(models))
+		for i, m := range models {
+			list[i] = anthropicModel(m)
+		}
+		apiwire.WriteJSON(w, http.StatusOK, apiwire.NewAnthropicModelList(list))
 		return
 	}
 	data := make([]map[string]any, 0, len(models))
@@ -172,16 +217,20 @@ func (f *Front) Model(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	models, err := f.rc.Models(r.Context())
 	if err != nil {
-		f.writeError(w, r, f.apiError(err))
+		apiwire.WriteModelError(w, r, f.failed(r, f.apiError(err)))
 		return
 	}
 	for _, m := range models {
 		if m.ID == id {
+			if apiwire.WantsAnthropic(r) {
+				apiwire.WriteJSON(w, http.StatusOK, anthropicModel(m))
+				return
+			}
 			apiwire.WriteJSON(w, http.StatusOK, ModelObject(m))
 			return
 		}
 	}
-	f.writeError(w, r, apiwire.NotFound("model_not_found", "the model %q does not exist on the remote engine", id))
+	apiwire.WriteModelError(w, r, f.failed(r, apiwire.NotFound("model_not_found", "the model %q does not exist on the remote engine", id)))
 }
 
 // remoteState is the engine state shown for the remote: connecting

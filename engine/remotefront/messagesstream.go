@@ -139,7 +139,7 @@ func (f *Front) streamRemoteMessages(w http.ResponseWriter, r *http.Request, res
 	}
 	fail := func(err error) {
 		call.End(err)
-		msg.Error(f.anthropicError(err).Anthropic())
+		msg.Error(f.failed(r, f.anthropicError(err)).Anthropic())
 	}
 	m := &messagesTranslation{blocks: msg, tools: map[int]*remoteToolStream{}}
 	tick := time.NewTicker(f.cfg.KeepAlive)
@@ -148,6 +148,9 @@ func (f *Front) streamRemoteMessages(w http.ResponseWriter, r *http.Request, res
 	for done := false; !done; {
 		select {
 		case <-r.Context().Done():
+			if stop := stopCause(r); stop != nil {
+				msg.Error(f.failed(r, stop).Anthropic())
+			}
 			call.End(context.Canceled)
 			return
 		case <-tick.C:
@@ -189,7 +192,7 @@ func (f *Front) streamRemoteMessages(w http.ResponseWriter, r *http.Request, res
 				call.Output()
 			}
 			if err != nil {
-				if r.Context().Err() != nil {
+				if r.Context().Err() != nil && stopCause(r) == nil {
 					call.End(context.Canceled)
 					return
 				}

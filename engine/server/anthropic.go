@@ -294,7 +294,7 @@ func (s *Server) messagesTurn(ctx context.Context, req *messagesRequest) (*turn,
 		return nil, err
 	}
 	if len(req.dropped) > 0 {
-		s.logf("/v1/messages: left out tools the model cannot call: %s", strings.Join(req.dropped, ", "))
+		s.noteDropped(ctx, "/v1/messages tools", req.dropped)
 	}
 	if err := s.renderChat(chatInput{messages: msgs, tools: tools, choice: choice, thinking: thinking, constrained: constrained, ctx: ctx,
 		countTokens: messagesCountFactor * s.eng.Scheduler.Config().ContextLength, tooLong: promptTooLong}, t); err != nil {

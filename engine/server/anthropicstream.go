@@ -12,12 +12,12 @@ import (
 func (s *Server) streamMessages(w http.ResponseWriter, r *http.Request, t *turn, st *scheduler.Stream) {
 	sse, err := apiwire.StartSSE(w)
 	if err != nil {
-		st.Cancel()
+		s.abandon(t, st)
 		return
 	}
 	b, err := anthropicsse.Start(sse, t.id, s.cfg.ModelID, map[string]int{"input_tokens": len(t.prompt), "output_tokens": 0})
 	if err != nil {
-		st.Cancel()
+		s.abandon(t, st)
 		return
 	}
 	o, err := s.generate(r.Context(), t, st, func(p piece) error {
@@ -46,7 +46,7 @@ func (s *Server) streamMessages(w http.ResponseWriter, r *http.Request, t *turn,
 	}, b.Ping)
 	if err != nil {
 		if r.Context().Err() == nil {
-			b.Error(asAPIError(err).Anthropic())
+			b.Error(failed(r.Context(), err).Anthropic())
 		}
 		return
 	}

@@ -188,13 +188,13 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	sse, err := apiwire.StartSSE(w)
 	if err != nil {
-		st.Cancel()
+		s.abandon(t, st)
 		return
 	}
 	offset := 0
 	if echo != "" {
 		if sse.Data(object(echo, nil, nil)) != nil {
-			st.Cancel()
+			s.abandon(t, st)
 			return
 		}
 		offset = len(echo)
@@ -212,7 +212,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	}, func() error { return sse.Comment("keep-alive") })
 	if err != nil {
 		if r.Context().Err() == nil {
-			sse.Data(asAPIError(err).OpenAI())
+			sse.Data(failed(r.Context(), err).OpenAI())
 		}
 		return
 	}

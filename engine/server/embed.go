@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/generate"
 	"github.com/spoolhq/spool/engine/httpguard"
 	"github.com/spoolhq/spool/engine/scheduler"
@@ -141,21 +142,26 @@ func (s *Server) embed(ctx context.Context, inputs [][]int, dims int) (*embedded
 			return nil, err
 		}
 		res := waitResult(ctx, st)
+		s.stop.done(st)
 		if res == nil {
 			s.endRequest(t.id, nil, scheduler.FinishCancelled)
 			return nil, ctx.Err()
 		}
 		s.endRequest(t.id, res, res.FinishReason)
+		if res.FinishReason == scheduler.FinishCancelled {
+			return nil, s.cancelled(ctx)
+		}
 		if res.Err != nil {
 			return nil, asAPIError(res.Err)
 		}
 		if len(res.Embedding) == 0 {
-			return nil, internalError(fmt.Errorf("embedding %d: the engine returned no vector (%s)", i, res.FinishReason))
+			return nil, internalError(apiwire.Public("embedding %d: the engine returned no vector (%s)", i, res.FinishReason))
 		}
 		out.vectors[i] = cutDimensions(res.Embedding, dims)
 		out.tokens += len(ids)
 		out.prefill += res.PrefillTime
 	}
+	recordOf(ctx).setTokens(s.cfg.ModelID, out.tokens, 0, "")
 	return out, nil
 }
 

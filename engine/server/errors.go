@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -66,11 +67,15 @@ func templateLimit(err error) *apiError {
 		Message: fmt.Sprintf("the model's chat template exceeded a limit while rendering these messages: %v", err)}
 }
 
+// statusClientClosed is the status logged for a request whose client left
+// before its answer (nginx's 499).
+const statusClientClosed = 499
+
 // expertUnreadable reports a routed expert the engine could not read
 // intact: the model's files (named in the model's directory, no local
 // path) are at fault, not the request.
 func expertUnreadable(re *experts.ReadError) *apiError {
-	e := &apiError{Status: http.StatusInternalServerError, Type: "server_error", Code: "model_read_failed",
+	e := &apiError{Status: http.StatusInternalServerError, Type: "server_error", Code: "model_read_failed", Cause: re,
 		Message: fmt.Sprintf("the model's file %s could not be read (layer %d, expert %d): a disk or file system error", re.File, re.Layer, re.Expert)}
 	if re.Damaged() {
 		e.Code = "model_file_damaged"
@@ -103,7 +108,11 @@ func asAPIError(err error) *apiError {
 	case errors.Is(err, scheduler.ErrQueueFull):
 		return queueFull()
 	case errors.Is(err, scheduler.ErrClosed):
-		return unavailable("the engine is stopping")
+		return shuttingDown()
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		// The client left (nobody reads the answer): not a failure of
+		// the server. 499 is what proxies log for it.
+		return &apiError{Status: statusClientClosed, Type: "invalid_request_error", Code: "client_closed_request", Message: "the client closed the request", Cause: err}
 	case errors.As(err, &ce):
 		return contextExceeded(ce.Have+ce.Add, ce.Limit)
 	case errors.As(err, &mb):
@@ -112,9 +121,20 @@ func asAPIError(err error) *apiError {
 	return internalError(err)
 }
 
-// writeError answers err in the envelope of the request's path.
+// writeError answers err in the envelope of the request's path; a server
+// error's cause goes into the request's access record (failed).
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
-	apiwire.WriteError(w, r.URL.Path, asAPIError(err))
+	apiwire.WriteError(w, r.URL.Path, failed(r.Context(), err))
+}
+
+// failed maps err to what the client is told, noting a server error in
+// the access record of ctx's request (its log line; an internal error
+// marks the engine degraded). Every answer of an error goes through it,
+// in a body or as a stream's error event.
+func failed(ctx context.Context, err error) *apiError {
+	e := asAPIError(err)
+	recordOf(ctx).fail(e)
+	return e
 }
 
 // writeJSON answers v with status.

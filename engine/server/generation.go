@@ -55,13 +55,29 @@ type outcome struct {
 // submit queues a turn; the UI's status follows it from here.
 func (s *Server) submit(ctx context.Context, t *turn) (*scheduler.Stream, error) {
 	httpguard.EndParsing(ctx)
+	if s.stop.stopping() {
+		return nil, shuttingDown()
+	}
 	s.beginRequest(ctx, t)
 	st, err := s.eng.Scheduler.Submit(ctx, t.req)
 	if err != nil {
 		s.endRequest(t.id, nil, scheduler.FinishError)
 		return nil, asAPIError(err)
 	}
+	if !s.stop.add(st, streamFlight(st)) { // the server began to stop meanwhile
+		st.Cancel()
+		s.endRequest(t.id, nil, scheduler.FinishCancelled)
+		return nil, shuttingDown()
+	}
 	return st, nil
+}
+
+// abandon ends a submitted turn whose answer could not begin (its client
+// left while the first bytes were written).
+func (s *Server) abandon(t *turn, st *scheduler.Stream) {
+	st.Cancel()
+	s.stop.done(st)
+	s.endRequest(t.id, nil, scheduler.FinishCancelled)
 }
 
 // startTurn decodes a request body into req, builds its turn and submits
@@ -117,9 +133,14 @@ func (s *Server) generateReply(w http.ResponseWriter, r *http.Request, t *turn, 
 // for onPiece; onIdle is called every KeepAlive while nothing arrives. An
 // error from either callback cancels the generation.
 func (s *Server) generate(ctx context.Context, t *turn, st *scheduler.Stream, onPiece func(piece) error, onIdle func() error) (_ *outcome, err error) {
+	defer s.stop.done(st)
 	defer st.Cancel()
 	out := &outcome{}
-	defer func() { s.endRequest(t.id, out.res, finishOf(out, err)) }()
+	defer func() {
+		finish := finishOf(out, err)
+		s.endRequest(t.id, out.res, finish)
+		recordOf(ctx).setTokens(s.cfg.ModelID, len(t.prompt), out.completion, finish)
+	}()
 	dec := s.eng.Tokenizer.NewStreamDecoder(true)
 	stops := &stopMatcher{stops: t.stops}
 	var split *chat.ReasoningSplitter
@@ -230,10 +251,7 @@ func (s *Server) generate(ctx context.Context, t *turn, st *scheduler.Stream, on
 	case res.FinishReason == scheduler.FinishError:
 		return nil, engineError(res.Err)
 	case res.FinishReason == scheduler.FinishCancelled:
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, unavailable("the generation was cancelled: the engine is stopping")
+		return nil, s.cancelled(ctx)
 	case res.FinishReason == scheduler.FinishLength:
 		out.finish = "length"
 	default:

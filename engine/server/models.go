@@ -3,7 +3,10 @@ package server
 import (
 	"net/http"
 	"runtime"
+	"strings"
+	"time"
 
+	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/draftgate"
 )
 
@@ -65,22 +68,52 @@ func (s *Server) modelObject() modelObject {
 	}
 }
 
+// anthropicModel is the served model in Anthropic's shape.
+func (s *Server) anthropicModel() apiwire.AnthropicModel {
+	m := s.modelObject()
+	return apiwire.NewAnthropicModel(m.ID, time.Unix(m.Created, 0), m.ContextLength, m.MaxOutput)
+}
+
+// handleModels lists the served model, in Anthropic's shape to an
+// Anthropic client (the anthropic-version header), else OpenAI's.
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	if apiwire.WantsAnthropic(r) {
+		writeJSON(w, http.StatusOK, apiwire.NewAnthropicModelList([]apiwire.AnthropicModel{s.anthropicModel()}))
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []modelObject{s.modelObject()}})
 }
 
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if err := s.checkModel(id, false); err != nil || id == "" {
-		writeError(w, r, notFound("model_not_found", "the model %q does not exist; this server serves %q", id, s.cfg.ModelID))
+	anthropic := apiwire.WantsAnthropic(r)
+	if err := s.checkModel(id, anthropic); err != nil || id == "" {
+		apiwire.WriteModelError(w, r, notFound("model_not_found", "the model %q does not exist; this server serves %q", id, s.cfg.ModelID))
+		return
+	}
+	if anthropic {
+		// A Claude name is the served model, as /v1/messages takes it.
+		m := s.anthropicModel()
+		if strings.HasPrefix(id, "claude-") {
+			m.ID = id
+		}
+		writeJSON(w, http.StatusOK, m)
 		return
 	}
 	writeJSON(w, http.StatusOK, s.modelObject())
 }
 
-// handleHealth is public and minimal.
+// handleHealth is public and minimal: {"status": "ok"}, or 503 with
+// "degraded" and what a client may be told of the internal errors since
+// the server started (the log has their causes).
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	recordOf(r.Context()).setQuiet()
+	rep, ok := s.health.report()
+	if !ok {
+		writeJSON(w, http.StatusServiceUnavailable, rep)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
 }
 
 // lastTurn is the timing of the most recently finished request.

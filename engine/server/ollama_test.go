@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -101,7 +103,6 @@ func TestOllamaErrors(t *testing.T) {
 		{"POST", "/api/chat", `{"model":"glm52-mini","messages":[{"role":"user","content":"x"}],"format":"yaml"}`, 400, "format must be"},
 		{"POST", "/api/chat", `{"model":"glm52-mini","messages":[{"role":"user","content":"x","images":["aGk="]}]}`, 400, "images"},
 		{"POST", "/api/chat", `{"model":"glm52-mini","messages":[{"role":"user","content":"x"}],"options":{"num_ctx":3}}`, 400, "options.num_ctx"},
-		{"POST", "/api/chat", `{"model":"glm52-mini","messages":[{"role":"robot","content":"x"}]}`, 400, "robot"},
 		{"POST", "/api/chat", `{"model":"glm52-mini","messages":"hi"}`, 400, "messages"},
 		{"POST", "/api/chat", `not json`, 400, "JSON object"},
 		{"POST", "/api/generate", map[string]any{"model": "glm52-mini", "prompt": "x", "suffix": "y"}, 400, "suffix"},
@@ -372,7 +373,7 @@ func TestOllamaOptions(t *testing.T) {
 	if strings.Join(o.ignored, ",") != "mirostat,num_gpu" {
 		t.Errorf("ignored %v", o.ignored)
 	}
-	for _, bad := range []string{`{"seed":1.5}`, `{"num_predict":0}`, `{"num_ctx":0}`, `{"stop":"x"}`, `{"stop":[""]}`, `{"min_p":"x"}`, `[1]`, `{"top_k":"4"}`} {
+	for _, bad := range []string{`{"seed":1.5}`, `{"num_ctx":0}`, `{"stop":"x"}`, `{"stop":[""]}`, `{"min_p":"x"}`, `[1]`, `{"top_k":"4"}`} {
 		if _, err := parseOllamaOptions(json.RawMessage(bad)); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
@@ -387,6 +388,44 @@ func TestOllamaOptions(t *testing.T) {
 	}
 	if tu.req.MaxTokens != 64-len(tu.prompt) {
 		t.Errorf("max tokens %d, want %d", tu.req.MaxTokens, 64-len(tu.prompt))
+	}
+}
+
+// TestOllamaLenient: /api/chat is as lenient as Ollama where clients
+// depend on it. Ollama does not validate roles: a message whose role the
+// chat template does not know (mods sends its last answer back with an
+// empty role) renders as the template renders it, here to nothing. Any
+// num_predict of 0 or less is no limit, as Ollama's runner reads it.
+func TestOllamaLenient(t *testing.T) {
+	ts := newTestServer(t, serverOpts{noRun: true, sched: schedulerConfig{ContextLength: 512}})
+	turn := func(body string) *turn {
+		t.Helper()
+		var req ollamaChatRequest
+		if err := decodeJSON([]byte(body), &req); err != nil {
+			t.Fatal(err)
+		}
+		tu, err := ts.srv.ollamaChatTurn(context.Background(), &req, &ollamaCommon{})
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		return tu
+	}
+	mods := turn(`{"model":"glm52-mini","messages":[{"role":"user","content":"q1"},{"role":"","content":"a1"},{"role":"robot","content":"r"},{"role":"user","content":"q2"}]}`)
+	plain := turn(`{"model":"glm52-mini","messages":[{"role":"user","content":"q1"},{"role":"user","content":"q2"}]}`)
+	if !slices.Equal(mods.prompt, plain.prompt) {
+		t.Errorf("unknown roles rendered %q, want the template's %q", ts.srv.eng.Tokenizer.Decode(mods.prompt, false), ts.srv.eng.Tokenizer.Decode(plain.prompt, false))
+	}
+	for _, n := range []int{0, -1, -2, -7} {
+		tu := turn(fmt.Sprintf(`{"model":"glm52-mini","messages":[{"role":"user","content":"hi"}],"options":{"num_predict":%d}}`, n))
+		if want := 512 - len(tu.prompt); tu.req.MaxTokens != want {
+			t.Errorf("num_predict %d: max tokens %d, want %d", n, tu.req.MaxTokens, want)
+		}
+	}
+	// Over HTTP, the answer of a follow-up with an empty role.
+	run := newTestServer(t, serverOpts{})
+	status, body, _ := run.do(t, "POST", "/api/chat", `{"model":"glm52-mini","stream":false,"options":{"num_predict":2},"messages":[{"role":"user","content":"q1"},{"role":"","content":"a1"},{"role":"user","content":"q2"}]}`)
+	if status != 200 || jpath(body, "message", "role") != "assistant" {
+		t.Errorf("follow-up with an empty role: %d %v", status, body)
 	}
 }
 

@@ -186,7 +186,7 @@ type ollamaCommon struct {
 
 // ollamaBegin reads the fields chat and generate share into c and
 // returns the thinking switch and template variables of "think".
-func (s *Server) ollamaBegin(c *ollamaCommon, model string, stream *bool, options, think, keepAlive json.RawMessage) (*bool, map[string]any, error) {
+func (s *Server) ollamaBegin(ctx context.Context, c *ollamaCommon, model string, stream *bool, options, think, keepAlive json.RawMessage) (*bool, map[string]any, error) {
 	if err := s.ollamaModelName(model); err != nil {
 		return nil, nil, err
 	}
@@ -198,7 +198,7 @@ func (s *Server) ollamaBegin(c *ollamaCommon, model string, stream *bool, option
 		return nil, nil, err
 	}
 	if len(opts.ignored) > 0 {
-		s.logf("ollama: options %v have no effect in Spool and were ignored", opts.ignored)
+		s.noteDropped(ctx, "Ollama options", opts.ignored)
 	}
 	c.opts, c.stream = opts, stream == nil || *stream
 	return ollamaThink(think)
@@ -234,18 +234,19 @@ func (s *Server) ollamaLimits(c *ollamaCommon, t *turn) error {
 // ollamaChatTurn validates an /api/chat request and prepares its turn;
 // nil without an error is a load request (no messages).
 func (s *Server) ollamaChatTurn(ctx context.Context, req *ollamaChatRequest, c *ollamaCommon) (*turn, error) {
-	thinking, extra, err := s.ollamaBegin(c, req.Model, req.Stream, req.Options, req.Think, req.KeepAlive)
+	thinking, extra, err := s.ollamaBegin(ctx, c, req.Model, req.Stream, req.Options, req.Think, req.KeepAlive)
 	if err != nil {
 		return nil, err
 	}
 	if len(req.Messages) == 0 {
 		return nil, nil
 	}
+	// Roles are not checked: Ollama hands every message to the model's
+	// template, which renders a role it does not know as it will (GLM's:
+	// as nothing), and clients depend on it (mods sends its last answer
+	// back with an empty role).
 	msgs, err := ollamaMessages(req.Messages)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkMessages("messages", msgs); err != nil {
 		return nil, err
 	}
 	if err := checkTools("tools", req.Tools); err != nil {
@@ -267,7 +268,7 @@ func (s *Server) ollamaChatTurn(ctx context.Context, req *ollamaChatRequest, c *
 // turn: the prompt (with system) through the chat template, or as it is
 // with raw; nil without an error is a load request (no prompt).
 func (s *Server) ollamaGenerateTurn(ctx context.Context, req *ollamaGenerateRequest, c *ollamaCommon) (*turn, error) {
-	thinking, extra, err := s.ollamaBegin(c, req.Model, req.Stream, req.Options, req.Think, req.KeepAlive)
+	thinking, extra, err := s.ollamaBegin(ctx, c, req.Model, req.Stream, req.Options, req.Think, req.KeepAlive)
 	if err != nil {
 		return nil, err
 	}
@@ -481,7 +482,7 @@ func ollamaAnswer[C any](s *Server, w http.ResponseWriter, r *http.Request, c *o
 	}, func() error { return nd.line(sh.chunk(piece{}, false)) })
 	if err != nil {
 		if r.Context().Err() == nil {
-			nd.line(asAPIError(err).Ollama())
+			nd.line(failed(r.Context(), err).Ollama())
 		}
 		return
 	}

@@ -70,9 +70,9 @@ func parseOllamaOptions(raw json.RawMessage) (ollamaOptions, error) {
 				o.sampling.Seed = new(int64(*n))
 			}
 		case "num_predict":
-			if o.numPredict, err = ollamaInt(param, v); err == nil && (*o.numPredict == 0 || *o.numPredict < -2) {
-				err = invalid(param, "%s must be at least 1, or -1 (no limit) or -2 (fill the context), got %d", param, *o.numPredict)
-			}
+			// 0 or less is no limit (-2 "fill the context" too), as
+			// Ollama reads it: its runner bounds only a positive one.
+			o.numPredict, err = ollamaInt(param, v)
 		case "num_ctx":
 			if o.numCtx, err = ollamaInt(param, v); err == nil && *o.numCtx < 1 {
 				err = invalid(param, "%s must be at least 1, got %d", param, *o.numCtx)

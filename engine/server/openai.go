@@ -247,7 +247,7 @@ func (s *Server) completeChat(w http.ResponseWriter, r *http.Request, t *turn, s
 func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t *turn, st *scheduler.Stream, includeUsage bool) {
 	sse, err := apiwire.StartSSE(w)
 	if err != nil {
-		st.Cancel()
+		s.abandon(t, st)
 		return
 	}
 	created := time.Now().Unix()
@@ -258,7 +258,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t *turn, st 
 		}
 	}
 	if err := sse.Data(chunk(&chatMessage{Role: "assistant", Content: new("")}, nil, nil)); err != nil {
-		st.Cancel()
+		s.abandon(t, st)
 		return
 	}
 	nCalls := 0
@@ -287,7 +287,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t *turn, st 
 	}, func() error { return sse.Comment("keep-alive") })
 	if err != nil {
 		if r.Context().Err() == nil {
-			sse.Data(asAPIError(err).OpenAI())
+			sse.Data(failed(r.Context(), err).OpenAI())
 		}
 		return
 	}

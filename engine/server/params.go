@@ -2,9 +2,9 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	mrand "math/rand/v2"
@@ -195,11 +195,10 @@ func checkParam(param string, err error) error {
 	return invalid(param, "%s: %v", param, err)
 }
 
-// logf notes how a request was adjusted to what the model can do.
-func (s *Server) logf(format string, args ...any) {
-	l := s.cfg.Logger
-	if l == nil {
-		l = slog.Default()
-	}
-	l.Info(fmt.Sprintf(format, args...))
+// noteDropped notes, in the log, a request's tools (or options) that
+// were left out because the model cannot use them: what names the
+// endpoint, and names are the client's (attribute values, quoted by the
+// log's handler; never part of the message).
+func (s *Server) noteDropped(ctx context.Context, what string, names []string) {
+	s.log.LogAttrs(ctx, slog.LevelInfo, "left out what the model cannot use", slog.String("what", what), slog.Any("names", names))
 }

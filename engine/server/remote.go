@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"time"
@@ -33,9 +34,12 @@ func NewRemote(cfg Config, rc *remote.Client) (*Server, error) {
 		created: time.Now().Unix(),
 		hub:     newHub(),
 		remote:  rc,
+		log:     cfg.Logger,
+		health:  &health{},
+		stop:    newStopper(),
 	}
 	front, err := remotefront.New(remotefront.Config{Client: rc, Names: s.ids, MaxTokens: cfg.MaxTokens, KeepAlive: cfg.KeepAlive,
-		Messages: s.remoteMessages, AsError: asAPIError})
+		Messages: s.remoteMessages, AsError: asAPIError, Failed: func(ctx context.Context, e *apiError) { recordOf(ctx).fail(e) }})
 	if err != nil {
 		return nil, err
 	}

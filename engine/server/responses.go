@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/spoolhq/spool/engine/apiwire"
@@ -185,7 +184,7 @@ func (s *Server) responsesTurn(ctx context.Context, req *responsesRequest) (*tur
 	}
 	req.origins = origins
 	if len(dropped) > 0 {
-		s.logf("/v1/responses: left out hosted tools the model cannot run: %s", strings.Join(dropped, ", "))
+		s.noteDropped(ctx, "/v1/responses hosted tools", dropped)
 	}
 	if err := checkTools("tools", tools); err != nil {
 		return nil, nil, err
@@ -314,7 +313,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	if req.Stream {
 		var err error
 		if sse, err = apiwire.StartSSE(w); err != nil {
-			st.Cancel()
+			s.abandon(t, st)
 			return
 		}
 		b.emit = func(name string, ev map[string]any) error {
@@ -325,11 +324,11 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err := b.send("response.created", map[string]any{"response": resp}); err != nil {
-		st.Cancel()
+		s.abandon(t, st)
 		return
 	}
 	if err := b.send("response.in_progress", map[string]any{"response": resp}); err != nil {
-		st.Cancel()
+		s.abandon(t, st)
 		return
 	}
 	var idle func() error
@@ -345,7 +344,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if sse != nil {
-			e := asAPIError(err)
+			e := failed(r.Context(), err)
 			b.send("error", map[string]any{"code": e.Code, "message": e.Message, "param": nil})
 			return
 		}

@@ -113,6 +113,9 @@ func (rs *responsesSocket) finish() error {
 // sendError sends an error event: {"type":"error","status":N,"error":{...}}
 // with the body of an OpenAI error envelope.
 func (rs *responsesSocket) sendError(status int, body []byte) error {
+	if rs.status == 0 {
+		rs.status = status
+	}
 	var env struct {
 		Error json.RawMessage `json:"error"`
 	}
@@ -137,6 +140,11 @@ func (s *Server) handleResponsesSocket(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
+	if !s.stop.addSocket() {
+		writeError(w, r, shuttingDown())
+		return
+	}
+	defer s.stop.socketDone()
 	up := websocket.Upgrader{CheckOrigin: s.guard.ValidOrigin}
 	conn, err := up.Upgrade(w, r, nil)
 	if err != nil {
@@ -160,7 +168,7 @@ func (s *Server) handleResponsesSocket(w http.ResponseWriter, r *http.Request) {
 			// A reader held back by a long response starts its wait
 			// afresh.
 			alive()
-			_, data, err := conn.ReadMessage()
+			_, data, err := readMessage(conn)
 			if err != nil {
 				return
 			}
@@ -176,6 +184,11 @@ func (s *Server) handleResponsesSocket(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-s.stop.draining:
+			// Between responses: a response in progress ended first
+			// (drained or cut with an error event).
+			closeSocket(conn)
+			return
 		case data := <-frames:
 			if s.responseFrame(ctx, conn, r, data) != nil {
 				return
@@ -187,6 +200,15 @@ func (s *Server) handleResponsesSocket(w http.ResponseWriter, r *http.Request) {
 // responseFrame answers one client frame; an error means the socket failed.
 func (s *Server) responseFrame(ctx context.Context, conn *websocket.Conn, upgrade *http.Request, data []byte) error {
 	rs := &responsesSocket{conn: conn, header: http.Header{}}
+	// Each response is a request of its own in the access log.
+	rec := &accessRecord{start: time.Now(), method: "WS", path: upgrade.URL.Path, client: upgrade.RemoteAddr, agent: upgrade.UserAgent(),
+		health: s.health, endpoint: "WS /v1/responses response.create"}
+	ctx = context.WithValue(ctx, accessKey{}, rec)
+	defer func() { s.logAccess(rec, rs.status) }()
+	errorBody := func(err error) []byte {
+		b, _ := json.Marshal(failed(ctx, err).OpenAI())
+		return b
+	}
 	var head struct {
 		Type string `json:"type"`
 	}
@@ -230,12 +252,6 @@ func withStreamTrue(frame []byte) ([]byte, error) {
 	delete(fields, "type")
 	fields["stream"] = json.RawMessage("true")
 	return json.Marshal(fields)
-}
-
-// errorBody is the OpenAI error envelope of err.
-func errorBody(err error) []byte {
-	b, _ := json.Marshal(asAPIError(err).OpenAI())
-	return b
 }
 
 type socketResponsesKey struct{}

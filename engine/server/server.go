@@ -67,8 +67,15 @@ type Config struct {
 	// StoredResponses bounds the /v1/responses kept for
 	// previous_response_id (default 128).
 	StoredResponses int
-	// Logger receives notes about requests served with adjustments, such
-	// as hosted tools left out (default slog.Default()).
+	// ShutdownGrace is how long a stopping server lets the generations in
+	// flight run before it ends them with an error (default
+	// DefaultShutdownGrace; see shutdown.go).
+	ShutdownGrace time.Duration
+	// Logger receives the access record of every request (AccessMessage),
+	// with the cause of every server error, and notes about requests
+	// served with adjustments, such as hosted tools left out (default
+	// slog.Default()). Client-chosen strings are attribute values, never
+	// part of a message.
 	Logger *slog.Logger
 }
 
@@ -105,6 +112,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.StoredResponses <= 0 {
 		c.StoredResponses = 128
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.ShutdownGrace <= 0 {
+		c.ShutdownGrace = DefaultShutdownGrace
 	}
 	return c
 }
@@ -178,6 +191,11 @@ type Server struct {
 	remote *remote.Client
 	// front answers the remote column of the route table (NewRemote).
 	front *remotefront.Front
+	// log is cfg.Logger; health is what /health reports; stop is the
+	// server's stop (shutdown.go).
+	log    *slog.Logger
+	health *health
+	stop   *stopper
 }
 
 // New checks the configuration and builds the server.
@@ -195,6 +213,9 @@ func New(cfg Config, eng Engine) (*Server, error) {
 		responses:  newResponseStore(cfg.StoredResponses),
 		toolVocab:  newToolVocab(eng.Tokenizer, eng.Scheduler.Model().Config().EOSTokenIDs),
 		tokenBytes: maxTokenBytes(eng.Tokenizer),
+		log:        cfg.Logger,
+		health:     &health{},
+		stop:       newStopper(),
 	}
 	if err := CheckBind(cfg.Host, cfg.APIKey); err != nil {
 		return nil, err
@@ -217,8 +238,9 @@ func (s *Server) newGuard() *httpguard.Guard {
 	})
 }
 
-// Handler returns the HTTP handler with every route and guard.
-func (s *Server) Handler() http.Handler { return s.handler }
+// Handler returns the HTTP handler with every route and guard, which logs
+// an access record for every request (AccessMessage).
+func (s *Server) Handler() http.Handler { return s.withAccess(s.handler) }
 
 // Addr is the configured listen address.
 func (s *Server) Addr() string { return net.JoinHostPort(s.cfg.Host, strconv.Itoa(s.cfg.Port)) }
@@ -232,16 +254,22 @@ func (s *Server) Listen() (net.Listener, error) {
 	return ln, nil
 }
 
-// Serve answers requests on ln until ctx ends, then shuts down gracefully
-// (open streams are given a few seconds).
+// Serve answers requests on ln until ctx ends, then stops (shutdown.go):
+// it takes no new generation, refuses the queued ones, lets the running
+// ones go on for Config.ShutdownGrace and ends the rest with an error a
+// client can act on (503 with Retry-After, or a stream's error event).
+// The engine must keep running until Serve returns.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	// Request contexts end with their client, not with ctx: a stop is
+	// the server's to tell the client about.
+	base := context.WithoutCancel(ctx)
 	srv := &http.Server{
-		Handler:           s.handler,
+		Handler:           s.Handler(),
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		ReadTimeout:       s.cfg.ReadTimeout,
 		IdleTimeout:       s.cfg.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		BaseContext:       func(net.Listener) context.Context { return base },
 	}
 	hubCtx, stopHub := context.WithCancel(ctx)
 	defer stopHub()
@@ -254,9 +282,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	srv.Shutdown(shutdown)
+	s.shutdown(srv)
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
@@ -325,7 +351,15 @@ func (s *Server) routes() http.Handler {
 		if h == nil {
 			continue // not served in this mode: the fallback answers 404
 		}
-		mux.HandleFunc(e.pattern, func(w http.ResponseWriter, r *http.Request) { h(s, w, r) })
+		if s.remote != nil && strings.HasPrefix(e.pattern, "POST ") {
+			h = withStop(h) // the local engine's generations are the stopper's already
+		}
+		mux.HandleFunc(e.pattern, func(w http.ResponseWriter, r *http.Request) {
+			if e.pattern != "/" { // the fallback's requests are logged by their path
+				recordOf(r.Context()).setEndpoint(e.pattern)
+			}
+			h(s, w, r)
+		})
 	}
 	return mux
 }

@@ -47,6 +47,7 @@ func (s *Server) WithUI(ui UI) {
 				writeError(w, r, forbidden("host %q is not allowed (DNS-rebinding guard); add it with --allowed-host", r.Host))
 				return
 			}
+			recordOf(r.Context()).setQuiet()
 			h := w.Header()
 			h.Set("X-Content-Type-Options", "nosniff")
 			h.Set("Referrer-Policy", "no-referrer")
