@@ -24,7 +24,7 @@ const bf16Margin = 0.05
 // the first divergence, which falls only at a near-tie of the reference
 // (margin below bf16Margin). It logs, per case, the largest logit
 // difference and how many greedy tokens are equal: the figures
-// docs/kvcache.md states (8 of 9 cases identical to the end; glm52-tiny's
+// the README states (8 of 9 cases identical to the end; glm52-tiny's
 // "medium" case parts at its first token, whose margin is 0.0063).
 func TestBF16KVCache(t *testing.T) {
 	identical, cases := 0, 0
