@@ -23,6 +23,7 @@ func newBenchCmd() *cobra.Command {
 	cmd.AddCommand(newBenchPrefillCmd())
 	cmd.AddCommand(newBenchProbeCmd())
 	cmd.AddCommand(newBenchPackCmd())
+	cmd.AddCommand(newBenchReserveCmd())
 	return cmd
 }
 

@@ -39,12 +39,12 @@ func glm52PlanInput() (planInput, error) {
 	return planInput{cfg: cfg, w: w, packs: assumedPacks(w)}, nil
 }
 
-// planShape is the context and the sequence count the engine runs with:
-// the ones a plan for this machine must use.
-func (u *uiAPI) planShape() (context, sequences int) {
-	context, sequences = plan.DefaultContext, host.DefaultMaxBatch
+// planShape is the context, the sequence count and the KV cache type the
+// engine runs with: the ones a plan for this machine must use.
+func (u *uiAPI) planShape() (context, sequences int, kv string) {
+	context, sequences, kv = plan.DefaultContext, host.DefaultMaxBatch, host.KVFloat32
 	if u.host == nil {
-		return context, sequences
+		return context, sequences, kv
 	}
 	u.host.mu.Lock()
 	defer u.host.mu.Unlock()
@@ -54,7 +54,10 @@ func (u *uiAPI) planShape() (context, sequences int) {
 	if b := u.host.cfg.MaxBatch; b > 0 {
 		sequences = b
 	}
-	return context, sequences
+	if u.host.cfg.Memory.KVCache != "" {
+		kv = u.host.cfg.Memory.KVCache
+	}
+	return context, sequences, kv
 }
 
 // planModel returns the plan input and the display name of model.

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"time"
 
@@ -34,6 +35,11 @@ type PrefillOptions struct {
 	// Stream streams experts from disk even when the plan could keep them
 	// all; AllKeys adds the leg with every key computed on DSA layers.
 	Stream, AllKeys bool
+	// CompareChunk, when positive, adds the chunked leg: the same prompt
+	// forwarded in chunks of that many rows (each chunk reading the
+	// routed experts it needs, as prefill did before segments), in the
+	// same engine with the same plan and expert cache.
+	CompareChunk int
 	// GPU is the GPU leg's mode (host.GPUAuto, GPUOn, GPUOff); GPUOnly
 	// runs that leg alone.
 	GPU     string
@@ -59,9 +65,12 @@ type PrefillResult struct {
 	Model        string `json:"model"`
 	PromptTokens int    `json:"prompt_tokens"`
 	Context      int    `json:"context"`
-	// ChunkRows is the most prompt rows one forward carries (both legs).
-	ChunkRows int  `json:"chunk_rows"`
-	DSA       bool `json:"dsa"`
+	// SegmentRows is the prompt rows one forward carries, layer by layer
+	// (the plan's prefill segment; every leg but the chunked one);
+	// ScratchRows the rows a layer's steps work on at once.
+	SegmentRows int  `json:"segment_rows"`
+	ScratchRows int  `json:"scratch_rows"`
+	DSA         bool `json:"dsa"`
 	// Threads is the CPU worker goroutines (GOMAXPROCS).
 	Threads int `json:"threads"`
 	// Warm says each leg prefilled the prompt once, untimed, before its
@@ -88,7 +97,16 @@ type PrefillResult struct {
 	// SameFirstToken says both legs sampled the same first token.
 	SameFirstToken *bool `json:"same_first_token,omitempty"`
 
-	// GPUPrefill is the same prefill with the chunks' heavy steps on the
+	// Chunked, with --compare-chunk, is the same prefill in chunks of
+	// ChunkRows rows; SegmentSpeedup is its seconds over Prefill's (best
+	// of each), ChunkedSameFirstToken whether both sampled the same
+	// first token.
+	Chunked               *PrefillLeg `json:"chunked,omitempty"`
+	ChunkRows             int         `json:"chunk_rows,omitempty"`
+	SegmentSpeedup        float64     `json:"segment_speedup,omitempty"`
+	ChunkedSameFirstToken *bool       `json:"chunked_same_first_token,omitempty"`
+
+	// GPUPrefill is the same prefill with the segments' heavy steps on the
 	// GPU (--gpu; decode and the CPU leg stay as they are), GPU the device,
 	// its plan lines or why it was not used, and GPUSpeedup the CPU leg's
 	// seconds over the GPU leg's (best of each).
@@ -154,8 +172,9 @@ type PrefillLeg struct {
 }
 
 // Prefill runs spool bench prefill on the model in dir: one prompt of
-// seeded random ids through the model the way spool run prefills (chunked,
-// the plan's buffers), on each leg f asks for.
+// seeded random ids through the model the way spool run prefills (in the
+// plan's segments, layer by layer, with its buffers), on each leg f asks
+// for.
 func Prefill(ctx context.Context, dir string, f *PrefillOptions) (*PrefillResult, error) {
 	switch f.Warm {
 	case "", "all", "gpu":
@@ -176,12 +195,12 @@ func Prefill(ctx context.Context, dir string, f *PrefillOptions) (*PrefillResult
 	if err != nil {
 		return nil, err
 	}
-	gp, status, err := planGPUPrefill(cfg, w, f, p.PrefillChunk)
+	gp, status, err := planGPUPrefill(cfg, w, f, p.PrefillSegment)
 	if err != nil {
 		return nil, err
 	}
 	res := &PrefillResult{
-		Model: dir, PromptTokens: f.Tokens, Context: f.Context, ChunkRows: p.PrefillChunk, Threads: runtime.GOMAXPROCS(0), GPU: status, Warm: f.Warm != "", WarmGPUOnly: f.Warm == "gpu",
+		Model: dir, PromptTokens: f.Tokens, Context: f.Context, SegmentRows: p.PrefillSegment, ScratchRows: p.ScratchRows, Threads: runtime.GOMAXPROCS(0), GPU: status, Warm: f.Warm != "", WarmGPUOnly: f.Warm == "gpu",
 		CacheSlotsPerLayer: p.CacheSlotsPerLayer, ExpertLayers: p.ExpertLayers, ExpertsPerLayer: p.ExpertsPerLayer,
 		RoutedBytes: p.RoutedBytes, PlannedProcessBytes: p.PlannedProcessBytes,
 	}
@@ -198,6 +217,13 @@ func Prefill(ctx context.Context, dir string, f *PrefillOptions) (*PrefillResult
 	if f.AllKeys {
 		res.AllKeys = &PrefillLeg{}
 		legs = append(legs, prefillMode{plan: p, leg: res.AllKeys, allKeys: true})
+	}
+	if f.CompareChunk > 0 {
+		if f.GPUOnly {
+			return nil, errors.New("--compare-chunk compares with the CPU leg, which --gpu-only drops")
+		}
+		res.Chunked, res.ChunkRows = &PrefillLeg{}, min(f.CompareChunk, p.PrefillSegment)
+		legs = append(legs, prefillMode{plan: p, leg: res.Chunked, chunk: res.ChunkRows})
 	}
 	if gp != nil {
 		res.GPUPrefill = &PrefillLeg{}
@@ -218,6 +244,11 @@ func Prefill(ctx context.Context, dir string, f *PrefillOptions) (*PrefillResult
 		res.DSASpeedup = res.AllKeys.Seconds / res.Prefill.Seconds
 		same := res.AllKeys.FirstToken == res.Prefill.FirstToken
 		res.SameFirstToken = &same
+	}
+	if res.Chunked != nil {
+		res.SegmentSpeedup = res.Chunked.Seconds / res.Prefill.Seconds
+		same := res.Chunked.FirstToken == res.Prefill.FirstToken
+		res.ChunkedSameFirstToken = &same
 	}
 	if f.GPUOnly && gp == nil {
 		return nil, fmt.Errorf("--gpu-only: the GPU is not used: %s", status.Reason)
@@ -244,7 +275,7 @@ func planPrefill(cfg *config.Config, w plan.Weights, f *PrefillOptions, dev *pla
 	if err != nil {
 		return nil, err
 	}
-	opts.Context, opts.Sequences, opts.GPU, opts.BatchRows = f.Context, 1, dev, chunk
+	opts.Context, opts.Sequences, opts.GPU, opts.Segment = f.Context, 1, dev, chunk
 	if f.CacheSlots > 0 {
 		probe, err := plan.New(cfg, w, opts)
 		if err != nil {
@@ -304,11 +335,13 @@ type prefillRun struct {
 }
 
 // prefillMode is one leg of the benchmark: its plan, where it records its
-// runs, and how it runs (every key computed on DSA layers, on the GPU).
+// runs, and how it runs (every key computed on DSA layers, on the GPU, in
+// chunks of chunk rows rather than the plan's segments).
 type prefillMode struct {
 	plan         *plan.Plan
 	leg          *PrefillLeg
 	allKeys, gpu bool
+	chunk        int
 }
 
 // run loads the model in one mode, prefills the prompt once and records
@@ -321,6 +354,12 @@ func (b *prefillRun) run(ctx context.Context, mode prefillMode, first bool) erro
 			CacheBytes: p.ExpertCacheBytes, WorkingSlots: p.WorkingSlots, FootprintLimit: p.MemoryLimitBytes,
 		})
 	}
+	// The Go runtime is bounded by the plan's heap lines, as the engine's
+	// is; what the previous run left is collected and returned first, so
+	// that each run's peak is its own.
+	runtime.GC()
+	debug.FreeOSMemory()
+	host.SetMemoryLimit(p)
 	d, err := loader.Open(ctx, b.dir, opts) // on error it closes the tier
 	if err != nil {
 		return err
@@ -338,7 +377,10 @@ func (b *prefillRun) run(ctx context.Context, mode prefillMode, first bool) erro
 	}
 	res.DSA = m.HasDSA()
 	res.AttentionWorkspaceBytes = m.AttentionWorkspaceBytes()
-	params := generate.Params{MaxTokens: 1, PrefillChunk: p.PrefillChunk}
+	params := generate.Params{MaxTokens: 1, PrefillChunk: p.PrefillSegment}
+	if mode.chunk > 0 {
+		params.PrefillChunk = mode.chunk
+	}
 	if f.Warm == "all" || (f.Warm == "gpu" && mode.gpu) {
 		if _, err := generate.Generate(ctx, m, m.NewSequence(f.Context), prompt, params, nil); err != nil {
 			return err
@@ -388,7 +430,7 @@ func (b *prefillRun) run(ctx context.Context, mode prefillMode, first bool) erro
 // covers (the first timed run of the GPU leg, or of the CPU leg when there
 // is no GPU leg) and returns what stops it.
 func (b *prefillRun) startProfile(mode prefillMode, first bool) (stop func(), err error) {
-	if b.flags.CPUProfile == "" || !first || mode.allKeys || mode.gpu != (b.res.GPUPrefill != nil) {
+	if b.flags.CPUProfile == "" || !first || mode.allKeys || mode.chunk > 0 || mode.gpu != (b.res.GPUPrefill != nil) {
 		return func() {}, nil
 	}
 	f, err := os.Create(b.flags.CPUProfile)

@@ -107,7 +107,7 @@ func Stream(ctx context.Context, dir string, mem *host.Memory, tokens int, specu
 	if so.WorkingSlots == 0 {
 		so.WorkingSlots = 2 * cfg.ExpertsPerToken
 	}
-	opts.BatchRows, opts.WorkingSlots, opts.Context = promptLen, so.WorkingSlots, promptLen+tokens+8
+	opts.Segment, opts.WorkingSlots, opts.Context = promptLen, so.WorkingSlots, promptLen+tokens+8
 	p, err := plan.New(cfg, w, opts)
 	if err != nil {
 		return nil, err
@@ -121,7 +121,7 @@ func Stream(ctx context.Context, dir string, mem *host.Memory, tokens int, specu
 		so.PinnedBytes = so.CacheBytes / 2
 	}
 	so.PinnedBytes = min(so.PinnedBytes, so.CacheBytes)
-	d, err := loader.Open(ctx, dir, loader.Options{Model: model.Options{DisableMTP: !speculate}, Experts: host.StreamedWith(so)})
+	d, err := loader.Open(ctx, dir, loader.Options{Model: model.Options{DisableMTP: !speculate, KVBF16: p.KVBF16()}, Experts: host.StreamedWith(so)})
 	if err != nil {
 		return nil, err // loader.Open closed the tier
 	}

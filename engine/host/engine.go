@@ -226,7 +226,7 @@ func Open(ctx context.Context, cfg Config, progress func(detail string, fraction
 	}
 	g.Attach(lm.Dir.Model, p)
 	e.Scheduler = scheduler.New(lm.Dir.Model, scheduler.Config{
-		MaxBatch: cfg.MaxBatch, MaxQueue: cfg.MaxQueue, ContextLength: p.Context, PrefillChunk: p.PrefillChunk,
+		MaxBatch: cfg.MaxBatch, MaxQueue: cfg.MaxQueue, ContextLength: p.Context, PrefillChunk: p.PrefillSegment,
 		IdleSequences: cfg.IdleSequences, PromptCache: e.PromptCache,
 	})
 	return e, nil
