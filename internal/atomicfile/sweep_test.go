@@ -7,8 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestSweep: Sweep removes the temporary files of replacements whose
@@ -75,7 +77,12 @@ func TestSweepAfterKill(t *testing.T) {
 		}
 		f.Write([]byte("partial"))
 		os.Stdout.WriteString("writing\n")
-		select {}
+		// Wait to be killed. Not select{}: a process whose goroutines all
+		// block may be ended by the runtime as deadlocked, and f, unused
+		// after its write, may be closed by its finalizer; either drops the
+		// lock and lets the parent sweep a live writer's file.
+		time.Sleep(time.Hour)
+		runtime.KeepAlive(f)
 	}
 	exe, err := os.Executable()
 	if err != nil {
