@@ -36,13 +36,17 @@ func TestMessagesAsClaudeCode(t *testing.T) {
 	if err := json.Unmarshal(raw, &req); err != nil {
 		t.Fatal(err)
 	}
-	turn, err := ts.srv.messagesTurn(context.Background(), &req)
+	tu, err := ts.srv.messagesTurn(&req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	prompt := loadDemo(t).tok.Decode(turn.prompt, false)
-	if !strings.Contains(prompt, "Sure.<|system|>\nAnswer in one line.<|user|>") || !turn.inThink || strings.Contains(prompt, "web_search") {
-		t.Errorf("prompt %q (in think %v)", prompt, turn.inThink)
+	ids, parse, err := ts.srv.local.Prompt(context.Background(), tu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := loadDemo(t).tok.Decode(ids, false)
+	if !strings.Contains(prompt, "Sure.<|system|>\nAnswer in one line.<|user|>") || !parse.InThink || strings.Contains(prompt, "web_search") {
+		t.Errorf("prompt %q (in think %v)", prompt, parse.InThink)
 	}
 	if status, s, _ := ts.do(t, "POST", "/v1/messages?beta=true", stream(body)); status != 200 || s != nil {
 		t.Errorf("streamed: %d %v", status, s)

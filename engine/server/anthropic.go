@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/chat"
+	"github.com/spoolhq/spool/engine/turn"
 )
 
 // messagesRequest is an Anthropic /v1/messages request.
@@ -221,24 +221,24 @@ func (req *messagesRequest) toChat() ([]chat.Message, []chat.Tool, error) {
 // anthropicToolChoice reads an Anthropic tool_choice (auto, any, tool with
 // its name, none) as the chat tool choice, for the local and the remote
 // /v1/messages.
-func anthropicToolChoice(typ, name string, tools []chat.Tool) (toolChoice, error) {
+func anthropicToolChoice(typ, name string, tools []chat.Tool) (turn.ToolChoice, error) {
 	switch typ {
 	case "auto", "":
-		return toolChoice{mode: "auto"}, nil
+		return turn.ToolChoice{Mode: turn.ToolsAuto}, nil
 	case "none":
-		return toolChoice{mode: "none"}, nil
+		return turn.ToolChoice{Mode: turn.ToolsNone}, nil
 	case "any":
 		if len(tools) == 0 {
-			return toolChoice{}, invalid("tool_choice", `tool_choice "any" needs tools`)
+			return turn.ToolChoice{}, invalid("tool_choice", `tool_choice "any" needs tools`)
 		}
-		return toolChoice{mode: "required"}, nil
+		return turn.ToolChoice{Mode: turn.ToolsRequired}, nil
 	case "tool":
 		if toolNamed(tools, name) == nil {
-			return toolChoice{}, invalid("tool_choice.name", "tool_choice names the tool %q, which is not among the tools", name)
+			return turn.ToolChoice{}, invalid("tool_choice.name", "tool_choice names the tool %q, which is not among the tools", name)
 		}
-		return toolChoice{mode: "function", name: name}, nil
+		return turn.ToolChoice{Mode: turn.ToolsFunction, Name: name}, nil
 	}
-	return toolChoice{}, invalid("tool_choice.type", "tool_choice type %q must be auto, any, tool or none", typ)
+	return turn.ToolChoice{}, invalid("tool_choice.type", "tool_choice type %q must be auto, any, tool or none", typ)
 }
 
 // anthropicThinking reads an Anthropic thinking type as the template's
@@ -253,7 +253,9 @@ func anthropicThinking(typ string) (bool, error) {
 	return false, invalid("thinking.type", "thinking type %q must be enabled, adaptive or disabled", typ)
 }
 
-func (s *Server) messagesTurn(ctx context.Context, req *messagesRequest) (*turn, error) {
+// messagesTurn validates a messages request and translates it into a
+// turn.
+func (s *Server) messagesTurn(req *messagesRequest) (*turn.Request, error) {
 	if err := s.checkModel(req.Model, true); err != nil {
 		return nil, err
 	}
@@ -267,60 +269,40 @@ func (s *Server) messagesTurn(ctx context.Context, req *messagesRequest) (*turn,
 	if err := checkTools("tools", tools); err != nil {
 		return nil, err
 	}
-	choice := toolChoice{mode: "auto"}
+	t := &turn.Request{ID: newID("msg_"), Model: req.Model, AnyModel: strings.HasPrefix(req.Model, "claude-"), Messages: msgs, Tools: tools,
+		ToolChoice: turn.ToolChoice{Mode: turn.ToolsAuto}, Measure: true, Stream: req.Stream,
+		Sampling: turn.Sampling{Temperature: req.Temperature, TopP: req.TopP, TopK: req.TopK}}
 	if tc := req.ToolChoice; tc != nil {
-		if choice, err = anthropicToolChoice(tc.Type, tc.Name, tools); err != nil {
+		if t.ToolChoice, err = anthropicToolChoice(tc.Type, tc.Name, tools); err != nil {
 			return nil, err
 		}
 	}
-	var thinking *bool
 	if th := req.Thinking; th != nil {
 		on, err := anthropicThinking(th.Type)
 		if err != nil {
 			return nil, err
 		}
-		thinking = &on
+		t.Thinking = &on
 	}
-	t := &turn{id: newID("msg_")}
-	if t.stops, err = checkStops("stop_sequences", req.StopSequences); err != nil {
+	if t.Stops, err = checkStops("stop_sequences", req.StopSequences); err != nil {
 		return nil, err
 	}
-	sp := samplingParams{Temperature: req.Temperature, TopP: req.TopP, TopK: req.TopK}
-	if err := s.applySampling(sp, &t.req); err != nil {
-		return nil, err
-	}
-	constrained, err := s.messagesFormat(req, t)
+	rf, param, err := req.responseFormat()
 	if err != nil {
+		return nil, err
+	}
+	if t.Format, err = format(param, rf); err != nil {
 		return nil, err
 	}
 	if len(req.dropped) > 0 {
 		s.logf("/v1/messages: left out tools the model cannot call: %s", strings.Join(req.dropped, ", "))
 	}
-	if err := s.renderChat(chatInput{messages: msgs, tools: tools, choice: choice, thinking: thinking, constrained: constrained, ctx: ctx,
-		countTokens: messagesCountFactor * s.eng.Scheduler.Config().ContextLength, tooLong: promptTooLong}, t); err != nil {
-		return nil, err
+	if !req.count {
+		if t.MaxTokens, err = maxTokens("max_tokens", req.MaxTokens); err != nil {
+			return nil, err
+		}
 	}
-	if req.count {
-		return t, nil
-	}
-	if limit := s.eng.Scheduler.Config().ContextLength; len(t.prompt) > limit {
-		return nil, promptTooLong(len(t.prompt), limit)
-	}
-	if t.req.MaxTokens, err = s.maxTokens("max_tokens", req.MaxTokens, len(t.prompt)); err != nil {
-		return nil, err
-	}
-	s.finishTurn(t)
 	return t, nil
-}
-
-// messagesFormat applies output_config.format (or the older
-// output_format): a JSON schema the reply must follow.
-func (s *Server) messagesFormat(req *messagesRequest, t *turn) (bool, error) {
-	rf, param, err := req.responseFormat()
-	if err != nil || rf == nil {
-		return false, err
-	}
-	return s.constraint(param, rf, t)
 }
 
 // responseFormat reads output_config.format (or the older output_format)
@@ -347,15 +329,10 @@ func (req *messagesRequest) responseFormat() (*responseFormat, string, error) {
 	}{Name: "output", Schema: f.Schema}}, param, nil
 }
 
-// messagesCountFactor bounds how far past the context /v1/messages counts
-// a prompt's tokens, so that its refusal (and count_tokens) can say how
-// long the prompt is; past it the count is a lower bound.
-const messagesCountFactor = 4
-
 // promptTooLong is Anthropic's wording for a prompt over the context,
 // which clients such as Claude Code recognise (and then compact).
 func promptTooLong(prompt, limit int) *apiError {
-	e := contextExceeded(prompt, limit)
+	e := contextLength(limit, "the prompt has %d tokens", prompt)
 	e.Param, e.Message = "", fmt.Sprintf("prompt is too long: %d tokens > %d maximum", prompt, limit)
 	return e
 }
@@ -370,12 +347,17 @@ func (s *Server) handleCountTokens(w http.ResponseWriter, r *http.Request) {
 		req.MaxTokens = new(1)
 	}
 	req.count = true
-	t, err := s.messagesTurn(r.Context(), &req)
+	t, err := s.messagesTurn(&req)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]int{"input_tokens": len(t.prompt)})
+	n, err := s.local.CountTokens(r.Context(), t)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]int{"input_tokens": n})
 }
 
 // Response shapes.
@@ -388,49 +370,46 @@ type anthropicUsage struct {
 	OutputTokens             int `json:"output_tokens"`
 	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
 	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
-	engineUsage
+	*turn.EngineUsage
 }
 
 // toolUseID turns a call id into Anthropic's form.
 func toolUseID(id string) string { return apiwire.ToolUseID(id) }
 
-func toolInput(c chat.ToolCall) json.RawMessage {
-	if s, ok := c.Function.Arguments.(string); ok && s != "" {
-		return json.RawMessage(s)
+func toolInput(c turn.Call) json.RawMessage {
+	if c.Arguments != "" {
+		return json.RawMessage(c.Arguments)
 	}
 	return json.RawMessage("{}")
 }
 
 func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 	var req messagesRequest
-	t, st, ok := startTurn(s, w, r, &req, func(req *messagesRequest) (*turn, error) { return s.messagesTurn(r.Context(), req) })
+	st, ok := startTurn(s, w, r, &req, s.messagesTurn)
 	if !ok {
 		return
 	}
 	if req.Stream {
-		s.streamMessages(w, r, t, st)
+		s.streamMessages(w, r, st)
 		return
 	}
-	rep, o, ok := s.generateReply(w, r, t, st)
+	rep, ok := s.generateReply(w, r, st)
 	if !ok {
 		return
 	}
-	calls := make([]apiwire.AnthropicToolUse, len(rep.calls))
-	for i, c := range rep.calls {
-		calls[i] = apiwire.AnthropicToolUse{ID: toolUseID(c.ID), Name: c.Function.Name, Input: toolInput(c)}
+	calls := make([]apiwire.AnthropicToolUse, len(rep.Calls))
+	for i, c := range rep.Calls {
+		calls[i] = apiwire.AnthropicToolUse{ID: toolUseID(c.ID), Name: c.Name, Input: toolInput(c)}
 	}
 	writeJSON(w, http.StatusOK, apiwire.AnthropicReply{
-		ID: t.id, Model: s.cfg.ModelID, Thinking: rep.reasoning, Text: rep.content, Calls: calls,
-		Finish: o.finish, StopSequence: o.stopString, Usage: anthropicUsageOf(t, o),
+		ID: st.ID(), Model: s.cfg.ModelID, Thinking: rep.Reasoning, Text: rep.Text, Calls: calls,
+		Finish: rep.End.Finish, StopSequence: rep.End.StopSequence, Usage: anthropicUsageOf(rep.End.Usage),
 	}.Message())
 }
 
-func anthropicUsageOf(t *turn, o *outcome) anthropicUsage {
-	u := anthropicUsage{InputTokens: len(t.prompt), OutputTokens: o.completion, engineUsage: engineUsageOf(o.res)}
-	if o.res != nil {
-		u.CacheReadInputTokens = o.res.CachedTokens
-		u.CacheCreationInputTokens = o.res.CacheCreationTokens
-		u.InputTokens = max(len(t.prompt)-u.CacheReadInputTokens-u.CacheCreationInputTokens, 0)
-	}
-	return u
+func anthropicUsageOf(u turn.Usage) anthropicUsage {
+	out := anthropicUsage{OutputTokens: u.CompletionTokens, CacheReadInputTokens: u.CachedTokens,
+		CacheCreationInputTokens: u.CacheCreationTokens, EngineUsage: u.Engine}
+	out.InputTokens = max(u.PromptTokens-u.CachedTokens-u.CacheCreationTokens, 0)
+	return out
 }

@@ -5,34 +5,35 @@ import (
 
 	"github.com/spoolhq/spool/engine/anthropicsse"
 	"github.com/spoolhq/spool/engine/apiwire"
-	"github.com/spoolhq/spool/engine/scheduler"
+	"github.com/spoolhq/spool/engine/local"
+	"github.com/spoolhq/spool/engine/turn"
 )
 
 // streamMessages answers with the Anthropic event stream.
-func (s *Server) streamMessages(w http.ResponseWriter, r *http.Request, t *turn, st *scheduler.Stream) {
+func (s *Server) streamMessages(w http.ResponseWriter, r *http.Request, st *local.Stream) {
 	sse, err := apiwire.StartSSE(w)
 	if err != nil {
-		st.Cancel()
+		st.Close()
 		return
 	}
-	b, err := anthropicsse.Start(sse, t.id, s.cfg.ModelID, map[string]int{"input_tokens": len(t.prompt), "output_tokens": 0})
+	b, err := anthropicsse.Start(sse, st.ID(), s.cfg.ModelID, map[string]int{"input_tokens": st.PromptTokens(), "output_tokens": 0})
 	if err != nil {
-		st.Cancel()
+		st.Close()
 		return
 	}
-	o, err := s.generate(r.Context(), t, st, func(p piece) error {
-		if p.reasoning != "" {
-			if err := b.Thinking(p.reasoning); err != nil {
+	end, err := s.generate(r.Context(), st, func(p turn.Piece) error {
+		if p.Reasoning != "" {
+			if err := b.Thinking(p.Reasoning); err != nil {
 				return err
 			}
 		}
-		if p.content != "" {
-			if err := b.Text(p.content); err != nil {
+		if p.Text != "" {
+			if err := b.Text(p.Text); err != nil {
 				return err
 			}
 		}
-		for _, c := range p.calls {
-			if err := b.StartToolUse(toolUseID(c.ID), c.Function.Name); err != nil {
+		for _, c := range p.Calls {
+			if err := b.StartToolUse(toolUseID(c.ID), c.Name); err != nil {
 				return err
 			}
 			if err := b.InputJSON(string(toolInput(c))); err != nil {
@@ -46,12 +47,12 @@ func (s *Server) streamMessages(w http.ResponseWriter, r *http.Request, t *turn,
 	}, b.Ping)
 	if err != nil {
 		if r.Context().Err() == nil {
-			b.Error(asAPIError(err).Anthropic())
+			b.Error(anthropicError(err).Anthropic())
 		}
 		return
 	}
-	reason, seq := apiwire.AnthropicStop(o.finish, o.stopString)
-	if b.Finish(reason, seq, anthropicUsageOf(t, o)) != nil {
+	reason, seq := apiwire.AnthropicStop(end.Finish, end.StopSequence)
+	if b.Finish(reason, seq, anthropicUsageOf(end.Usage)) != nil {
 		return
 	}
 	b.End()

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/engine/apiwire"
-	"github.com/spoolhq/spool/engine/scheduler"
+	"github.com/spoolhq/spool/engine/turn"
 )
 
 // completionRequest is a legacy /v1/completions request: raw text in, no
@@ -41,14 +41,14 @@ func (s *Server) promptTokens(raw json.RawMessage) ([]int, string, error) {
 	}
 	var text string
 	if err := json.Unmarshal(raw, &text); err == nil {
-		return s.eng.Tokenizer.Encode(text), text, nil
+		return s.local.Tokenizer().Encode(text), text, nil
 	}
 	var texts []string
 	if err := json.Unmarshal(raw, &texts); err == nil {
 		if len(texts) != 1 {
 			return nil, "", invalid("prompt", "prompt must hold exactly one string (batches of prompts are not supported)")
 		}
-		return s.eng.Tokenizer.Encode(texts[0]), texts[0], nil
+		return s.local.Tokenizer().Encode(texts[0]), texts[0], nil
 	}
 	var ids []int
 	if err := json.Unmarshal(raw, &ids); err != nil {
@@ -58,16 +58,18 @@ func (s *Server) promptTokens(raw json.RawMessage) ([]int, string, error) {
 		}
 		ids = batch[0]
 	}
-	vocab := s.eng.Scheduler.Model().Config().VocabSize
+	vocab := s.local.ModelConfig().VocabSize
 	for _, id := range ids {
 		if id < 0 || id >= vocab {
 			return nil, "", invalid("prompt", "prompt token id %d is outside the vocabulary (0..%d)", id, vocab-1)
 		}
 	}
-	return ids, s.eng.Tokenizer.Decode(ids, false), nil
+	return ids, s.local.Tokenizer().Decode(ids, false), nil
 }
 
-func (s *Server) completionTurn(req *completionRequest) (*turn, string, error) {
+// completionTurn validates a completion request and translates it into a
+// turn; echo is the prompt's text when the request echoes it.
+func (s *Server) completionTurn(req *completionRequest) (*turn.Request, string, error) {
 	if err := s.checkModel(req.Model, false); err != nil {
 		return nil, "", err
 	}
@@ -87,27 +89,23 @@ func (s *Server) completionTurn(req *completionRequest) (*turn, string, error) {
 	if len(prompt) == 0 {
 		return nil, "", invalid("prompt", "prompt is empty")
 	}
-	t := &turn{id: newID("cmpl-"), prompt: prompt}
-	if t.stops, err = parseStop("stop", req.Stop); err != nil {
-		return nil, "", err
-	}
-	if err := s.applySampling(req.samplingParams, &t.req); err != nil {
+	t := &turn.Request{ID: newID("cmpl-"), Model: req.Model, Prompt: &turn.Prompt{Tokens: prompt}, Sampling: req.sampling(), Stream: req.Stream}
+	if t.Stops, err = parseStop("stop", req.Stop); err != nil {
 		return nil, "", err
 	}
 	if req.Logprobs != nil {
 		if *req.Logprobs < 0 || *req.Logprobs > 5 {
 			return nil, "", invalid("logprobs", "logprobs %d is out of range (0..5)", *req.Logprobs)
 		}
-		t.req.Logprobs, t.req.TopLogprobs = true, *req.Logprobs
+		t.Logprobs, t.TopLogprobs = true, *req.Logprobs
 	}
 	limit := req.MaxTokens
 	if limit == nil {
 		limit = new(completionMaxTokens)
 	}
-	if t.req.MaxTokens, err = s.maxTokens("max_tokens", limit, len(prompt)); err != nil {
+	if t.MaxTokens, err = maxTokens("max_tokens", limit); err != nil {
 		return nil, "", err
 	}
-	s.finishTurn(t)
 	echo := ""
 	if req.Echo {
 		echo = text
@@ -139,20 +137,18 @@ type completionLogprobs struct {
 	TextOffset    []int                `json:"text_offset"`
 }
 
-func (s *Server) completionLogprobs(toks []scheduler.Token, offset int) *completionLogprobs {
+func completionLogprobsOf(toks []turn.Token, offset int) *completionLogprobs {
 	lp := &completionLogprobs{Tokens: []string{}, TokenLogprobs: []float64{}, TopLogprobs: []map[string]float64{}, TextOffset: []int{}}
 	for _, tk := range toks {
-		b, _ := s.eng.Tokenizer.TokenBytes(tk.ID)
-		lp.Tokens = append(lp.Tokens, string(b))
+		lp.Tokens = append(lp.Tokens, tk.Text)
 		lp.TokenLogprobs = append(lp.TokenLogprobs, tk.Logprob)
 		top := map[string]float64{}
 		for _, alt := range tk.Top {
-			ab, _ := s.eng.Tokenizer.TokenBytes(alt.ID)
-			top[string(ab)] = alt.Logprob
+			top[alt.Text] = alt.Logprob
 		}
 		lp.TopLogprobs = append(lp.TopLogprobs, top)
 		lp.TextOffset = append(lp.TextOffset, offset)
-		offset += len(b)
+		offset += len(tk.Text)
 	}
 	return lp
 }
@@ -160,8 +156,12 @@ func (s *Server) completionLogprobs(toks []scheduler.Token, offset int) *complet
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	var req completionRequest
 	var echo string
-	t, st, ok := startTurn(s, w, r, &req, func(req *completionRequest) (t *turn, err error) {
+	var logprobs bool
+	st, ok := startTurn(s, w, r, &req, func(req *completionRequest) (t *turn.Request, err error) {
 		t, echo, err = s.completionTurn(req)
+		if t != nil {
+			logprobs = t.Logprobs
+		}
 		return t, err
 	})
 	if !ok {
@@ -169,46 +169,46 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	created := time.Now().Unix()
 	object := func(text string, finish *string, lp *completionLogprobs) completion {
-		return completion{ID: t.id, Object: "text_completion", Created: created, Model: s.cfg.ModelID, SystemFingerprint: "spool",
+		return completion{ID: st.ID(), Object: "text_completion", Created: created, Model: s.cfg.ModelID, SystemFingerprint: "spool",
 			Choices: []completionChoice{{Text: text, Logprobs: lp, FinishReason: finish}}}
 	}
 	if !req.Stream {
-		rep, o, ok := s.generateReply(w, r, t, st)
+		rep, ok := s.generateReply(w, r, st)
 		if !ok {
 			return
 		}
 		var lp *completionLogprobs
-		if t.req.Logprobs {
-			lp = s.completionLogprobs(rep.tokens, len(echo))
+		if logprobs {
+			lp = completionLogprobsOf(rep.Tokens, len(echo))
 		}
-		c := object(echo+rep.content, &o.finish, lp)
-		c.Usage = chatUsageOf(t, o)
+		c := object(echo+rep.Text, &rep.End.Finish, lp)
+		c.Usage = chatUsageOf(rep.End.Usage)
 		writeJSON(w, http.StatusOK, c)
 		return
 	}
 	sse, err := apiwire.StartSSE(w)
 	if err != nil {
-		st.Cancel()
+		st.Close()
 		return
 	}
 	offset := 0
 	if echo != "" {
 		if sse.Data(object(echo, nil, nil)) != nil {
-			st.Cancel()
+			st.Close()
 			return
 		}
 		offset = len(echo)
 	}
-	o, err := s.generate(r.Context(), t, st, func(p piece) error {
+	end, err := s.generate(r.Context(), st, func(p turn.Piece) error {
 		var lp *completionLogprobs
-		if t.req.Logprobs {
-			lp = s.completionLogprobs(p.tokens, offset)
+		if logprobs {
+			lp = completionLogprobsOf(p.Tokens, offset)
 		}
-		offset += len(p.content)
-		if p.content == "" && lp == nil {
+		offset += len(p.Text)
+		if p.Text == "" && lp == nil {
 			return nil
 		}
-		return sse.Data(object(p.content, nil, lp))
+		return sse.Data(object(p.Text, nil, lp))
 	}, func() error { return sse.Comment("keep-alive") })
 	if err != nil {
 		if r.Context().Err() == nil {
@@ -216,13 +216,13 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	if sse.Data(object("", &o.finish, nil)) != nil {
+	if sse.Data(object("", &end.Finish, nil)) != nil {
 		return
 	}
 	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
 		c := object("", nil, nil)
 		c.Choices = []completionChoice{}
-		c.Usage = chatUsageOf(t, o)
+		c.Usage = chatUsageOf(end.Usage)
 		if sse.Data(c) != nil {
 			return
 		}

@@ -2,41 +2,27 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"math"
 	"net/http"
-	"time"
 
-	"github.com/spoolhq/spool/engine/generate"
 	"github.com/spoolhq/spool/engine/httpguard"
-	"github.com/spoolhq/spool/engine/scheduler"
+	"github.com/spoolhq/spool/engine/local"
 )
 
-// Embeddings (/v1/embeddings, Ollama's /api/embed and /api/embeddings).
-// An input's vector is the served model's own: its plain-text tokens (no
-// chat template) are prefilled through the scheduler like any prompt —
-// queued with the chats, within the memory plan's sequences — and the
-// final-normed hidden states (lm_head's input) are mean-pooled and
-// L2-normalised (see generate.Params.Embed). The same input gives the
-// same bits alone, in a batch of inputs or beside a decoding chat. Each
-// input is a full prefill of the model: a batch's inputs run one after
-// another, so a large batch holds one queue slot, never the whole queue.
+// Embeddings (/v1/embeddings, Ollama's /api/embed and /api/embeddings):
+// the vectors are the local engine's (local.Engine.Embed); this file reads
+// the requests and answers them.
 
 // maxEmbedInputs bounds the inputs of one request (OpenAI's bound).
 const maxEmbedInputs = 2048
 
 // embedLimits is how an input is fitted to the context.
 type embedLimits struct {
-	// param names the input field in errors.
-	param string
-	// tokens is the most tokens an input may have.
-	tokens int
-	// truncate cuts a longer input to tokens; else it is refused.
-	truncate bool
+	local.EmbedLimits
 	// ollama words the refusal as Ollama does.
 	ollama bool
 }
@@ -44,63 +30,28 @@ type embedLimits struct {
 // embedTokens tokenizes text inputs (no chat template) and fits them to
 // the context.
 func (s *Server) embedTokens(texts []string, lim embedLimits) ([][]int, error) {
-	out := make([][]int, len(texts))
-	for i, text := range texts {
-		if text == "" {
-			return nil, invalid(lim.param, "%s is empty: there is nothing to embed", embedInputName(lim.param, i, len(texts)))
-		}
-		ids, fits := s.eng.Tokenizer.EncodeLimit(text, lim.tokens)
-		if !fits || len(ids) > lim.tokens {
-			if !lim.truncate {
-				return nil, s.embedTooLong(lim, i, len(texts), len(ids))
-			}
-			ids = ids[:lim.tokens]
-		}
-		if len(ids) == 0 {
-			return nil, invalid(lim.param, "%s encodes to no tokens: there is nothing to embed", embedInputName(lim.param, i, len(texts)))
-		}
-		out[i] = ids
+	ids, err := s.local.EmbedTokens(texts, lim.EmbedLimits)
+	var tl *local.InputTooLong
+	if errors.As(err, &tl) {
+		return nil, embedTooLong(lim, tl.Name, tl.Tokens)
 	}
-	return out, nil
+	return ids, err
 }
 
 // embedTooLong refuses an input over the context.
-func (s *Server) embedTooLong(lim embedLimits, i, n, tokens int) error {
-	name := embedInputName(lim.param, i, n)
+func embedTooLong(lim embedLimits, name string, tokens int) error {
 	if lim.ollama {
-		return invalid("", "the input length exceeds the context length: %s has more than %d tokens (truncate is false)", name, lim.tokens)
+		return invalid("", "the input length exceeds the context length: %s has more than %d tokens (truncate is false)", name, lim.Tokens)
 	}
-	e := contextLength(lim.tokens, "%s has more than %d tokens", name, max(tokens-1, lim.tokens))
-	e.Param = lim.param
+	e := contextLength(lim.Tokens, "%s has more than %d tokens", name, max(tokens-1, lim.Tokens))
+	e.Param = lim.Param
 	return e
-}
-
-// embedInputName names input i of n in errors: "input", or "input[i]".
-func embedInputName(param string, i, n int) string {
-	if n == 1 {
-		return param
-	}
-	return fmt.Sprintf("%s[%d]", param, i)
-}
-
-// embedDimensions reads "dimensions": nil or 0 keeps the model's hidden
-// size, else 1..hidden (the vector is cut to it and renormalised, as
-// Ollama and OpenAI's text-embedding-3 models do).
-func (s *Server) embedDimensions(d *int) (int, error) {
-	hidden := s.eng.Scheduler.Model().Config().HiddenSize
-	if d == nil || *d == 0 {
-		return hidden, nil
-	}
-	if *d < 1 || *d > hidden {
-		return 0, invalid("dimensions", "dimensions %d is out of range: this model's embeddings have 1..%d dimensions", *d, hidden)
-	}
-	return *d, nil
 }
 
 // embedRequest decodes an embedding request into req, prepares its
 // inputs and their dimensions with prepare and embeds them; ok is false
 // when it has answered an error (or the client left).
-func embedRequest[R any](s *Server, w http.ResponseWriter, r *http.Request, req *R, prepare func(*R) ([][]int, int, error)) (*embedded, bool) {
+func embedRequest[R any](s *Server, w http.ResponseWriter, r *http.Request, req *R, prepare func(*R) ([][]int, int, error)) (*local.Embedded, bool) {
 	if err := decodeBody(r, req); err != nil {
 		writeError(w, r, err)
 		return nil, false
@@ -110,7 +61,8 @@ func embedRequest[R any](s *Server, w http.ResponseWriter, r *http.Request, req 
 		writeError(w, r, err)
 		return nil, false
 	}
-	e, err := s.embed(r.Context(), inputs, dims)
+	httpguard.EndParsing(r.Context())
+	e, err := s.local.Embed(r.Context(), inputs, dims)
 	if err != nil {
 		if r.Context().Err() == nil {
 			writeError(w, r, err)
@@ -118,79 +70,6 @@ func embedRequest[R any](s *Server, w http.ResponseWriter, r *http.Request, req 
 		return nil, false
 	}
 	return e, true
-}
-
-// embedded is the answer to an embedding request.
-type embedded struct {
-	vectors [][]float32
-	// tokens counts the inputs' tokens; prefill is the engine's time on
-	// them (their prefills), the rest of the request's time is not.
-	tokens  int
-	prefill time.Duration
-}
-
-// embed computes the vectors of inputs, one after another through the
-// scheduler, each cut to dims dimensions.
-func (s *Server) embed(ctx context.Context, inputs [][]int, dims int) (*embedded, error) {
-	httpguard.EndParsing(ctx)
-	out := &embedded{vectors: make([][]float32, len(inputs))}
-	for i, ids := range inputs {
-		t := &turn{id: newID("embd-"), prompt: ids, req: scheduler.Request{Prompt: ids, Params: generate.Params{Embed: true}}}
-		st, err := s.submit(ctx, t)
-		if err != nil {
-			return nil, err
-		}
-		res := waitResult(ctx, st)
-		if res == nil {
-			s.endRequest(t.id, nil, scheduler.FinishCancelled)
-			return nil, ctx.Err()
-		}
-		s.endRequest(t.id, res, res.FinishReason)
-		if res.Err != nil {
-			return nil, asAPIError(res.Err)
-		}
-		if len(res.Embedding) == 0 {
-			return nil, internalError(fmt.Errorf("embedding %d: the engine returned no vector (%s)", i, res.FinishReason))
-		}
-		out.vectors[i] = cutDimensions(res.Embedding, dims)
-		out.tokens += len(ids)
-		out.prefill += res.PrefillTime
-	}
-	return out, nil
-}
-
-// waitResult reads a stream that emits no tokens to its result; nil when
-// ctx ended first (the stream is then cancelled).
-func waitResult(ctx context.Context, st *scheduler.Stream) *scheduler.Result {
-	for {
-		_, res, err := st.Next(ctx)
-		if err != nil {
-			st.Cancel()
-			return nil
-		}
-		if res != nil {
-			return res
-		}
-	}
-}
-
-// cutDimensions keeps a unit vector's first dims values, renormalised.
-func cutDimensions(v []float32, dims int) []float32 {
-	if dims >= len(v) {
-		return v
-	}
-	var sq float64
-	for _, x := range v[:dims] {
-		sq += float64(x) * float64(x)
-	}
-	out := make([]float32, dims)
-	norm := math.Sqrt(sq)
-	for i, x := range v[:dims] {
-		if norm > 0 {
-			out[i] = float32(float64(x) / norm)
-		}
-	}
-	return out
 }
 
 // embeddingsRequest is an OpenAI /v1/embeddings request.
@@ -210,7 +89,7 @@ func (s *Server) openAIEmbedInputs(raw json.RawMessage) ([][]int, error) {
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return nil, invalid("input", "input is required: a string, an array of strings, or an array of token ids")
 	}
-	lim := embedLimits{param: "input", tokens: s.eng.Scheduler.Config().ContextLength}
+	lim := embedLimits{EmbedLimits: local.EmbedLimits{Param: "input", Tokens: s.local.Context()}}
 	var text string
 	if json.Unmarshal(raw, &text) == nil {
 		return s.embedTokens([]string{text}, lim)
@@ -234,14 +113,14 @@ func (s *Server) openAIEmbedInputs(raw json.RawMessage) ([][]int, error) {
 	default:
 		return nil, invalid("input", "input must be a string, an array of strings, an array of token ids, or an array of arrays of token ids")
 	}
-	vocab := s.eng.Scheduler.Model().Config().VocabSize
+	vocab := s.local.ModelConfig().VocabSize
 	for i, ids := range batch {
-		name := embedInputName("input", i, len(batch))
+		name := local.InputName("input", i, len(batch))
 		if len(ids) == 0 {
 			return nil, invalid("input", "%s is empty: there is nothing to embed", name)
 		}
-		if len(ids) > lim.tokens {
-			return nil, s.embedTooLong(lim, i, len(batch), len(ids))
+		if len(ids) > lim.Tokens {
+			return nil, embedTooLong(lim, name, len(ids))
 		}
 		for _, id := range ids {
 			if id < 0 || id >= vocab {
@@ -305,7 +184,7 @@ func (s *Server) embeddingsInputs(req *embeddingsRequest) ([][]int, int, error) 
 	if req.EncodingFormat != "" && req.EncodingFormat != "float" && req.EncodingFormat != "base64" {
 		return nil, 0, invalid("encoding_format", `encoding_format must be "float" or "base64", got %q`, req.EncodingFormat)
 	}
-	dims, err := s.embedDimensions(req.Dimensions)
+	dims, err := s.local.EmbedDimensions(req.Dimensions)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -323,9 +202,9 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	if model == "" {
 		model = s.cfg.ModelID
 	}
-	resp := embeddingsResponse{Object: "list", Model: model, Data: make([]embeddingDatum, len(e.vectors)),
-		Usage: embeddingsUsage{PromptTokens: e.tokens, TotalTokens: e.tokens}}
-	for i, v := range e.vectors {
+	resp := embeddingsResponse{Object: "list", Model: model, Data: make([]embeddingDatum, len(e.Vectors)),
+		Usage: embeddingsUsage{PromptTokens: e.Tokens, TotalTokens: e.Tokens}}
+	for i, v := range e.Vectors {
 		resp.Data[i] = embeddingDatum{Object: "embedding", Index: i, Embedding: v}
 		if req.EncodingFormat == "base64" {
 			resp.Data[i].Embedding = base64Floats(v)

@@ -199,7 +199,7 @@ func TestEmbedBesideDecodingChat(t *testing.T) {
 	}
 	last := ts.sched.Stats().LastRequest
 	cancel()
-	res := drain(context.Background(), chat)
+	res := drainStream(context.Background(), chat)
 	if res == nil || res.FinishReason != scheduler.FinishCancelled {
 		t.Fatalf("the chat ended before it was cancelled (%+v): the embedding did not run beside it", res)
 	}
@@ -318,4 +318,14 @@ func FuzzEmbeddingsRequest(f *testing.F) {
 		_, _, err := s.embeddingsInputs(&req)
 		return err
 	})
+}
+
+// drainStream waits for a cancelled stream's result.
+func drainStream(ctx context.Context, st *scheduler.Stream) *scheduler.Result {
+	for {
+		_, res, err := st.Next(ctx)
+		if err != nil || res != nil {
+			return res
+		}
+	}
 }

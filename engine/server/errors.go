@@ -2,12 +2,10 @@ package server
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/spoolhq/spool/engine/apiwire"
-	"github.com/spoolhq/spool/engine/kvcache"
-	"github.com/spoolhq/spool/engine/scheduler"
+	"github.com/spoolhq/spool/engine/turn"
 )
 
 // apiError is an error answered to the client (apiwire.Error).
@@ -26,68 +24,34 @@ func forbidden(format string, args ...any) *apiError { return apiwire.Forbidden(
 
 func internalError(err error) *apiError { return apiwire.Internal(err) }
 
-func unavailable(format string, args ...any) *apiError { return apiwire.Unavailable(format, args...) }
-
-func queueFull() *apiError {
-	return &apiError{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Code: "queue_full",
-		Message: "the server is busy: every generation slot is taken and the queue is full; retry later", RetryAfter: 1}
-}
-
 // contextLength refuses a request the context of limit tokens cannot hold;
 // the message goes on from "this model's context length is N tokens, but".
 func contextLength(limit int, format string, args ...any) *apiError {
 	return apiwire.ContextLength(limit, format, args...)
 }
 
-func contextExceeded(prompt, limit int) *apiError {
-	return contextLength(limit, "the prompt has %d tokens", prompt)
-}
-
-// contextExceededAtLeast reports a prompt whose tokenization stopped at
-// more than limit tokens.
-func contextExceededAtLeast(prompt, limit int) *apiError {
-	return contextLength(limit, "the prompt has more than %d tokens", prompt-1)
-}
-
-// renderedTooLong refuses a rendered prompt longer than limit tokens can be.
-func renderedTooLong(bytes int64, limit int) *apiError {
-	return contextLength(limit, "the rendered prompt is longer than %d bytes, more than %d tokens can hold", bytes, limit)
-}
-
-// tooManyMessages refuses more messages than the context has tokens.
-func tooManyMessages(n, limit int) *apiError { return apiwire.TooManyMessages(n, limit) }
-
-// templateLimit reports a chat template that exceeded a render limit: the
-// model's template, not the request, is at fault, but a smaller request
-// may pass.
-func templateLimit(err error) *apiError {
-	return &apiError{Status: http.StatusUnprocessableEntity, Type: "invalid_request_error", Code: "template_limit_exceeded", Param: "messages",
-		Message: fmt.Sprintf("the model's chat template exceeded a limit while rendering these messages: %v", err)}
-}
-
 // asAPIError maps any error to an apiError.
-func asAPIError(err error) *apiError {
-	var ae *apiError
-	var ce *kvcache.ContextError
-	var mb *http.MaxBytesError
-	switch {
-	case errors.As(err, &ae):
-		return ae
-	case errors.Is(err, scheduler.ErrQueueFull):
-		return queueFull()
-	case errors.Is(err, scheduler.ErrClosed):
-		return unavailable("the engine is stopping")
-	case errors.As(err, &ce):
-		return contextExceeded(ce.Have+ce.Add, ce.Limit)
-	case errors.As(err, &mb):
-		return apiwire.BodyError(mb)
+func asAPIError(err error) *apiError { return turn.Error(err) }
+
+// anthropicError maps any error to an apiError in Anthropic's words: a
+// prompt over the context is "prompt is too long", which clients such as
+// Claude Code recognise (and then compact).
+func anthropicError(err error) *apiError {
+	var ce *turn.ContextError
+	if errors.As(err, &ce) {
+		return promptTooLong(ce.Prompt, ce.Limit)
 	}
-	return internalError(err)
+	return asAPIError(err)
 }
 
-// writeError answers err in the envelope of the request's path.
+// writeError answers err in the envelope and the words of the request's
+// path.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
-	apiwire.WriteError(w, r.URL.Path, asAPIError(err))
+	e := asAPIError(err)
+	if apiwire.IsAnthropicPath(r.URL.Path) {
+		e = anthropicError(err)
+	}
+	apiwire.WriteError(w, r.URL.Path, e)
 }
 
 // writeJSON answers v with status.

@@ -3,8 +3,9 @@ package server
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
+
+	"github.com/spoolhq/spool/engine/turn"
 )
 
 // fuzzDecode checks that a request body either prepares a turn or is
@@ -41,8 +42,7 @@ func FuzzChatRequest(f *testing.F) {
 		if err := decodeJSON(body, &req); err != nil {
 			return err
 		}
-		_, err := s.chatTurn(context.Background(), &req)
-		return err
+		return s.prompt(s.chatTurn(&req))
 	})
 }
 
@@ -57,8 +57,7 @@ func FuzzMessagesRequest(f *testing.F) {
 		if err := decodeJSON(body, &req); err != nil {
 			return err
 		}
-		_, err := s.messagesTurn(context.Background(), &req)
-		return err
+		return s.prompt(s.messagesTurn(&req))
 	})
 }
 
@@ -72,8 +71,8 @@ func FuzzResponsesRequest(f *testing.F) {
 		if err := decodeJSON(body, &req); err != nil {
 			return err
 		}
-		_, _, err := s.responsesTurn(context.Background(), &req)
-		return err
+		t, _, err := s.responsesTurn(context.Background(), &req)
+		return s.prompt(t, err)
 	})
 }
 
@@ -86,50 +85,17 @@ func FuzzCompletionRequest(f *testing.F) {
 		if err := decodeJSON(body, &req); err != nil {
 			return err
 		}
-		_, _, err := s.completionTurn(&req)
-		return err
+		t, _, err := s.completionTurn(&req)
+		return s.prompt(t, err)
 	})
 }
 
-// FuzzTextStreams: the stop matcher and the tool stream give the same
-// result however the text is cut.
-func FuzzTextStreams(f *testing.F) {
-	f.Add("hello <tool_call>f<arg_key>a</arg_key><arg_value>1</arg_value></tool_call> world STOP x", 7, "STOP")
-	f.Add("ab<tool_ca", 3, "b<")
-	f.Fuzz(func(t *testing.T, text string, cut int, stop string) {
-		if stop == "" || cut < 0 || cut > len(text) {
-			return
-		}
-		run := func(pieces []string) (string, string, int) {
-			m := &stopMatcher{stops: []string{stop}}
-			ts := &toolStream{}
-			var out, hit string
-			calls := 0
-			for _, p := range pieces {
-				o, h := m.write(p)
-				c, cs := ts.write(o)
-				out += c
-				calls += len(cs)
-				if h != "" {
-					hit = h
-					break
-				}
-			}
-			if hit == "" {
-				c, cs := ts.write(m.flush())
-				out += c
-				calls += len(cs)
-			}
-			c, cs := ts.flush(false)
-			return out + c, hit, calls + len(cs)
-		}
-		o1, h1, c1 := run([]string{text})
-		o2, h2, c2 := run([]string{text[:cut], text[cut:]})
-		if o1 != o2 || h1 != h2 || c1 != c2 {
-			t.Fatalf("whole %q %q %d, cut at %d %q %q %d", o1, h1, c1, cut, o2, h2, c2)
-		}
-		if h1 != "" && strings.Contains(o1, stop) {
-			t.Fatalf("output %q holds the stop %q", o1, stop)
-		}
-	})
+// prompt prepares a translated turn's prompt, as Submit would (err: the
+// translation's refusal).
+func (s *Server) prompt(t *turn.Request, err error) error {
+	if err != nil {
+		return err
+	}
+	_, _, err = s.local.Prompt(context.Background(), t)
+	return err
 }

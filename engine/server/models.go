@@ -3,6 +3,8 @@ package server
 import (
 	"net/http"
 	"runtime"
+
+	"github.com/spoolhq/spool/engine/turn"
 )
 
 // modelObject is one entry of /v1/models, with Spool's capability fields.
@@ -34,12 +36,9 @@ type capabilities struct {
 
 func (s *Server) modelObject() modelObject {
 	m := s.eng.Scheduler.Model()
-	ctx := s.eng.Scheduler.Config().ContextLength
-	maxOut := ctx
-	if s.cfg.MaxTokens > 0 {
-		maxOut = min(maxOut, s.cfg.MaxTokens)
-	}
-	hasTemplate := s.eng.Template != nil
+	ctx := s.local.Context()
+	maxOut := s.local.MaxOutput()
+	hasTemplate := s.local.Template() != nil
 	return modelObject{
 		ID:            s.cfg.ModelID,
 		Object:        "model",
@@ -52,7 +51,7 @@ func (s *Server) modelObject() modelObject {
 			Chat:             hasTemplate,
 			Completions:      true,
 			Tools:            hasTemplate,
-			StructuredOutput: s.eng.Constraints != nil,
+			StructuredOutput: s.local.Constrained(),
 			Reasoning:        hasTemplate,
 			Logprobs:         true,
 			MTP:              m.HasMTP(),
@@ -122,9 +121,9 @@ func (s *Server) stats() map[string]any {
 	if r := st.LastRequest; r != nil {
 		lt := lastTurn{
 			FinishReason: r.FinishReason, PromptTokens: r.PromptTokens, CachedTokens: r.CachedTokens,
-			RestoredTokens: r.RestoredTokens, RestoreMS: ms(r.RestoreTime), CacheCreationTokens: r.CacheCreationTokens,
+			RestoredTokens: r.RestoredTokens, RestoreMS: turn.MS(r.RestoreTime), CacheCreationTokens: r.CacheCreationTokens,
 			CompletionTokens: r.CompletionTokens, Lane: r.Lane, PeakBatch: r.PeakBatch,
-			QueueMS: ms(r.QueueWait), PrefillMS: ms(r.PrefillTime), DecodeMS: ms(r.DecodeTime),
+			QueueMS: turn.MS(r.QueueWait), PrefillMS: turn.MS(r.PrefillTime), DecodeMS: turn.MS(r.DecodeTime),
 			DraftsProposed: r.DraftsProposed, DraftsAccepted: r.DraftsAccepted,
 		}
 		if r.DecodeTime > 0 && r.CompletionTokens > 1 {

@@ -78,7 +78,7 @@ func (s *Server) ollamaDetails() ollamaDetails {
 
 // ollamaArch is the model_info architecture key.
 func (s *Server) ollamaArch() string {
-	if t := s.eng.Scheduler.Model().Config().ModelType; t != "" {
+	if t := s.local.ModelConfig().ModelType; t != "" {
 		return t
 	}
 	return "glm_moe_dsa"
@@ -129,7 +129,7 @@ func (s *Server) handleOllamaPS(w http.ResponseWriter, r *http.Request) {
 	m.ExpiresAt = ollamaTime(ollamaForever())
 	m.Size = s.eng.Footprint.MemoryBytes
 	m.SizeVRAM = new(s.eng.Footprint.GPUBytes)
-	m.ContextLength = s.eng.Scheduler.Config().ContextLength
+	m.ContextLength = s.local.Context()
 	writeJSON(w, http.StatusOK, map[string]any{"models": []ollamaListed{m}})
 }
 
@@ -179,9 +179,9 @@ func (s *Server) handleOllamaShow(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) ollamaShow() ollamaShow {
-	cfg := s.eng.Scheduler.Model().Config()
+	cfg := s.local.ModelConfig()
 	arch := s.ollamaArch()
-	ctx := s.eng.Scheduler.Config().ContextLength
+	ctx := s.local.Context()
 	info := map[string]any{
 		"general.architecture":               arch,
 		"general.basename":                   s.cfg.ModelID,
@@ -197,9 +197,9 @@ func (s *Server) ollamaShow() ollamaShow {
 	}
 	// As the UI's hello event: thinking where the template has its switch.
 	caps := []string{"completion"}
-	if t := s.eng.Template; t != nil {
+	if s.local.Template() != nil {
 		caps = append(caps, "tools")
-		if strings.Contains(t.Source(), "enable_thinking") {
+		if s.local.Thinking() {
 			caps = append(caps, "thinking")
 		}
 	}
@@ -218,8 +218,8 @@ func (s *Server) ollamaShow() ollamaShow {
 	}
 	params = append(params, fmt.Sprintf("num_ctx %d", ctx))
 	var tmpl string
-	if s.eng.Template != nil {
-		tmpl = s.eng.Template.Source()
+	if t := s.local.Template(); t != nil {
+		tmpl = t.Source()
 	}
 	return ollamaShow{
 		Modelfile: fmt.Sprintf("# Served by Spool: the model stays resident; parameters are its defaults.\nFROM %s\n%s\n",

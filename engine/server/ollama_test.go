@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/spoolhq/spool/engine/turn"
 )
 
 // ndjson posts body and reads the NDJSON lines to the end.
@@ -292,18 +294,22 @@ func TestOllamaToolCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &ollamaCommon{}
-	tu, err := ts.srv.ollamaChatTurn(context.Background(), &req, c)
+	tu, err := ts.srv.ollamaChatTurn(&req, c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	prompt := ts.srv.eng.Tokenizer.Decode(tu.prompt, false)
+	ids, parse, err := ts.srv.local.Prompt(context.Background(), tu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := ts.srv.eng.Tokenizer.Decode(ids, false)
 	for _, want := range []string{"forecast", "Oslo", "sunny, 21 degrees", "Weather"} {
 		if !strings.Contains(prompt, want) {
 			t.Errorf("prompt lacks %q:\n%s", want, prompt)
 		}
 	}
-	if !c.stream || !tu.parse {
-		t.Errorf("stream %v parse %v", c.stream, tu.parse)
+	if !c.stream || len(parse.Tools) == 0 {
+		t.Errorf("stream %v tools %v", c.stream, parse.Tools)
 	}
 
 	// Calls out: the turn is forced to call forecast (the demo model does
@@ -317,16 +323,11 @@ func TestOllamaToolCalls(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := &ollamaCommon{}
-		tu, err := ts.srv.ollamaChatTurn(context.Background(), &req, c)
+		forced, err := ts.srv.ollamaChatTurn(&req, c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		forced := &turn{id: tu.id, req: tu.req}
-		msgs, _ := ollamaMessages(req.Messages)
-		if err := ts.srv.renderChat(chatInput{messages: msgs, tools: req.Tools, choice: toolChoice{mode: "function", name: "forecast"}}, forced); err != nil {
-			t.Fatal(err)
-		}
-		ts.srv.finishTurn(forced)
+		forced.ToolChoice = turn.ToolChoice{Mode: turn.ToolsFunction, Name: "forecast"}
 		rec := httptest.NewRecorder()
 		r := httptest.NewRequest("POST", "/api/chat", nil)
 		ts.srv.ollamaChatReply(rec, r, c, "glm52-mini", forced)
@@ -381,12 +382,12 @@ func TestOllamaOptions(t *testing.T) {
 	ts := newTestServer(t, serverOpts{noRun: true, sched: schedulerConfig{ContextLength: 512}})
 	var req ollamaChatRequest
 	decodeJSON([]byte(`{"model":"glm52-mini","messages":[{"role":"user","content":"hi"}],"options":{"num_ctx":64,"num_predict":500}}`), &req)
-	tu, err := ts.srv.ollamaChatTurn(context.Background(), &req, &ollamaCommon{})
+	tu, err := ts.srv.ollamaChatTurn(&req, &ollamaCommon{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tu.req.MaxTokens != 64-len(tu.prompt) {
-		t.Errorf("max tokens %d, want %d", tu.req.MaxTokens, 64-len(tu.prompt))
+	if tu.Context != 64 || tu.MaxTokens == nil || *tu.MaxTokens != 500 {
+		t.Errorf("context %d, max tokens %v: want num_ctx 64 and num_predict 500", tu.Context, tu.MaxTokens)
 	}
 }
 
@@ -394,21 +395,24 @@ func TestOllamaOptions(t *testing.T) {
 // against the one set of ranges the other APIs use.
 func TestOllamaMinPIsCarried(t *testing.T) {
 	ts := newTestServer(t, serverOpts{noRun: true})
-	turn := func(body string) (*turn, error) {
+	build := func(body string) (*turn.Request, error) {
 		var req ollamaChatRequest
 		if err := decodeJSON([]byte(body), &req); err != nil {
 			t.Fatal(err)
 		}
-		return ts.srv.ollamaChatTurn(context.Background(), &req, &ollamaCommon{})
+		return ts.srv.ollamaChatTurn(&req, &ollamaCommon{})
 	}
-	tu, err := turn(`{"model":"glm52-mini","messages":[{"role":"user","content":"hi"}],"options":{"temperature":0.7,"min_p":0.05}}`)
+	tu, err := build(`{"model":"glm52-mini","messages":[{"role":"user","content":"hi"}],"options":{"temperature":0.7,"min_p":0.05}}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tu.req.Sampling.MinP != 0.05 {
-		t.Errorf("sampling %+v, want min_p 0.05", tu.req.Sampling)
+	if tu.Sampling.MinP == nil || *tu.Sampling.MinP != 0.05 {
+		t.Errorf("sampling %+v, want min_p 0.05", tu.Sampling)
 	}
-	if _, err := turn(`{"model":"glm52-mini","messages":[{"role":"user","content":"hi"}],"options":{"min_p":2}}`); err == nil || !strings.Contains(err.Error(), "min_p 2 is out of range") {
+	if s := ts.srv.local.Sampling(tu.Sampling); s.MinP != 0.05 {
+		t.Errorf("the engine's sampling %+v, want min_p 0.05", s)
+	}
+	if err := ts.srv.prompt(build(`{"model":"glm52-mini","messages":[{"role":"user","content":"hi"}],"options":{"min_p":2}}`)); err == nil || !strings.Contains(err.Error(), "min_p 2 is out of range") {
 		t.Errorf("min_p 2: %v", err)
 	}
 }
@@ -425,8 +429,11 @@ func FuzzOllamaChatRequest(f *testing.F) {
 		if err := decodeJSON(body, &req); err != nil {
 			return err
 		}
-		_, err := s.ollamaChatTurn(context.Background(), &req, &ollamaCommon{})
-		return err
+		t, err := s.ollamaChatTurn(&req, &ollamaCommon{})
+		if t == nil {
+			return err
+		}
+		return s.prompt(t, err)
 	})
 }
 
@@ -440,7 +447,10 @@ func FuzzOllamaGenerateRequest(f *testing.F) {
 		if err := decodeJSON(body, &req); err != nil {
 			return err
 		}
-		_, err := s.ollamaGenerateTurn(context.Background(), &req, &ollamaCommon{})
-		return err
+		t, err := s.ollamaGenerateTurn(&req, &ollamaCommon{})
+		if t == nil {
+			return err
+		}
+		return s.prompt(t, err)
 	})
 }

@@ -2,15 +2,16 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/spoolhq/spool/engine/chat"
 	"github.com/spoolhq/spool/engine/httpguard"
-	"github.com/spoolhq/spool/engine/scheduler"
+	"github.com/spoolhq/spool/engine/local"
+	"github.com/spoolhq/spool/engine/turn"
 )
 
 // ollamaChatRequest is an /api/chat request.
@@ -154,10 +155,10 @@ func ollamaKeepAlive(raw json.RawMessage) error {
 
 // ollamaFormat compiles "format": "json" (any JSON object) or a JSON
 // Schema object, through the grammar like response_format.
-func (s *Server) ollamaFormat(raw json.RawMessage, t *turn) (bool, error) {
+func ollamaFormat(raw json.RawMessage) (*turn.Format, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) || bytes.Equal(raw, []byte(`""`)) {
-		return false, nil
+		return nil, nil
 	}
 	var f responseFormat
 	switch {
@@ -171,9 +172,9 @@ func (s *Server) ollamaFormat(raw json.RawMessage, t *turn) (bool, error) {
 			Strict *bool           `json:"strict"`
 		}{Name: "format", Schema: raw}
 	default:
-		return false, invalid("format", `format must be "json" or a JSON Schema object, got %s`, raw)
+		return nil, invalid("format", `format must be "json" or a JSON Schema object, got %s`, raw)
 	}
-	return s.constraint("format", &f, t)
+	return format("format", &f)
 }
 
 // ollamaCommon is what chat and generate share: the parsed options and
@@ -204,36 +205,23 @@ func (s *Server) ollamaBegin(c *ollamaCommon, model string, stream *bool, option
 	return ollamaThink(think)
 }
 
-// ollamaLimits applies the options that bound a turn once its prompt is
-// known: num_ctx and num_predict.
-func (s *Server) ollamaLimits(c *ollamaCommon, t *turn) error {
-	if err := s.applySampling(c.opts.sampling, &t.req); err != nil {
-		return err
-	}
-	t.stops = c.opts.stop
-	var limit *int
+// ollamaLimits applies the options that bound a turn: its sampling, stop
+// strings, num_predict and num_ctx.
+func ollamaLimits(c *ollamaCommon, t *turn.Request) {
+	t.Sampling = c.opts.sampling.sampling()
+	t.Stops = c.opts.stop
 	if c.opts.numPredict != nil && *c.opts.numPredict > 0 {
-		limit = c.opts.numPredict
+		t.MaxTokens = c.opts.numPredict
 	}
-	var err error
-	if t.req.MaxTokens, err = s.maxTokens("options.num_predict", limit, len(t.prompt)); err != nil {
-		return err
+	if n := c.opts.numCtx; n != nil {
+		t.Context = *n
 	}
-	if n := c.opts.numCtx; n != nil && *n < s.eng.Scheduler.Config().ContextLength {
-		if len(t.prompt) >= *n {
-			e := contextLength(*n, "the prompt has %d tokens (options.num_ctx)", len(t.prompt))
-			e.Param = "options.num_ctx"
-			return e
-		}
-		t.req.MaxTokens = min(t.req.MaxTokens, *n-len(t.prompt))
-	}
-	s.finishTurn(t)
-	return nil
+	t.Stream = c.stream
 }
 
-// ollamaChatTurn validates an /api/chat request and prepares its turn;
-// nil without an error is a load request (no messages).
-func (s *Server) ollamaChatTurn(ctx context.Context, req *ollamaChatRequest, c *ollamaCommon) (*turn, error) {
+// ollamaChatTurn validates an /api/chat request and translates it into a
+// turn; nil without an error is a load request (no messages).
+func (s *Server) ollamaChatTurn(req *ollamaChatRequest, c *ollamaCommon) (*turn.Request, error) {
 	thinking, extra, err := s.ollamaBegin(c, req.Model, req.Stream, req.Options, req.Think, req.KeepAlive)
 	if err != nil {
 		return nil, err
@@ -251,22 +239,19 @@ func (s *Server) ollamaChatTurn(ctx context.Context, req *ollamaChatRequest, c *
 	if err := checkTools("tools", req.Tools); err != nil {
 		return nil, err
 	}
-	t := &turn{id: newID("ollama-")}
-	constrained, err := s.ollamaFormat(req.Format, t)
-	if err != nil {
+	t := &turn.Request{ID: newID("ollama-"), Model: req.Model, Messages: msgs, Tools: req.Tools, ToolChoice: turn.ToolChoice{Mode: turn.ToolsAuto},
+		Thinking: thinking, Vars: extra}
+	if t.Format, err = ollamaFormat(req.Format); err != nil {
 		return nil, err
 	}
-	in := chatInput{messages: msgs, tools: req.Tools, choice: toolChoice{mode: "auto"}, thinking: thinking, extra: extra, constrained: constrained, ctx: ctx}
-	if err := s.renderChat(in, t); err != nil {
-		return nil, err
-	}
-	return t, s.ollamaLimits(c, t)
+	ollamaLimits(c, t)
+	return t, nil
 }
 
-// ollamaGenerateTurn validates an /api/generate request and prepares its
-// turn: the prompt (with system) through the chat template, or as it is
-// with raw; nil without an error is a load request (no prompt).
-func (s *Server) ollamaGenerateTurn(ctx context.Context, req *ollamaGenerateRequest, c *ollamaCommon) (*turn, error) {
+// ollamaGenerateTurn validates an /api/generate request and translates it
+// into a turn: the prompt (with system) through the chat template, or as
+// it is with raw; nil without an error is a load request (no prompt).
+func (s *Server) ollamaGenerateTurn(req *ollamaGenerateRequest, c *ollamaCommon) (*turn.Request, error) {
 	thinking, extra, err := s.ollamaBegin(c, req.Model, req.Stream, req.Options, req.Think, req.KeepAlive)
 	if err != nil {
 		return nil, err
@@ -282,32 +267,39 @@ func (s *Server) ollamaGenerateTurn(ctx context.Context, req *ollamaGenerateRequ
 	if req.Prompt == "" && len(req.Context) == 0 {
 		return nil, nil
 	}
-	vocab := s.eng.Scheduler.Model().Config().VocabSize
+	vocab := s.local.ModelConfig().VocabSize
 	for _, id := range req.Context {
 		if id < 0 || id >= vocab {
 			return nil, invalid("context", "context token id %d is outside the vocabulary (0..%d)", id, vocab-1)
 		}
 	}
-	t := &turn{id: newID("ollama-")}
-	constrained, err := s.ollamaFormat(req.Format, t)
-	if err != nil {
+	t := &turn.Request{ID: newID("ollama-"), Model: req.Model, Prefix: req.Context}
+	if t.Format, err = ollamaFormat(req.Format); err != nil {
 		return nil, err
 	}
 	if req.Raw {
-		t.prompt = s.eng.Tokenizer.Encode(req.Prompt)
+		t.Prompt = &turn.Prompt{Text: req.Prompt}
 	} else {
-		var msgs []chat.Message
 		if req.System != "" {
-			msgs = append(msgs, chat.Message{Role: "system", Content: req.System})
+			t.Messages = append(t.Messages, chat.Message{Role: "system", Content: req.System})
 		}
-		msgs = append(msgs, chat.Message{Role: "user", Content: req.Prompt})
-		in := chatInput{messages: msgs, choice: toolChoice{mode: "none"}, thinking: thinking, extra: extra, constrained: constrained, ctx: ctx}
-		if err := s.renderChat(in, t); err != nil {
-			return nil, err
-		}
+		t.Messages = append(t.Messages, chat.Message{Role: "user", Content: req.Prompt})
+		t.ToolChoice, t.Thinking, t.Vars = turn.ToolChoice{Mode: turn.ToolsNone}, thinking, extra
 	}
-	t.prompt = append(append([]int{}, req.Context...), t.prompt...)
-	return t, s.ollamaLimits(c, t)
+	ollamaLimits(c, t)
+	return t, nil
+}
+
+// ollamaContextError words a prompt over the context as Ollama's API
+// does: over num_ctx, it names the option.
+func ollamaContextError(err error) error {
+	var ce *turn.ContextError
+	if errors.As(err, &ce) && ce.Requested {
+		e := contextLength(ce.Limit, "the prompt has %d tokens (options.num_ctx)", ce.Prompt)
+		e.Param = "options.num_ctx"
+		return e
+	}
+	return err
 }
 
 // ollamaStats are the timing fields of a final answer, in nanoseconds.
@@ -323,15 +315,15 @@ type ollamaStats struct {
 
 // ollamaStatsOf are a finished turn's timings; load_duration is the time
 // before the engine started on it (see ollama.go).
-func ollamaStatsOf(c *ollamaCommon, t *turn, o *outcome) ollamaStats {
-	st := ollamaStats{DoneReason: o.finish, TotalDuration: max(time.Since(c.start).Nanoseconds(), 1),
-		PromptEvalCount: len(t.prompt), EvalCount: o.completion}
-	if st.DoneReason == "tool_calls" {
-		st.DoneReason = "stop"
+func ollamaStatsOf(c *ollamaCommon, end *turn.End) ollamaStats {
+	st := ollamaStats{DoneReason: end.Finish, TotalDuration: max(time.Since(c.start).Nanoseconds(), 1),
+		PromptEvalCount: end.Usage.PromptTokens, EvalCount: end.Usage.CompletionTokens}
+	if st.DoneReason == turn.FinishToolCalls {
+		st.DoneReason = turn.FinishStop
 	}
-	if r := o.res; r != nil {
-		st.PromptEvalDuration = r.PrefillTime.Nanoseconds()
-		st.EvalDuration = r.DecodeTime.Nanoseconds()
+	if r := end.Usage.Engine; r != nil {
+		st.PromptEvalDuration = r.Prefill.Nanoseconds()
+		st.EvalDuration = r.Decode.Nanoseconds()
 		st.LoadDuration = max(st.TotalDuration-st.PromptEvalDuration-st.EvalDuration, 0)
 	}
 	return st
@@ -358,13 +350,13 @@ type ollamaGenerateChunk struct {
 }
 
 // ollamaCalls renders tool calls in Ollama's shape (arguments an object).
-func ollamaCalls(calls []chat.ToolCall, first int) []ollamaToolCall {
+func ollamaCalls(calls []turn.Call) []ollamaToolCall {
 	out := make([]ollamaToolCall, len(calls))
 	for i, c := range calls {
 		out[i].ID = c.ID
-		out[i].Function.Index = first + i
-		out[i].Function.Name = c.Function.Name
-		args, _ := c.Function.Arguments.(string)
+		out[i].Function.Index = c.Index
+		out[i].Function.Name = c.Name
+		args := c.Arguments
 		if json.Valid([]byte(args)) {
 			out[i].Function.Arguments = json.RawMessage(args)
 		} else {
@@ -382,17 +374,15 @@ func (s *Server) handleOllamaChat(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// ollamaChatReply runs a prepared /api/chat turn (nil: a load request) and
+// ollamaChatReply runs a /api/chat turn (nil: a load request) and
 // answers it, streamed or whole as c says.
-func (s *Server) ollamaChatReply(w http.ResponseWriter, r *http.Request, c *ollamaCommon, model string, t *turn) {
-	nCalls := 0 // the calls answered so far: a call's index goes on from them
+func (s *Server) ollamaChatReply(w http.ResponseWriter, r *http.Request, c *ollamaCommon, model string, t *turn.Request) {
 	ollamaAnswer(s, w, r, c, t, ollamaShape[ollamaChatChunk]{
-		chunk: func(p piece, done bool) ollamaChatChunk {
-			m := ollamaMessage{Role: "assistant", Content: p.content, Thinking: p.reasoning, ToolCalls: ollamaCalls(p.calls, nCalls)}
-			nCalls += len(p.calls)
+		chunk: func(p turn.Piece, done bool) ollamaChatChunk {
+			m := ollamaMessage{Role: "assistant", Content: p.Text, Thinking: p.Reasoning, ToolCalls: ollamaCalls(p.Calls)}
 			return ollamaChatChunk{Model: model, CreatedAt: ollamaTime(time.Now()), Message: m, Done: done}
 		},
-		stats: func(last *ollamaChatChunk, st ollamaStats, _ []scheduler.Token) { last.ollamaStats = st },
+		stats: func(last *ollamaChatChunk, st ollamaStats, _ *local.Stream, _ []turn.Token) { last.ollamaStats = st },
 	})
 }
 
@@ -403,28 +393,28 @@ func (s *Server) handleOllamaGenerate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ollamaAnswer(s, w, r, c, t, ollamaShape[ollamaGenerateChunk]{
-		chunk: func(p piece, done bool) ollamaGenerateChunk {
-			return ollamaGenerateChunk{Model: req.Model, CreatedAt: ollamaTime(time.Now()), Response: p.content, Thinking: p.reasoning, Done: done}
+		chunk: func(p turn.Piece, done bool) ollamaGenerateChunk {
+			return ollamaGenerateChunk{Model: req.Model, CreatedAt: ollamaTime(time.Now()), Response: p.Text, Thinking: p.Reasoning, Done: done}
 		},
-		stats: func(last *ollamaGenerateChunk, st ollamaStats, tokens []scheduler.Token) {
+		stats: func(last *ollamaGenerateChunk, st ollamaStats, ts *local.Stream, tokens []turn.Token) {
 			last.ollamaStats = st
-			if t != nil && !req.Raw {
-				last.Context = append(append([]int{}, t.prompt...), tokenIDs(tokens)...)
+			if ts != nil && !req.Raw {
+				last.Context = append(append([]int{}, ts.Prompt()...), tokenIDs(tokens)...)
 			}
 		},
 	})
 }
 
-// ollamaTurn decodes an Ollama request into req and prepares its turn
-// with build (nil without an error: a load request); ok is false when it
-// has answered an error.
-func ollamaTurn[R any](s *Server, w http.ResponseWriter, r *http.Request, req *R, build func(context.Context, *R, *ollamaCommon) (*turn, error)) (*ollamaCommon, *turn, bool) {
+// ollamaTurn decodes an Ollama request into req and translates it into a
+// turn with build (nil without an error: a load request); ok is false
+// when it has answered an error.
+func ollamaTurn[R any](s *Server, w http.ResponseWriter, r *http.Request, req *R, build func(*R, *ollamaCommon) (*turn.Request, error)) (*ollamaCommon, *turn.Request, bool) {
 	c := &ollamaCommon{start: time.Now()}
 	if err := decodeBody(r, req); err != nil {
 		writeError(w, r, err)
 		return nil, nil, false
 	}
-	t, err := build(r.Context(), req, c)
+	t, err := build(req, c)
 	if err != nil {
 		writeError(w, r, err)
 		return nil, nil, false
@@ -438,59 +428,59 @@ type ollamaShape[C any] struct {
 	// chunk is the chunk of a piece of the reply (the whole reply when
 	// not streamed, nothing for a keep-alive or the streamed last line);
 	// done marks the last chunk.
-	chunk func(p piece, done bool) C
-	// stats stamps the last chunk with the turn's stats; tokens are the
-	// reply's (none for a load request).
-	stats func(last *C, st ollamaStats, tokens []scheduler.Token)
+	chunk func(p turn.Piece, done bool) C
+	// stats stamps the last chunk with the turn's stats; st is the turn
+	// and tokens are the reply's (none for a load request).
+	stats func(last *C, stats ollamaStats, st *local.Stream, tokens []turn.Token)
 }
 
-// ollamaAnswer runs a prepared Ollama turn (nil: a load request, answered
-// done with done_reason "load") and answers it in sh's chunks: whole, or
+// ollamaAnswer runs an Ollama turn (nil: a load request, answered done
+// with done_reason "load") and answers it in sh's chunks: whole, or
 // streamed as NDJSON lines as c says.
-func ollamaAnswer[C any](s *Server, w http.ResponseWriter, r *http.Request, c *ollamaCommon, t *turn, sh ollamaShape[C]) {
+func ollamaAnswer[C any](s *Server, w http.ResponseWriter, r *http.Request, c *ollamaCommon, t *turn.Request, sh ollamaShape[C]) {
 	if t == nil {
 		httpguard.EndParsing(r.Context())
-		last := sh.chunk(piece{}, true)
-		sh.stats(&last, ollamaStats{DoneReason: "load"}, nil)
+		last := sh.chunk(turn.Piece{}, true)
+		sh.stats(&last, ollamaStats{DoneReason: "load"}, nil, nil)
 		writeJSON(w, http.StatusOK, last)
 		return
 	}
 	st, err := s.submit(r.Context(), t)
 	if err != nil {
-		writeError(w, r, err)
+		writeError(w, r, ollamaContextError(err))
 		return
 	}
 	if !c.stream {
-		rep, o, ok := s.generateReply(w, r, t, st)
+		rep, ok := s.generateReply(w, r, st)
 		if !ok {
 			return
 		}
-		last := sh.chunk(piece{reasoning: rep.reasoning, content: rep.content, calls: rep.calls}, true)
-		sh.stats(&last, ollamaStatsOf(c, t, o), rep.tokens)
+		last := sh.chunk(turn.Piece{Reasoning: rep.Reasoning, Text: rep.Text, Calls: rep.Calls}, true)
+		sh.stats(&last, ollamaStatsOf(c, &rep.End), st, rep.Tokens)
 		writeJSON(w, http.StatusOK, last)
 		return
 	}
 	nd := startNDJSON(w)
-	var tokens []scheduler.Token
-	o, err := s.generate(r.Context(), t, st, func(p piece) error {
-		tokens = append(tokens, p.tokens...)
-		if p.reasoning == "" && p.content == "" && len(p.calls) == 0 {
+	var tokens []turn.Token
+	end, err := s.generate(r.Context(), st, func(p turn.Piece) error {
+		tokens = append(tokens, p.Tokens...)
+		if p.Reasoning == "" && p.Text == "" && len(p.Calls) == 0 {
 			return nil
 		}
 		return nd.line(sh.chunk(p, false))
-	}, func() error { return nd.line(sh.chunk(piece{}, false)) })
+	}, func() error { return nd.line(sh.chunk(turn.Piece{}, false)) })
 	if err != nil {
 		if r.Context().Err() == nil {
 			nd.line(asAPIError(err).Ollama())
 		}
 		return
 	}
-	last := sh.chunk(piece{}, true)
-	sh.stats(&last, ollamaStatsOf(c, t, o), tokens)
+	last := sh.chunk(turn.Piece{}, true)
+	sh.stats(&last, ollamaStatsOf(c, end), st, tokens)
 	nd.line(last)
 }
 
-func tokenIDs(toks []scheduler.Token) []int {
+func tokenIDs(toks []turn.Token) []int {
 	out := make([]int, len(toks))
 	for i, tk := range toks {
 		out[i] = tk.ID

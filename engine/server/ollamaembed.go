@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"time"
+
+	"github.com/spoolhq/spool/engine/local"
 )
 
 // ollamaEmbedRequest is the body of /api/embed ("input") and of the legacy
@@ -70,13 +72,13 @@ func (s *Server) ollamaEmbedPrepare(req *ollamaEmbedRequest, texts []string) ([]
 	if err != nil {
 		return nil, 0, err
 	}
-	dims, err := s.embedDimensions(req.Dimensions)
+	dims, err := s.local.EmbedDimensions(req.Dimensions)
 	if err != nil {
 		return nil, 0, err
 	}
-	lim := embedLimits{param: "input", tokens: s.eng.Scheduler.Config().ContextLength, truncate: req.Truncate == nil || *req.Truncate, ollama: true}
-	if n := opts.numCtx; n != nil && *n > 0 && *n < lim.tokens {
-		lim.tokens = *n
+	lim := embedLimits{EmbedLimits: local.EmbedLimits{Param: "input", Tokens: s.local.Context(), Truncate: req.Truncate == nil || *req.Truncate}, ollama: true}
+	if n := opts.numCtx; n != nil && *n > 0 && *n < lim.Tokens {
+		lim.Tokens = *n
 	}
 	if len(texts) == 0 {
 		return nil, dims, nil
@@ -100,8 +102,8 @@ func (s *Server) handleOllamaEmbed(w http.ResponseWriter, r *http.Request) {
 	}
 	total := max(time.Since(start).Nanoseconds(), 1)
 	writeJSON(w, http.StatusOK, ollamaEmbedResponse{
-		Model: req.model(), Embeddings: e.vectors, TotalDuration: total,
-		LoadDuration: max(total-e.prefill.Nanoseconds(), 0), PromptEvalCount: e.tokens,
+		Model: req.model(), Embeddings: e.Vectors, TotalDuration: total,
+		LoadDuration: max(total-e.Prefill.Nanoseconds(), 0), PromptEvalCount: e.Tokens,
 	})
 }
 
@@ -120,8 +122,8 @@ func (s *Server) handleOllamaEmbeddings(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	vec := []float32{}
-	if len(e.vectors) == 1 {
-		vec = e.vectors[0]
+	if len(e.Vectors) == 1 {
+		vec = e.Vectors[0]
 	}
 	writeJSON(w, http.StatusOK, struct {
 		Embedding []float32 `json:"embedding"`

@@ -1,14 +1,14 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"time"
 
 	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/chat"
-	"github.com/spoolhq/spool/engine/scheduler"
+	"github.com/spoolhq/spool/engine/local"
+	"github.com/spoolhq/spool/engine/turn"
 )
 
 // chatRequest is a /v1/chat/completions request. Unknown fields are
@@ -34,8 +34,8 @@ type chatRequest struct {
 	N                  *int            `json:"n"`
 }
 
-// chatTurn validates a chat request and prepares its turn.
-func (s *Server) chatTurn(ctx context.Context, req *chatRequest) (*turn, error) {
+// chatTurn validates a chat request and translates it into a turn.
+func (s *Server) chatTurn(req *chatRequest) (*turn.Request, error) {
 	if err := s.checkModel(req.Model, false); err != nil {
 		return nil, err
 	}
@@ -56,11 +56,9 @@ func (s *Server) chatTurn(ctx context.Context, req *chatRequest) (*turn, error) 
 	if err != nil {
 		return nil, err
 	}
-	t := &turn{id: newID("chatcmpl-")}
-	if t.stops, err = parseStop("stop", req.Stop); err != nil {
-		return nil, err
-	}
-	if err := s.applySampling(req.samplingParams, &t.req); err != nil {
+	t := &turn.Request{ID: newID("chatcmpl-"), Model: req.Model, Messages: req.Messages, Tools: req.Tools, ToolChoice: choice,
+		Thinking: thinking, Vars: extra, Sampling: req.sampling(), Logprobs: req.Logprobs, Stream: req.Stream}
+	if t.Stops, err = parseStop("stop", req.Stop); err != nil {
 		return nil, err
 	}
 	if req.TopLogprobs != nil {
@@ -70,46 +68,32 @@ func (s *Server) chatTurn(ctx context.Context, req *chatRequest) (*turn, error) 
 		if *req.TopLogprobs < 0 || *req.TopLogprobs > 20 {
 			return nil, invalid("top_logprobs", "top_logprobs %d is out of range (0..20)", *req.TopLogprobs)
 		}
-		t.req.TopLogprobs = *req.TopLogprobs
+		t.TopLogprobs = *req.TopLogprobs
 	}
-	t.req.Logprobs = req.Logprobs
-	constrained, err := s.constraint("response_format", req.ResponseFormat, t)
-	if err != nil {
-		return nil, err
-	}
-	in := chatInput{messages: req.Messages, tools: req.Tools, choice: choice, thinking: thinking, extra: extra, constrained: constrained, ctx: ctx}
-	if err := s.renderChat(in, t); err != nil {
+	if t.Format, err = format("response_format", req.ResponseFormat); err != nil {
 		return nil, err
 	}
 	limit, param := req.MaxCompletionTokens, "max_completion_tokens"
 	if limit == nil {
 		limit, param = req.MaxTokens, "max_tokens"
 	}
-	if t.req.MaxTokens, err = s.maxTokens(param, limit, len(t.prompt)); err != nil {
+	if t.MaxTokens, err = maxTokens(param, limit); err != nil {
 		return nil, err
 	}
-	s.finishTurn(t)
 	return t, nil
-}
-
-// finishTurn fills the scheduler request fields every endpoint shares.
-func (s *Server) finishTurn(t *turn) {
-	t.req.Prompt = t.prompt
-	t.req.StopTokens = s.eng.Scheduler.Model().Config().EOSTokenIDs
-	t.req.Speculative = true
 }
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	var req chatRequest
-	t, st, ok := startTurn(s, w, r, &req, func(req *chatRequest) (*turn, error) { return s.chatTurn(r.Context(), req) })
+	st, ok := startTurn(s, w, r, &req, s.chatTurn)
 	if !ok {
 		return
 	}
 	if req.Stream {
-		s.streamChat(w, r, t, st, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+		s.streamChat(w, r, st, req.Logprobs, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 		return
 	}
-	s.completeChat(w, r, t, st)
+	s.completeChat(w, r, st, req.Logprobs)
 }
 
 // Response shapes.
@@ -168,27 +152,25 @@ type chatUsage struct {
 	PromptTokensDetails struct {
 		CachedTokens int `json:"cached_tokens"`
 	} `json:"prompt_tokens_details"`
-	engineUsage
+	*turn.EngineUsage
 }
 
-func chatUsageOf(t *turn, o *outcome) *chatUsage {
-	u := &chatUsage{PromptTokens: len(t.prompt), CompletionTokens: o.completion, engineUsage: engineUsageOf(o.res)}
-	u.TotalTokens = u.PromptTokens + u.CompletionTokens
-	if o.res != nil {
-		u.PromptTokensDetails.CachedTokens = o.res.CachedTokens
-	}
-	return u
+func chatUsageOf(u turn.Usage) *chatUsage {
+	out := &chatUsage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, EngineUsage: u.Engine}
+	out.TotalTokens = out.PromptTokens + out.CompletionTokens
+	out.PromptTokensDetails.CachedTokens = u.CachedTokens
+	return out
 }
 
 // logprobsOf renders tokens' logprobs in the chat shape.
-func (s *Server) logprobsOf(toks []scheduler.Token, top bool) []tokenLogprob {
+func logprobsOf(toks []turn.Token, top bool) []tokenLogprob {
 	out := make([]tokenLogprob, 0, len(toks))
 	for _, tk := range toks {
-		lp := s.tokenLogprob(tk.ID, tk.Logprob)
+		lp := tokenLogprobOf(tk)
 		if top {
 			lp.TopLogprobs = []tokenLogprob{}
 			for _, alt := range tk.Top {
-				lp.TopLogprobs = append(lp.TopLogprobs, s.tokenLogprob(alt.ID, alt.Logprob))
+				lp.TopLogprobs = append(lp.TopLogprobs, tokenLogprobOf(alt))
 			}
 		}
 		out = append(out, lp)
@@ -196,92 +178,91 @@ func (s *Server) logprobsOf(toks []scheduler.Token, top bool) []tokenLogprob {
 	return out
 }
 
-func (s *Server) tokenLogprob(id int, logprob float64) tokenLogprob {
-	b, _ := s.eng.Tokenizer.TokenBytes(id)
-	ints := make([]int, len(b))
-	for i, c := range b {
-		ints[i] = int(c)
+func tokenLogprobOf(tk turn.Token) tokenLogprob {
+	ints := make([]int, len(tk.Text))
+	for i := range len(tk.Text) {
+		ints[i] = int(tk.Text[i])
 	}
-	return tokenLogprob{Token: string(b), Logprob: logprob, Bytes: ints}
+	return tokenLogprob{Token: tk.Text, Logprob: tk.Logprob, Bytes: ints}
 }
 
-func toolCallDeltas(calls []chat.ToolCall, first int, withIndex bool) []toolCallDelta {
+// toolCallDeltas are calls in the chat shape; withIndex numbers them (a
+// stream's deltas).
+func toolCallDeltas(calls []turn.Call, withIndex bool) []toolCallDelta {
 	out := make([]toolCallDelta, len(calls))
 	for i, c := range calls {
 		d := toolCallDelta{ID: c.ID, Type: "function"}
 		if withIndex {
-			d.Index = new(first + i)
+			d.Index = new(c.Index)
 		}
-		d.Function.Name = c.Function.Name
-		d.Function.Arguments, _ = c.Function.Arguments.(string)
+		d.Function.Name = c.Name
+		d.Function.Arguments = c.Arguments
 		out[i] = d
 	}
 	return out
 }
 
 // completeChat answers a non-streaming chat completion.
-func (s *Server) completeChat(w http.ResponseWriter, r *http.Request, t *turn, st *scheduler.Stream) {
-	rep, o, ok := s.generateReply(w, r, t, st)
+func (s *Server) completeChat(w http.ResponseWriter, r *http.Request, st *local.Stream, logprobs bool) {
+	rep, ok := s.generateReply(w, r, st)
 	if !ok {
 		return
 	}
-	msg := &chatMessage{Role: "assistant", Content: &rep.content}
-	if len(rep.calls) > 0 && rep.content == "" {
+	msg := &chatMessage{Role: "assistant", Content: &rep.Text}
+	if len(rep.Calls) > 0 && rep.Text == "" {
 		msg.Content = nil
 	}
-	if rep.reasoning != "" {
-		msg.ReasoningContent = &rep.reasoning
+	if rep.Reasoning != "" {
+		msg.ReasoningContent = &rep.Reasoning
 	}
-	msg.ToolCalls = toolCallDeltas(rep.calls, 0, false)
-	choice := chatChoice{Message: msg, FinishReason: &o.finish}
-	if t.req.Logprobs {
-		choice.Logprobs = &chatLogprobs{Content: s.logprobsOf(rep.tokens, true)}
+	msg.ToolCalls = toolCallDeltas(rep.Calls, false)
+	choice := chatChoice{Message: msg, FinishReason: &rep.End.Finish}
+	if logprobs {
+		choice.Logprobs = &chatLogprobs{Content: logprobsOf(rep.Tokens, true)}
 	}
 	writeJSON(w, http.StatusOK, chatCompletion{
-		ID: t.id, Object: "chat.completion", Created: time.Now().Unix(), Model: s.cfg.ModelID,
-		SystemFingerprint: "spool", Choices: []chatChoice{choice}, Usage: chatUsageOf(t, o),
+		ID: st.ID(), Object: "chat.completion", Created: time.Now().Unix(), Model: s.cfg.ModelID,
+		SystemFingerprint: "spool", Choices: []chatChoice{choice}, Usage: chatUsageOf(rep.End.Usage),
 	})
 }
 
 // streamChat answers a streaming chat completion.
-func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t *turn, st *scheduler.Stream, includeUsage bool) {
+func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, st *local.Stream, logprobs, includeUsage bool) {
 	sse, err := apiwire.StartSSE(w)
 	if err != nil {
-		st.Cancel()
+		st.Close()
 		return
 	}
 	created := time.Now().Unix()
 	chunk := func(delta *chatMessage, finish *string, lp *chatLogprobs) chatCompletion {
 		return chatCompletion{
-			ID: t.id, Object: "chat.completion.chunk", Created: created, Model: s.cfg.ModelID, SystemFingerprint: "spool",
+			ID: st.ID(), Object: "chat.completion.chunk", Created: created, Model: s.cfg.ModelID, SystemFingerprint: "spool",
 			Choices: []chatChoice{{Delta: delta, FinishReason: finish, Logprobs: lp}},
 		}
 	}
 	if err := sse.Data(chunk(&chatMessage{Role: "assistant", Content: new("")}, nil, nil)); err != nil {
-		st.Cancel()
+		st.Close()
 		return
 	}
-	nCalls := 0
-	o, err := s.generate(r.Context(), t, st, func(p piece) error {
+	end, err := s.generate(r.Context(), st, func(p turn.Piece) error {
 		var lp *chatLogprobs
-		if t.req.Logprobs && len(p.tokens) > 0 {
-			lp = &chatLogprobs{Content: s.logprobsOf(p.tokens, true)}
+		if logprobs && len(p.Tokens) > 0 {
+			lp = &chatLogprobs{Content: logprobsOf(p.Tokens, true)}
 		}
-		if p.reasoning != "" {
-			if err := sse.Data(chunk(&chatMessage{ReasoningContent: &p.reasoning}, nil, nil)); err != nil {
+		if p.Reasoning != "" {
+			if err := sse.Data(chunk(&chatMessage{ReasoningContent: &p.Reasoning}, nil, nil)); err != nil {
 				return err
 			}
 		}
-		if p.content != "" || lp != nil {
-			if err := sse.Data(chunk(&chatMessage{Content: &p.content}, nil, lp)); err != nil {
+		if p.Text != "" || lp != nil {
+			if err := sse.Data(chunk(&chatMessage{Content: &p.Text}, nil, lp)); err != nil {
 				return err
 			}
 		}
-		if len(p.calls) > 0 {
-			if err := sse.Data(chunk(&chatMessage{ToolCalls: toolCallDeltas(p.calls, nCalls, true)}, nil, nil)); err != nil {
+		if len(p.Calls) > 0 {
+			if err := sse.Data(chunk(&chatMessage{ToolCalls: toolCallDeltas(p.Calls, true)}, nil, nil)); err != nil {
 				return err
 			}
-			nCalls += len(p.calls)
 		}
 		return nil
 	}, func() error { return sse.Comment("keep-alive") })
@@ -291,13 +272,13 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t *turn, st 
 		}
 		return
 	}
-	if err := sse.Data(chunk(&chatMessage{}, &o.finish, nil)); err != nil {
+	if err := sse.Data(chunk(&chatMessage{}, &end.Finish, nil)); err != nil {
 		return
 	}
 	if includeUsage {
 		c := chunk(nil, nil, nil)
 		c.Choices = []chatChoice{}
-		c.Usage = chatUsageOf(t, o)
+		c.Usage = chatUsageOf(end.Usage)
 		if err := sse.Data(c); err != nil {
 			return
 		}

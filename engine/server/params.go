@@ -7,14 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	mrand "math/rand/v2"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/spoolhq/spool/engine/apiwire"
-	"github.com/spoolhq/spool/engine/generate"
-	"github.com/spoolhq/spool/engine/scheduler"
+	"github.com/spoolhq/spool/engine/turn"
 )
 
 // decodeBody decodes a JSON object request body into v, answering clear
@@ -42,56 +39,10 @@ type samplingParams struct {
 	LogitBias        map[string]float64 `json:"logit_bias"`
 }
 
-// applySampling puts the parameters into req over the model's
-// generation_config defaults (generate.SamplingFor) and checks them
-// against generate's ranges, the one set every API shares.
-func (s *Server) applySampling(p samplingParams, req *scheduler.Request) error {
-	cfg := s.eng.Scheduler.Model().Config()
-	smp := generate.SamplingFor(cfg.Generation)
-	set := func(dst *float64, v *float64) {
-		if v != nil {
-			*dst = *v
-		}
-	}
-	set(&smp.Temperature, p.Temperature)
-	set(&smp.TopP, p.TopP)
-	set(&smp.MinP, p.MinP)
-	if k := p.TopK; k != nil {
-		switch {
-		case *k == -1: // OpenAI-compatible servers' "no limit"
-			smp.TopK = 0
-		case *k < 0:
-			return invalid("top_k", "top_k %d must be positive (or -1 for no limit)", *k)
-		default:
-			smp.TopK = *k
-		}
-	}
-	if p.Seed != nil {
-		smp.Seed = uint64(*p.Seed)
-	} else {
-		smp.Seed = mrand.Uint64()
-	}
-	req.Sampling = smp
-	set(&req.PresencePenalty, p.PresencePenalty)
-	set(&req.FrequencyPenalty, p.FrequencyPenalty)
-	if len(p.LogitBias) > 0 {
-		req.LogitBias = make(map[int]float64, len(p.LogitBias))
-		for k, b := range p.LogitBias {
-			id, err := strconv.Atoi(k)
-			if err != nil || id < 0 || id >= cfg.VocabSize {
-				return invalid("logit_bias", "logit_bias key %q is not a token id of this model (0..%d)", k, cfg.VocabSize-1)
-			}
-			req.LogitBias[id] = b
-		}
-	}
-	if err := req.ValidateSampling(cfg.VocabSize); err != nil {
-		var pe *generate.ParamError
-		if errors.As(err, &pe) {
-			return invalid(pe.Param, "%s", pe.Msg)
-		}
-		return invalid("", "%v", err)
-	}
-	return nil
+// sampling is the turn's sampling of p.
+func (p samplingParams) sampling() turn.Sampling {
+	return turn.Sampling{Temperature: p.Temperature, TopP: p.TopP, TopK: p.TopK, MinP: p.MinP, Seed: p.Seed,
+		PresencePenalty: p.PresencePenalty, FrequencyPenalty: p.FrequencyPenalty, LogitBias: p.LogitBias}
 }
 
 // maxStops bounds the stop strings of one request.
@@ -128,51 +79,16 @@ func checkStops(param string, list []string) ([]string, error) {
 	return list, nil
 }
 
-// maxTokens resolves the output limit: the request's, the server's cap and
-// the context left after the prompt (a request asking for more is clamped).
-func (s *Server) maxTokens(param string, requested *int, promptLen int) (int, error) {
-	ctx := s.eng.Scheduler.Config().ContextLength
-	if promptLen > ctx {
-		return 0, contextExceeded(promptLen, ctx)
+// maxTokens checks a requested output limit (nil: none): at least 1.
+func maxTokens(param string, requested *int) (*int, error) {
+	if requested != nil && *requested <= 0 {
+		return nil, invalid(param, "%s must be at least 1, got %d", param, *requested)
 	}
-	limit := max(ctx-promptLen, 1)
-	if s.cfg.MaxTokens > 0 {
-		limit = min(limit, s.cfg.MaxTokens)
-	}
-	if requested == nil {
-		return limit, nil
-	}
-	if *requested <= 0 {
-		return 0, invalid(param, "%s must be at least 1, got %d", param, *requested)
-	}
-	return min(*requested, limit), nil
+	return requested, nil
 }
 
 // newID returns prefix followed by 24 random hex digits.
 func newID(prefix string) string { return apiwire.NewID(prefix) }
-
-// engineUsage is Spool's per-request report appended to every usage
-// object: the lane (single or batched) and timings.
-type engineUsage struct {
-	Lane           string  `json:"lane"`
-	PeakBatch      int     `json:"peak_batch"`
-	QueueMS        float64 `json:"queue_ms"`
-	PrefillMS      float64 `json:"prefill_ms"`
-	DecodeMS       float64 `json:"decode_ms"`
-	DraftsProposed int     `json:"mtp_drafts_proposed"`
-	DraftsAccepted int     `json:"mtp_drafts_accepted"`
-}
-
-func engineUsageOf(r *scheduler.Result) engineUsage {
-	if r == nil {
-		return engineUsage{}
-	}
-	return engineUsage{
-		Lane: r.Lane, PeakBatch: r.PeakBatch,
-		QueueMS: ms(r.QueueWait), PrefillMS: ms(r.PrefillTime), DecodeMS: ms(r.DecodeTime),
-		DraftsProposed: r.DraftsProposed, DraftsAccepted: r.DraftsAccepted,
-	}
-}
 
 // validName reports whether a tool or schema name is 1..64 characters of
 // [A-Za-z0-9_.-].

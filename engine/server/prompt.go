@@ -2,61 +2,32 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/spoolhq/spool/engine/chat"
+	"github.com/spoolhq/spool/engine/turn"
 )
-
-// chatInput is a chat turn in the form every endpoint translates to.
-type chatInput struct {
-	messages []chat.Message
-	tools    []chat.Tool
-	choice   toolChoice
-	// thinking is enable_thinking (nil: the template's default).
-	thinking *bool
-	extra    map[string]any
-	// constrained says a response format constrains the whole output, so
-	// the reply must not start with reasoning.
-	constrained bool
-	// ctx, when set, cancels the template's render (the request's).
-	ctx context.Context
-	// countTokens, when past the context, is how many tokens to count
-	// before giving up: /v1/messages reports (and count_tokens returns)
-	// the size of a prompt over the context.
-	countTokens int
-	// tooLong words the refusal of a prompt of more than countTokens
-	// tokens (default contextExceededAtLeast).
-	tooLong func(prompt, limit int) *apiError
-}
-
-// toolChoice is auto, none, required, or function (a named function).
-type toolChoice struct {
-	mode string
-	name string
-}
 
 // parseToolChoice reads OpenAI's tool_choice: "none" | "auto" |
 // "required" | {"type":"function","function":{"name":...}}; the Responses
 // API's flat {"type":"function","name":...} is accepted too.
-func parseToolChoice(raw json.RawMessage, tools []chat.Tool) (toolChoice, error) {
+func parseToolChoice(raw json.RawMessage, tools []chat.Tool) (turn.ToolChoice, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return toolChoice{mode: "auto"}, nil
+		return turn.ToolChoice{Mode: turn.ToolsAuto}, nil
 	}
 	var mode string
 	if err := json.Unmarshal(raw, &mode); err == nil {
 		switch mode {
 		case "none", "auto", "required":
 			if mode == "required" && len(tools) == 0 {
-				return toolChoice{}, invalid("tool_choice", `tool_choice "required" needs tools`)
+				return turn.ToolChoice{}, invalid("tool_choice", `tool_choice "required" needs tools`)
 			}
-			return toolChoice{mode: mode}, nil
+			return turn.ToolChoice{Mode: mode}, nil
 		}
-		return toolChoice{}, invalid("tool_choice", `tool_choice %q must be "none", "auto", "required" or a function`, mode)
+		return turn.ToolChoice{}, invalid("tool_choice", `tool_choice %q must be "none", "auto", "required" or a function`, mode)
 	}
 	var obj struct {
 		Type     string `json:"type"`
@@ -66,16 +37,16 @@ func parseToolChoice(raw json.RawMessage, tools []chat.Tool) (toolChoice, error)
 		} `json:"function"`
 	}
 	if err := json.Unmarshal(raw, &obj); err != nil || obj.Type != "function" {
-		return toolChoice{}, invalid("tool_choice", `tool_choice must be "none", "auto", "required" or {"type":"function","function":{"name":...}}`)
+		return turn.ToolChoice{}, invalid("tool_choice", `tool_choice must be "none", "auto", "required" or {"type":"function","function":{"name":...}}`)
 	}
 	name := obj.Function.Name
 	if name == "" {
 		name = obj.Name
 	}
 	if toolNamed(tools, name) == nil {
-		return toolChoice{}, invalid("tool_choice", "tool_choice names the function %q, which is not among the tools", name)
+		return turn.ToolChoice{}, invalid("tool_choice", "tool_choice names the function %q, which is not among the tools", name)
 	}
-	return toolChoice{mode: "function", name: name}, nil
+	return turn.ToolChoice{Mode: turn.ToolsFunction, Name: name}, nil
 }
 
 // checkTools validates OpenAI tool definitions.
@@ -137,86 +108,6 @@ func checkMessages(param string, msgs []chat.Message) error {
 	return nil
 }
 
-// renderChat renders a chat turn into the prompt and the turn fields that
-// depend on it.
-func (s *Server) renderChat(in chatInput, t *turn) error {
-	if s.eng.Template == nil {
-		return invalid("messages", "the model %q has no chat template; use /v1/completions", s.cfg.ModelID)
-	}
-	// Every message renders to at least one token: more messages than the
-	// context holds are refused before any work is done on them.
-	ctxLen := s.eng.Scheduler.Config().ContextLength
-	if len(in.messages) > ctxLen {
-		return tooManyMessages(len(in.messages), ctxLen)
-	}
-	ctx := in.ctx
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	opts := chat.Options{AddGenerationPrompt: true, EnableThinking: in.thinking, Extra: in.extra,
-		Limits: s.templateLimits(ctxLen, len(in.messages))}
-	if in.choice.mode != "none" {
-		opts.Tools = in.tools
-	}
-	// Roles the template may not know become ones it does.
-	msgs := make([]chat.Message, len(in.messages))
-	for i, m := range in.messages {
-		if m.Role == "developer" {
-			m.Role = "system"
-		}
-		msgs[i] = m
-	}
-	text, err := s.eng.Template.RenderContext(ctx, msgs, opts)
-	if err != nil {
-		var le *chat.LimitError
-		if errors.As(err, &le) && le.What == "the output" {
-			// The text cannot fit the context whatever it tokenizes to.
-			return renderedTooLong(le.Max, ctxLen)
-		}
-		if errors.Is(err, chat.ErrTemplateLimit) {
-			return templateLimit(err)
-		}
-		return invalid("messages", "the chat template refused the messages: %v", err)
-	}
-	t.chat = true
-	t.inThink = chat.PromptOpensThink(text)
-	t.tools = opts.Tools
-	t.parse = len(opts.Tools) > 0
-	if in.constrained || in.choice.mode == "required" || in.choice.mode == "function" {
-		if t.inThink {
-			// A forced reply starts at once: close the reasoning block.
-			text += "</think>"
-			t.inThink = false
-		}
-	}
-	switch in.choice.mode {
-	case "required":
-		t.prefix = toolCallOpen
-	case "function":
-		t.prefix = toolCallOpen + in.choice.name
-	}
-	if t.prefix != "" && s.toolVocab.usable() {
-		if in.constrained {
-			return invalid("tool_choice", "a forced tool_choice cannot be combined with a JSON response format")
-		}
-		c, err := newToolConstraint(s.toolVocab, opts.Tools, in.choice.name, s.eng.Constraints)
-		if err != nil {
-			return err
-		}
-		t.req.Constraint = c
-	}
-	text += t.prefix
-	prompt, ok := s.eng.Tokenizer.EncodeLimit(text, max(ctxLen, in.countTokens))
-	if !ok {
-		if in.tooLong != nil {
-			return in.tooLong(len(prompt), ctxLen)
-		}
-		return contextExceededAtLeast(len(prompt), ctxLen)
-	}
-	t.prompt = prompt
-	return nil
-}
-
 // thinkingFrom resolves reasoning_effort and chat_template_kwargs into
 // enable_thinking and extra template variables.
 func thinkingFrom(effort string, kwargs map[string]any) (*bool, map[string]any, error) {
@@ -262,35 +153,28 @@ type responseFormat struct {
 	} `json:"json_schema"`
 }
 
-// constraint compiles a response format; nil for plain text.
-func (s *Server) constraint(param string, f *responseFormat, t *turn) (bool, error) {
+// format checks a response format and returns the turn's JSON format;
+// nil for plain text.
+func format(param string, f *responseFormat) (*turn.Format, error) {
 	if f == nil || f.Type == "" || f.Type == "text" {
-		return false, nil
+		return nil, nil
 	}
-	var schema json.RawMessage
+	out := &turn.Format{Param: param, Type: f.Type}
 	switch f.Type {
-	case "json_object":
-	case "json_schema":
+	case turn.JSONObject:
+	case turn.JSONSchema:
 		if f.JSONSchema == nil {
-			return false, invalid(param+".json_schema", "%s.json_schema is required with type json_schema", param)
+			return nil, invalid(param+".json_schema", "%s.json_schema is required with type json_schema", param)
 		}
 		if !validName(f.JSONSchema.Name) {
-			return false, invalid(param+".json_schema.name", "the schema name %q must be 1-64 characters of a-z, A-Z, 0-9, _ and -", f.JSONSchema.Name)
+			return nil, invalid(param+".json_schema.name", "the schema name %q must be 1-64 characters of a-z, A-Z, 0-9, _ and -", f.JSONSchema.Name)
 		}
-		schema = bytes.TrimSpace(f.JSONSchema.Schema)
-		if len(schema) == 0 || schema[0] != '{' {
-			return false, invalid(param+".json_schema.schema", "%s.json_schema.schema must be a JSON Schema object", param)
+		out.Schema = bytes.TrimSpace(f.JSONSchema.Schema)
+		if len(out.Schema) == 0 || out.Schema[0] != '{' {
+			return nil, invalid(param+".json_schema.schema", "%s.json_schema.schema must be a JSON Schema object", param)
 		}
 	default:
-		return false, invalid(param+".type", "%s type %q must be text, json_object or json_schema", param, f.Type)
+		return nil, invalid(param+".type", "%s type %q must be text, json_object or json_schema", param, f.Type)
 	}
-	if s.eng.Constraints == nil {
-		return false, invalid(param, "%s %s is not available: this server has no constrained decoder", param, f.Type)
-	}
-	c, err := s.eng.Constraints(schema)
-	if err != nil {
-		return false, invalid(param, "%s: %v", param, err)
-	}
-	t.req.Constraint = c
-	return true, nil
+	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spoolhq/spool/engine/remote"
 	"github.com/spoolhq/spool/engine/remotefront"
+	"github.com/spoolhq/spool/engine/turn"
 )
 
 // A server built with NewRemote runs no engine: it forwards to a remote
@@ -145,11 +146,11 @@ func (s *Server) remoteMessages(r *http.Request, count bool) (*remotefront.ChatR
 		if err != nil {
 			return nil, err
 		}
-		switch choice.mode {
-		case "none", "required":
-			out.ToolChoice = choice.mode
-		case "function":
-			out.ToolChoice = map[string]any{"type": "function", "function": map[string]string{"name": choice.name}}
+		switch choice.Mode {
+		case turn.ToolsNone, turn.ToolsRequired:
+			out.ToolChoice = choice.Mode
+		case turn.ToolsFunction:
+			out.ToolChoice = map[string]any{"type": "function", "function": map[string]string{"name": choice.Name}}
 		}
 	}
 	if th := req.Thinking; th != nil {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/chat"
+	"github.com/spoolhq/spool/engine/generate"
+	"github.com/spoolhq/spool/engine/turn"
 )
 
 // responsesRequest is an OpenAI /v1/responses request.
@@ -159,7 +161,9 @@ type responseState struct {
 	response *responseObject
 }
 
-func (s *Server) responsesTurn(ctx context.Context, req *responsesRequest) (*turn, []chat.Message, error) {
+// responsesTurn validates a Responses request and translates it into a
+// turn; history is the conversation it continues, with its input.
+func (s *Server) responsesTurn(ctx context.Context, req *responsesRequest) (*turn.Request, []chat.Message, error) {
 	if err := s.checkModel(req.Model, false); err != nil {
 		return nil, nil, err
 	}
@@ -202,41 +206,33 @@ func (s *Server) responsesTurn(ctx context.Context, req *responsesRequest) (*tur
 	if err != nil {
 		return nil, nil, checkParam("reasoning.effort", err)
 	}
-	t := &turn{id: newID("resp_")}
-	if err := s.applySampling(samplingParams{Temperature: req.Temperature, TopP: req.TopP}, &t.req); err != nil {
-		return nil, nil, err
-	}
-	var format *responseFormat
+	t := &turn.Request{ID: newID("resp_"), Model: req.Model, Tools: tools, ToolChoice: choice, Thinking: thinking, Vars: extra,
+		Sampling: turn.Sampling{Temperature: req.Temperature, TopP: req.TopP}, Stream: req.Stream}
+	var rf *responseFormat
 	if req.Text != nil && req.Text.Format != nil {
 		f := req.Text.Format
-		format = &responseFormat{Type: f.Type}
+		rf = &responseFormat{Type: f.Type}
 		if f.Type == "json_schema" {
-			format.JSONSchema = &struct {
+			rf.JSONSchema = &struct {
 				Name   string          `json:"name"`
 				Schema json.RawMessage `json:"schema"`
 				Strict *bool           `json:"strict"`
 			}{Name: f.Name, Schema: f.Schema, Strict: f.Strict}
 		}
 	}
-	constrained, err := s.constraint("text.format", format, t)
-	if err != nil {
+	if t.Format, err = format("text.format", rf); err != nil {
 		return nil, nil, err
 	}
-	msgs := history
+	t.Messages = history
 	if req.Instructions != "" {
-		msgs = append([]chat.Message{{Role: "system", Content: req.Instructions}}, history...)
+		t.Messages = append([]chat.Message{{Role: "system", Content: req.Instructions}}, history...)
 	}
-	if err := checkMessages("input", msgs); err != nil {
+	if err := checkMessages("input", t.Messages); err != nil {
 		return nil, nil, err
 	}
-	in := chatInput{messages: msgs, tools: tools, choice: choice, thinking: thinking, extra: extra, constrained: constrained, ctx: ctx}
-	if err := s.renderChat(in, t); err != nil {
+	if t.MaxTokens, err = maxTokens("max_output_tokens", req.MaxOutputTokens); err != nil {
 		return nil, nil, err
 	}
-	if t.req.MaxTokens, err = s.maxTokens("max_output_tokens", req.MaxOutputTokens, len(t.prompt)); err != nil {
-		return nil, nil, err
-	}
-	s.finishTurn(t)
 	return t, history, nil
 }
 
@@ -273,7 +269,7 @@ type responsesUsage struct {
 		ReasoningTokens int `json:"reasoning_tokens"`
 	} `json:"output_tokens_details"`
 	TotalTokens int `json:"total_tokens"`
-	engineUsage
+	*turn.EngineUsage
 }
 
 func (s *Server) handleGetResponse(w http.ResponseWriter, r *http.Request) {
@@ -288,17 +284,21 @@ func (s *Server) handleGetResponse(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	var req responsesRequest
 	var history []chat.Message
-	t, st, ok := startTurn(s, w, r, &req, func(req *responsesRequest) (t *turn, err error) {
+	var sampling generate.Sampling
+	st, ok := startTurn(s, w, r, &req, func(req *responsesRequest) (t *turn.Request, err error) {
 		t, history, err = s.responsesTurn(r.Context(), req)
+		if t != nil {
+			sampling = s.local.Sampling(t.Sampling)
+		}
 		return t, err
 	})
 	if !ok {
 		return
 	}
 	resp := &responseObject{
-		ID: t.id, Object: "response", CreatedAt: time.Now().Unix(), Status: "in_progress", Model: s.cfg.ModelID,
+		ID: st.ID(), Object: "response", CreatedAt: time.Now().Unix(), Status: "in_progress", Model: s.cfg.ModelID,
 		Output: []map[string]any{}, ParallelToolCalls: true, Tools: req.Tools, ToolChoice: "auto",
-		Temperature: t.req.Temperature, TopP: t.req.TopP, Store: req.Store == nil || *req.Store, Metadata: map[string]any{},
+		Temperature: sampling.Temperature, TopP: sampling.TopP, Store: req.Store == nil || *req.Store, Metadata: map[string]any{},
 	}
 	if resp.Tools == nil {
 		resp.Tools = []json.RawMessage{}
@@ -314,7 +314,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	if req.Stream {
 		var err error
 		if sse, err = apiwire.StartSSE(w); err != nil {
-			st.Cancel()
+			st.Close()
 			return
 		}
 		b.emit = func(name string, ev map[string]any) error {
@@ -325,11 +325,11 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err := b.send("response.created", map[string]any{"response": resp}); err != nil {
-		st.Cancel()
+		st.Close()
 		return
 	}
 	if err := b.send("response.in_progress", map[string]any{"response": resp}); err != nil {
-		st.Cancel()
+		st.Close()
 		return
 	}
 	var idle func() error
@@ -339,7 +339,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		// this machine can take.
 		idle = func() error { return b.send("response.in_progress", map[string]any{"response": resp}) }
 	}
-	o, err := s.generate(r.Context(), t, st, b.add, idle)
+	end, err := s.generate(r.Context(), st, b.add, idle)
 	if err != nil {
 		if r.Context().Err() != nil {
 			return
@@ -356,22 +356,20 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp.Status = "completed"
-	if o.finish == "length" {
+	if end.Finish == turn.FinishLength {
 		resp.Status = "incomplete"
 		resp.IncompleteDetails = map[string]string{"reason": "max_output_tokens"}
 	}
-	u := &responsesUsage{InputTokens: len(t.prompt), OutputTokens: o.completion, engineUsage: engineUsageOf(o.res)}
+	u := &responsesUsage{InputTokens: end.Usage.PromptTokens, OutputTokens: end.Usage.CompletionTokens, EngineUsage: end.Usage.Engine}
 	u.TotalTokens = u.InputTokens + u.OutputTokens
-	if o.res != nil {
-		u.InputTokensDetails.CachedTokens = o.res.CachedTokens
-	}
+	u.InputTokensDetails.CachedTokens = end.Usage.CachedTokens
 	resp.Usage = u
 	resp.OutputText = b.text
 	reply := chat.Message{Role: "assistant", Content: b.text, ReasoningContent: b.reasoning, ToolCalls: b.calls}
 	if resp.Store {
-		s.responses.put(t.id, &responseState{history: append(history, reply), response: resp})
+		s.responses.put(st.ID(), &responseState{history: append(history, reply), response: resp})
 	} else {
-		socketResponses(r.Context()).put(t.id, &responseState{history: append(history, reply), response: resp})
+		socketResponses(r.Context()).put(st.ID(), &responseState{history: append(history, reply), response: resp})
 	}
 	if sse == nil {
 		writeJSON(w, http.StatusOK, resp)
@@ -453,32 +451,33 @@ func (b *responsesBuilder) closeItem() error {
 }
 
 // add takes one piece of generated output.
-func (b *responsesBuilder) add(p piece) error {
-	if p.reasoning != "" {
+func (b *responsesBuilder) add(p turn.Piece) error {
+	if p.Reasoning != "" {
 		if b.openKind != "reasoning" || b.open == nil {
 			if err := b.startItem("reasoning", map[string]any{"type": "reasoning", "id": newID("rs_"), "summary": []any{}}); err != nil {
 				return err
 			}
 		}
-		b.itemText += p.reasoning
-		b.reasoning += p.reasoning
-		if err := b.send("response.reasoning_text.delta", map[string]any{"item_id": b.open["id"], "output_index": b.index(), "content_index": 0, "delta": p.reasoning}); err != nil {
+		b.itemText += p.Reasoning
+		b.reasoning += p.Reasoning
+		if err := b.send("response.reasoning_text.delta", map[string]any{"item_id": b.open["id"], "output_index": b.index(), "content_index": 0, "delta": p.Reasoning}); err != nil {
 			return err
 		}
 	}
-	if p.content != "" {
+	if p.Text != "" {
 		if b.openKind != "message" || b.open == nil {
 			if err := b.startItem("message", map[string]any{"type": "message", "id": newID("msg_"), "status": "in_progress", "role": "assistant", "content": []any{}}); err != nil {
 				return err
 			}
 		}
-		b.itemText += p.content
-		b.text += p.content
-		if err := b.send("response.output_text.delta", map[string]any{"item_id": b.open["id"], "output_index": b.index(), "content_index": 0, "delta": p.content, "logprobs": []any{}}); err != nil {
+		b.itemText += p.Text
+		b.text += p.Text
+		if err := b.send("response.output_text.delta", map[string]any{"item_id": b.open["id"], "output_index": b.index(), "content_index": 0, "delta": p.Text, "logprobs": []any{}}); err != nil {
 			return err
 		}
 	}
-	for _, c := range p.calls {
+	for _, tc := range p.Calls {
+		c := chat.ToolCall{ID: tc.ID, Type: "function", Function: chat.FunctionCall{Name: tc.Name, Arguments: tc.Arguments}}
 		done := callItem(c, b.origins)
 		// The item is announced in progress, its text streamed, then done.
 		item := map[string]any{}

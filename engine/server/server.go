@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/spoolhq/spool/engine/chat"
 	"github.com/spoolhq/spool/engine/httpguard"
+	"github.com/spoolhq/spool/engine/local"
 	"github.com/spoolhq/spool/engine/remote"
 	"github.com/spoolhq/spool/engine/remotefront"
 	"github.com/spoolhq/spool/engine/scheduler"
@@ -120,7 +120,13 @@ func ModelIDFromDir(dir string) string {
 
 // ConstraintCompiler builds the constraint that enforces a response
 // format: schema is a JSON Schema, or nil for any JSON object.
-type ConstraintCompiler func(schema json.RawMessage) (scheduler.Constraint, error)
+type ConstraintCompiler = local.ConstraintCompiler
+
+// GrammarConstraints returns the ConstraintCompiler backed by
+// engine/grammar for a tokenizer; eos are the model's end-of-sequence ids.
+func GrammarConstraints(tok *tokenizer.Tokenizer, eos []int) (ConstraintCompiler, error) {
+	return local.GrammarConstraints(tok, eos)
+}
 
 // ExpertTelemetry is what the routed-expert tier reports to the UI: one
 // byte per expert (tier << 6 | log2 usage) and a bitmap of the experts hit
@@ -147,6 +153,10 @@ type Engine struct {
 	Extra func() map[string]any
 	// Footprint sizes the model in Ollama's listings (zero where unknown).
 	Footprint ModelFootprint
+	// RenderLimits, when set, replaces chat.DefaultLimits as the base of
+	// a render's limits (tests make a render unbounded but for its
+	// context).
+	RenderLimits chat.Limits
 }
 
 // ModelFootprint is what the served model takes: DiskBytes its weight
@@ -165,14 +175,10 @@ type Server struct {
 	created   int64
 	hub       *hub
 	responses *responseStore
-	toolVocab *toolVocab
 	handler   http.Handler
 	guard     *httpguard.Guard
-	// tokenBytes is the length of the tokenizer's longest token.
-	tokenBytes int
-	// renderBase, when set, replaces chat.DefaultLimits as the base of
-	// templateLimits (tests make a render unbounded but for its context).
-	renderBase chat.Limits
+	// local runs the turns of the served engine.
+	local *local.Engine
 	// remote, when set, is the remote engine the server forwards to
 	// instead of eng (see NewRemote).
 	remote *remote.Client
@@ -187,21 +193,30 @@ func New(cfg Config, eng Engine) (*Server, error) {
 		return nil, errors.New("server: the engine needs a scheduler and a tokenizer")
 	}
 	s := &Server{
-		cfg:        cfg,
-		eng:        eng,
-		ids:        append([]string{cfg.ModelID, "spool"}, cfg.Aliases...),
-		created:    time.Now().Unix(),
-		hub:        newHub(),
-		responses:  newResponseStore(cfg.StoredResponses),
-		toolVocab:  newToolVocab(eng.Tokenizer, eng.Scheduler.Model().Config().EOSTokenIDs),
-		tokenBytes: maxTokenBytes(eng.Tokenizer),
+		cfg:       cfg,
+		eng:       eng,
+		ids:       append([]string{cfg.ModelID, "spool"}, cfg.Aliases...),
+		created:   time.Now().Unix(),
+		hub:       newHub(),
+		responses: newResponseStore(cfg.StoredResponses),
 	}
 	if err := CheckBind(cfg.Host, cfg.APIKey); err != nil {
+		return nil, err
+	}
+	var err error
+	if s.local, err = s.newLocal(); err != nil {
 		return nil, err
 	}
 	s.guard = s.newGuard()
 	s.handler = s.guard.Handler(s.routes())
 	return s, nil
+}
+
+// newLocal is the local engine of s's engine and configuration.
+func (s *Server) newLocal() (*local.Engine, error) {
+	e, c := s.eng, s.cfg
+	return local.New(local.Config{ModelID: c.ModelID, Scheduler: e.Scheduler, Tokenizer: e.Tokenizer, Template: e.Template,
+		Constraints: e.Constraints, MaxTokens: c.MaxTokens, KeepAlive: c.KeepAlive, Observer: observer{s}, RenderLimits: e.RenderLimits})
 }
 
 // CheckBind refuses a non-loopback listen address without an API key.

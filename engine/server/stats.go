@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/engine/scheduler"
+	"github.com/spoolhq/spool/engine/turn"
 )
 
 // What the UI and the menu bar are told about the requests in flight. The
@@ -110,17 +111,36 @@ type liveRequest struct {
 
 func newLiveRequests() *liveRequests { return &liveRequests{reqs: map[string]*liveRequest{}} }
 
-// begin registers a request; it ends when ctx does if nothing ends it first.
-func (s *Server) beginRequest(ctx context.Context, t *turn) {
+// observer is the server as the local engine's Observer: the live status
+// and the UI's events follow the engine's turns.
+type observer struct{ s *Server }
+
+func (o observer) Begin(ctx context.Context, id string, prompt int) {
+	o.s.beginRequest(ctx, id, prompt)
+}
+func (o observer) Prefill(id string, p scheduler.Progress) { o.s.onPrefill(id, p) }
+func (o observer) Tokens(id string, n int)                 { o.s.addTokens(id, n) }
+func (o observer) End(id string, res *scheduler.Result, finish string) {
+	o.s.endRequest(id, res, finish)
+}
+
+func (o observer) Output(id, reasoning, text string) {
+	if o.s.hub.active() {
+		o.s.hub.publish(Event{Type: "token", Data: map[string]string{"id": id, "content": text, "reasoning": reasoning}})
+	}
+}
+
+// beginRequest registers a request; it ends when ctx does if nothing ends
+// it first.
+func (s *Server) beginRequest(ctx context.Context, id string, prompt int) {
 	s.hub.live.mu.Lock()
-	s.hub.live.reqs[t.id] = &liveRequest{
-		status:  RequestStatus{ID: t.id, Phase: PhaseQueued, PromptTokens: len(t.prompt)},
+	s.hub.live.reqs[id] = &liveRequest{
+		status:  RequestStatus{ID: id, Phase: PhaseQueued, PromptTokens: prompt},
 		started: time.Now(),
 	}
-	s.hub.live.order = append(s.hub.live.order, t.id)
+	s.hub.live.order = append(s.hub.live.order, id)
 	s.hub.live.mu.Unlock()
-	t.req.OnPrefill = func(p scheduler.Progress) { s.onPrefill(t.id, p) }
-	context.AfterFunc(ctx, func() { s.endRequest(t.id, nil, scheduler.FinishCancelled) })
+	context.AfterFunc(ctx, func() { s.endRequest(id, nil, scheduler.FinishCancelled) })
 	s.publishState()
 }
 
@@ -212,7 +232,7 @@ func (r *liveRequest) summary(res *scheduler.Result, finish string, now time.Tim
 	}
 	// The rates come from the rounded times that usage reports, so that a
 	// client computing them from usage gets the same figures.
-	sum.PrefillMS, sum.DecodeMS = ms(prefill), ms(decode)
+	sum.PrefillMS, sum.DecodeMS = turn.MS(prefill), turn.MS(decode)
 	sum.DecodeTokensPerSecond = decodeRate(sum.CompletionTokens, msDuration(sum.DecodeMS))
 	if read := res != nil || !r.firstAt.IsZero(); read {
 		sum.PrefillTokensPerSecond = prefillRate(sum.PromptTokens-sum.CachedTokens, msDuration(sum.PrefillMS))

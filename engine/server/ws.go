@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -122,8 +121,7 @@ func (s *Server) helloEvent() Event {
 	if s.remote != nil {
 		return s.remoteHelloEvent()
 	}
-	t := s.eng.Template
-	return Event{Type: "hello", Data: helloEvent{modelObject: s.modelObject(), Thinking: t != nil && strings.Contains(t.Source(), "enable_thinking")}}
+	return Event{Type: "hello", Data: helloEvent{modelObject: s.modelObject(), Thinking: s.local.Thinking()}}
 }
 
 // run publishes periodic events while anyone listens, until ctx ends.

@@ -1,4 +1,4 @@
-package server
+package local
 
 import (
 	"github.com/spoolhq/spool/engine/chat"
@@ -16,15 +16,15 @@ func maxTokenBytes(tok *tokenizer.Tokenizer) int {
 	return n
 }
 
-// templateLimits bounds the render of a prompt for a context of ctxLen
+// renderLimits bounds the render of a prompt for a context of ctxLen
 // tokens: its text cannot be longer than ctxLen of the longest tokens, and
 // its work grows with the messages.
-func (s *Server) templateLimits(ctxLen, messages int) chat.Limits {
+func (e *Engine) renderLimits(ctxLen, messages int) chat.Limits {
 	lim := chat.DefaultLimits
-	if s.renderBase != (chat.Limits{}) {
-		lim = s.renderBase
+	if e.cfg.RenderLimits != (chat.Limits{}) {
+		lim = e.cfg.RenderLimits
 	}
-	lim.MaxOutput = int(min(int64(ctxLen)*int64(s.tokenBytes)+4096, 64<<20))
+	lim.MaxOutput = int(min(int64(ctxLen)*int64(e.tokenBytes)+4096, 64<<20))
 	lim.MaxSteps += 512 * int64(messages)
 	return lim
 }

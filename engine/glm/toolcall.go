@@ -1,4 +1,4 @@
-package chat
+package glm
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/spoolhq/spool/engine/chat"
 )
 
 // GLM writes a tool call as
@@ -30,6 +32,10 @@ const (
 	argValueClose = "</arg_value>"
 )
 
+// ForcedCall is the markup a prompt ends with to force a tool call: of
+// any of the tools (name "") or of the one named.
+func ForcedCall(name string) string { return toolCallOpen + name }
+
 // ParsedCall is one tool call parsed from a reply.
 type ParsedCall struct {
 	Name string
@@ -39,8 +45,8 @@ type ParsedCall struct {
 }
 
 // ToolCall returns the call in the OpenAI message shape with the given id.
-func (c ParsedCall) ToolCall(id string) ToolCall {
-	return ToolCall{ID: id, Type: "function", Function: FunctionCall{Name: c.Name, Arguments: c.Arguments}}
+func (c ParsedCall) ToolCall(id string) chat.ToolCall {
+	return chat.ToolCall{ID: id, Type: "function", Function: chat.FunctionCall{Name: c.Name, Arguments: c.Arguments}}
 }
 
 // NewCallID returns a tool-call id "call_" followed by 24 hex digits read
@@ -66,7 +72,7 @@ func NewCallID(random io.Reader) (string, error) {
 //
 // err reports a closed call whose name is missing; content and calls
 // still hold everything else that was parsed.
-func ParseToolCalls(text string, tools []Tool) (content string, calls []ParsedCall, err error) {
+func ParseToolCalls(text string, tools []chat.Tool) (content string, calls []ParsedCall, err error) {
 	if i := strings.Index(text, thinkClose); i >= 0 {
 		text = text[i+len(thinkClose):]
 	}
@@ -109,7 +115,7 @@ func ParseToolCalls(text string, tools []Tool) (content string, calls []ParsedCa
 type argPair struct{ key, value string }
 
 // parseCall parses the body of one <tool_call> box.
-func parseCall(body string, closed bool, tools []Tool) (ParsedCall, bool, error) {
+func parseCall(body string, closed bool, tools []chat.Tool) (ParsedCall, bool, error) {
 	rest := strings.TrimLeftFunc(body, unicode.IsSpace)
 	n := 0
 	for n < len(rest) && isNameByte(rest[n]) {
@@ -196,7 +202,7 @@ type toolSchema struct {
 
 // toolProperties finds the tool named name and returns its properties'
 // declared types (without "null").
-func toolProperties(tools []Tool, name string) toolSchema {
+func toolProperties(tools []chat.Tool, name string) toolSchema {
 	params, ok := toolParameters(tools, name)
 	if !ok {
 		return toolSchema{}
@@ -210,7 +216,7 @@ func toolProperties(tools []Tool, name string) toolSchema {
 }
 
 // toolParameters returns the parameters schema of the tool named name.
-func toolParameters(tools []Tool, name string) (map[string]any, bool) {
+func toolParameters(tools []chat.Tool, name string) (map[string]any, bool) {
 	for _, tool := range tools {
 		fn, ok := tool["function"].(map[string]any)
 		if !ok {
@@ -300,7 +306,7 @@ func valueType(v any) string {
 
 // MissingArguments lists the required parameters of the called tool that
 // a parsed call lacks (none for an undeclared tool).
-func MissingArguments(c ParsedCall, tools []Tool) []string {
+func MissingArguments(c ParsedCall, tools []chat.Tool) []string {
 	params, ok := toolParameters(tools, c.Name)
 	if !ok {
 		return nil

@@ -1,4 +1,4 @@
-package chat
+package glm
 
 import (
 	"bytes"
@@ -11,9 +11,12 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/spoolhq/spool/engine/chat"
+	"github.com/spoolhq/spool/internal/fixtures"
 )
 
-func testTools(t testing.TB) []Tool {
+func testTools(t testing.TB) []chat.Tool {
 	t.Helper()
 	const src = `[
 		{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
@@ -24,7 +27,7 @@ func testTools(t testing.TB) []Tool {
 		{"type": "function", "function": {"name": "list_files", "parameters": {"type": "object", "properties": {}}}},
 		{"name": "flat.tool", "parameters": {"properties": {"n": {"type": "integer"}}}}
 	]`
-	var tools []Tool
+	var tools []chat.Tool
 	if err := json.Unmarshal([]byte(src), &tools); err != nil {
 		t.Fatal(err)
 	}
@@ -192,22 +195,23 @@ func TestNewCallID(t *testing.T) {
 // TestToolCallRoundTrip renders an assistant turn holding parsed calls
 // with the GLM-4.6 fixture template and parses the rendered markup back.
 func TestToolCallRoundTrip(t *testing.T) {
-	dir, cases := loadTemplateCases(t)
+	dir := fixtures.Path(t, "templates")
 	tmpl := parseTemplateFile(t, filepath.Join(dir, "glm-4.6.jinja"))
+	tools := templateTools(t, dir)
 	want := []ParsedCall{
 		{Name: "get_weather", Arguments: `{"city":"Paris","days":2}`},
 		{Name: "list_files", Arguments: `{}`},
 	}
-	msg := Message{Role: "assistant", Content: "Let me check."}
+	msg := chat.Message{Role: "assistant", Content: "Let me check."}
 	for i, c := range want {
 		msg.ToolCalls = append(msg.ToolCalls, c.ToolCall("call_"+strings.Repeat("0", 23)+string(rune('0'+i))))
 	}
-	out, err := tmpl.Render([]Message{{Role: "user", Content: "q"}, msg}, Options{Tools: cases.Tools})
+	out, err := tmpl.Render([]chat.Message{{Role: "user", Content: "q"}, msg}, chat.Options{Tools: tools})
 	if err != nil {
 		t.Fatal(err)
 	}
 	reply := out[strings.LastIndex(out, "<|assistant|>")+len("<|assistant|>"):]
-	content, calls, err := ParseToolCalls(reply, cases.Tools)
+	content, calls, err := ParseToolCalls(reply, tools)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,17 +224,33 @@ func TestToolCallRoundTrip(t *testing.T) {
 }
 
 // parseTemplateFile parses one template file for a test.
-func parseTemplateFile(t testing.TB, path string) *Template {
+func parseTemplateFile(t testing.TB, path string) *chat.Template {
 	t.Helper()
 	src, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl, err := ParseTemplate(string(src))
+	tmpl, err := chat.ParseTemplate(string(src))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return tmpl
+}
+
+// templateTools are the tools of the fixture's template cases.
+func templateTools(t testing.TB, dir string) []chat.Tool {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "chat-template-cases.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases struct {
+		Tools []chat.Tool `json:"tools"`
+	}
+	if err := json.Unmarshal(data, &cases); err != nil {
+		t.Fatal(err)
+	}
+	return cases.Tools
 }
 
 var callName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
@@ -265,7 +285,7 @@ func FuzzParseToolCalls(f *testing.F) {
 // TestArgumentTypes: enum and const values, allOf members and $ref targets
 // decide whether an argument is raw text, as grammar.CompileArguments does.
 func TestArgumentTypes(t *testing.T) {
-	var tools []Tool
+	var tools []chat.Tool
 	src := `[{"type":"function","function":{"name":"f","parameters":{"type":"object",
 		"properties":{"u":{"enum":["1","2"]},"n":{"const":3},"r":{"$ref":"#/$defs/s"},"a":{"allOf":[{"type":"string"}]},"d":{"$ref":"#/definitions/n"}},
 		"required":["u","n"],

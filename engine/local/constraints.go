@@ -1,4 +1,4 @@
-package server
+package local
 
 import (
 	"encoding/json"
@@ -9,6 +9,10 @@ import (
 	"github.com/spoolhq/spool/engine/tokenizer"
 )
 
+// ConstraintCompiler builds the constraint that enforces a JSON format:
+// schema is a JSON Schema, or nil for any JSON object.
+type ConstraintCompiler func(schema json.RawMessage) (scheduler.Constraint, error)
+
 // GrammarConstraints returns the ConstraintCompiler backed by
 // engine/grammar for a tokenizer; eos are the model's end-of-sequence ids.
 // The vocabulary index is built once here; forced tool calls decode their
@@ -16,7 +20,7 @@ import (
 func GrammarConstraints(tok *tokenizer.Tokenizer, eos []int) (ConstraintCompiler, error) {
 	v, err := grammar.TokenizerVocab(tok, eos)
 	if err != nil {
-		return nil, fmt.Errorf("server: preparing constrained decoding: %w", err)
+		return nil, fmt.Errorf("local: preparing constrained decoding: %w", err)
 	}
 	return func(schema json.RawMessage) (scheduler.Constraint, error) {
 		g := grammar.JSONObject()

@@ -1,8 +1,10 @@
-package server
+package glm
 
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -24,12 +26,21 @@ import (
 // (enum, const, minLength and maxLength enforced), any other JSON. The
 // markup tags are single tokens of the GLM vocabulary.
 
+// ToolChoiceError is a forced tool choice the constraint cannot enforce:
+// Param names the request field at fault (tools or tool_choice).
+type ToolChoiceError struct {
+	Param, Message string
+}
+
+func (e *ToolChoiceError) Error() string { return e.Message }
+
 // maxValueTokens bounds an argument value: past it, a value that is
 // complete must end.
 const maxValueTokens = 1024
 
-// toolVocab is the per-tokenizer index the tool-call constraint uses.
-type toolVocab struct {
+// ToolVocab is the per-tokenizer index the tool-call constraint uses:
+// build it once per tokenizer.
+type ToolVocab struct {
 	tokens [][]byte
 	// plain marks tokens that may appear in a key or an unconstrained raw
 	// value: not special, not empty, no '<'.
@@ -38,9 +49,11 @@ type toolVocab struct {
 	eos                                            []int
 }
 
-func newToolVocab(tok *tokenizer.Tokenizer, eos []int) *toolVocab {
+// NewToolVocab indexes tok's vocabulary; eos are the model's
+// end-of-sequence ids.
+func NewToolVocab(tok *tokenizer.Tokenizer, eos []int) *ToolVocab {
 	n := tok.VocabSize()
-	v := &toolVocab{tokens: make([][]byte, n), plain: make([]uint64, (n+63)/64), eos: eos}
+	v := &ToolVocab{tokens: make([][]byte, n), plain: make([]uint64, (n+63)/64), eos: eos}
 	for id := range n {
 		b, ok := tok.TokenBytes(id)
 		if !ok || tok.IsSpecial(id) || slices.Contains(eos, id) {
@@ -62,8 +75,9 @@ func newToolVocab(tok *tokenizer.Tokenizer, eos []int) *toolVocab {
 	return v
 }
 
-// usable reports whether the vocabulary has GLM's markup tokens.
-func (v *toolVocab) usable() bool {
+// Usable reports whether the vocabulary has GLM's markup tokens, each a
+// single token: without them a forced call is not constrained.
+func (v *ToolVocab) Usable() bool {
 	return v.argKey >= 0 && v.argKeyEnd >= 0 && v.argValue >= 0 && v.argValueEnd >= 0 && v.done >= 0
 }
 
@@ -96,12 +110,12 @@ func toolSpecs(tools []chat.Tool, name string) ([]toolSpec, error) {
 		if p, ok := fn["parameters"]; ok && p != nil {
 			var err error
 			if raw, err = json.Marshal(p); err != nil {
-				return nil, invalid("tools", "tool %q: parameters: %v", n, err)
+				return nil, &ToolChoiceError{Param: "tools", Message: fmt.Sprintf("tool %q: parameters: %v", n, err)}
 			}
 		}
 		args, err := grammar.CompileArguments(raw)
 		if err != nil {
-			return nil, invalid("tools", "tool %q: its arguments cannot be decoded under its parameters schema for a forced tool_choice: %v", n, err)
+			return nil, &ToolChoiceError{Param: "tools", Message: fmt.Sprintf("tool %q: its arguments cannot be decoded under its parameters schema for a forced tool_choice: %v", n, err)}
 		}
 		out = append(out, toolSpec{name: n, args: args})
 	}
@@ -119,11 +133,12 @@ const (
 	phaseDone
 )
 
-// toolConstraint implements scheduler.Constraint for one forced call.
-type toolConstraint struct {
-	v *toolVocab
-	// gv is the response-format compiler's vocabulary; nil leaves values
-	// unconstrained (raw text of plain tokens).
+// ToolConstraint constrains the decoding of one forced call: it is a
+// scheduler.Constraint (Mask, Accept, Done).
+type ToolConstraint struct {
+	v *ToolVocab
+	// gv is the vocabulary argument values are decoded under; nil leaves
+	// them unconstrained (raw text of plain tokens).
 	gv    *grammar.Vocab
 	specs []toolSpec
 
@@ -135,17 +150,20 @@ type toolConstraint struct {
 	tokens int // tokens of the current value
 }
 
-// newToolConstraint starts after "<tool_call>" (name == "") or after
-// "<tool_call>name".
-func newToolConstraint(v *toolVocab, tools []chat.Tool, name string, compile ConstraintCompiler) (*toolConstraint, error) {
+// NewToolConstraint starts after ForcedCall(name): "<tool_call>" (name
+// "": any of the tools) or "<tool_call>name". values is the grammar
+// vocabulary argument values are decoded under (nil: raw text). A tool
+// whose parameters cannot be compiled, or an unknown name, is a
+// *ToolChoiceError.
+func NewToolConstraint(v *ToolVocab, tools []chat.Tool, name string, values *grammar.Vocab) (*ToolConstraint, error) {
 	specs, err := toolSpecs(tools, name)
 	if err != nil {
 		return nil, err
 	}
 	if len(specs) == 0 {
-		return nil, invalid("tool_choice", "tool_choice names the function %q, which is not among the tools", name)
+		return nil, &ToolChoiceError{Param: "tool_choice", Message: fmt.Sprintf("tool_choice names the function %q, which is not among the tools", name)}
 	}
-	c := &toolConstraint{v: v, gv: grammarVocab(compile), specs: specs}
+	c := &ToolConstraint{v: v, gv: values, specs: specs}
 	if name != "" {
 		c.tool = &c.specs[0]
 		c.phase = phaseArgs
@@ -160,7 +178,7 @@ func set(mask []uint64, id int) {
 }
 
 // extend allows every token that keeps text a prefix of a candidate.
-func (c *toolConstraint) extend(mask []uint64, candidates []string) {
+func (c *ToolConstraint) extend(mask []uint64, candidates []string) {
 	for id, b := range c.v.tokens {
 		if len(b) == 0 || c.v.plain[id/64]&(1<<(id%64)) == 0 {
 			continue
@@ -177,7 +195,7 @@ func (c *toolConstraint) extend(mask []uint64, candidates []string) {
 
 // unused lists the parameters that may come next: the required ones not
 // given yet, or once they are all there, the optional ones not given.
-func (c *toolConstraint) unused() []string {
+func (c *ToolConstraint) unused() []string {
 	var req, opt []string
 	for _, p := range c.tool.args.Props {
 		switch {
@@ -194,7 +212,7 @@ func (c *toolConstraint) unused() []string {
 	return opt
 }
 
-func (c *toolConstraint) canClose() bool {
+func (c *ToolConstraint) canClose() bool {
 	for _, p := range c.tool.args.Props {
 		if p.Required && !slices.Contains(c.used, p.Name) {
 			return false
@@ -203,8 +221,8 @@ func (c *toolConstraint) canClose() bool {
 	return true
 }
 
-// Mask implements scheduler.Constraint.
-func (c *toolConstraint) Mask(mask []uint64) {
+// Mask sets the tokens allowed next.
+func (c *ToolConstraint) Mask(mask []uint64) {
 	switch c.phase {
 	case phaseName:
 		var names []string
@@ -258,8 +276,8 @@ func (c *toolConstraint) Mask(mask []uint64) {
 	}
 }
 
-// Accept implements scheduler.Constraint.
-func (c *toolConstraint) Accept(id int) error {
+// Accept takes the token decoded.
+func (c *ToolConstraint) Accept(id int) error {
 	switch c.phase {
 	case phaseName:
 		if id == c.v.argKey || id == c.v.done {
@@ -312,10 +330,10 @@ func (c *toolConstraint) Accept(id int) error {
 	return nil
 }
 
-// Done implements scheduler.Constraint.
-func (c *toolConstraint) Done() bool { return c.phase == phaseDone }
+// Done reports that the call is complete.
+func (c *ToolConstraint) Done() bool { return c.phase == phaseDone }
 
 var (
-	errToolCallDone   = &apiError{Status: 500, Type: "server_error", Message: "the tool call is complete"}
-	errToolCallMarkup = &apiError{Status: 500, Type: "server_error", Message: "the tool call names no declared tool"}
+	errToolCallDone   = errors.New("the tool call is complete")
+	errToolCallMarkup = errors.New("the tool call names no declared tool")
 )

@@ -1,4 +1,4 @@
-package chat
+package glm
 
 import (
 	"strings"

@@ -1,4 +1,4 @@
-package chat
+package glm
 
 import (
 	"strings"
@@ -146,4 +146,14 @@ func partialRuneLen(s string) int {
 		}
 	}
 	return 0
+}
+
+// CloseThink closes the think block prompt leaves open, if any, so that
+// the reply starts at once with its answer: a reply forced into a tool
+// call or a JSON format has no room for reasoning.
+func CloseThink(prompt string) string {
+	if PromptOpensThink(prompt) {
+		return prompt + thinkClose
+	}
+	return prompt
 }
