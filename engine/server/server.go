@@ -21,6 +21,7 @@ import (
 	"github.com/spoolhq/spool/engine/remotefront"
 	"github.com/spoolhq/spool/engine/scheduler"
 	"github.com/spoolhq/spool/engine/tokenizer"
+	"github.com/spoolhq/spool/engine/turn"
 )
 
 // Config configures the server. Zero fields take the defaults.
@@ -230,6 +231,16 @@ func (s *Server) newGuard() *httpguard.Guard {
 		MaxBodyBytes: c.MaxBodyBytes, MaxConnections: c.MaxConnections, MaxParsing: c.MaxParsing,
 		EventsPath: eventsPath, Conversation: s.conversation, WriteError: writeError,
 	})
+}
+
+// Turns is the engine the server's turns run on (engine/turn): the local
+// engine (a *local.Engine, also a turn.Counter), nil for a server built
+// with NewRemote.
+func (s *Server) Turns() turn.Engine {
+	if s.local == nil {
+		return nil
+	}
+	return s.local
 }
 
 // Handler returns the HTTP handler with every route and guard.
