@@ -15,7 +15,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/spoolhq/spool/engine/host"
-	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/server"
 	"github.com/spoolhq/spool/frontend"
 )
@@ -137,15 +136,11 @@ func (rt *appRuntime) checkModel() error {
 	if err != nil {
 		return err
 	}
-	d, err := loader.OpenHeaders(cfg.ModelDir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if cfg.MaxBatch <= 0 {
-		cfg.MaxBatch = host.DefaultMaxBatch
-	}
-	_, err = host.PlanFor(d, cfg.Config, nil) // the CPU plan: a start falls back to it when the GPU lines do not fit
+	// The CPU's plan: a start falls back to it when the GPU's lines do
+	// not fit.
+	c := cfg.Config
+	c.GPU = host.GPUOff
+	_, err = host.PreviewOpen(c)
 	return err
 }
 
@@ -202,12 +197,19 @@ func (rt *appRuntime) config() (hostConfig, error) {
 			ModelDir:    dir,
 			Memory:      host.Memory{Budget: s.Memory},
 			Context:     s.Context,
+			MaxBatch:    appSequences,
 			UsageDir:    usageDir(),
 			PromptCache: pc,
 			GPU:         gpuMode,
 		},
 	}, nil
 }
+
+// appSequences is the sequences the app's engine decodes together: a
+// desktop app serves one person and the agents they run, and fewer
+// sequences than spool serve's (scheduler.DefaultMaxBatch) leave the
+// memory plan more room for the expert cache.
+const appSequences = 4
 
 // restart applies the saved settings and starts the engine (stopping it
 // first when it runs).

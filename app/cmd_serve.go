@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spoolhq/spool/engine/host"
-	"github.com/spoolhq/spool/engine/loader"
+	"github.com/spoolhq/spool/engine/scheduler"
 	"github.com/spoolhq/spool/engine/server"
 	"github.com/spoolhq/spool/frontend"
 )
@@ -16,55 +16,6 @@ import (
 // what coding agents need (their system prompts and tools alone are 10-30k
 // tokens) without planning memory a chat never uses.
 const maxDefaultContext = 32768
-
-// serveContext resolves the served context: the one asked for, checked
-// against the model's positions and the memory plan, or else the largest
-// multiple of 1024 up to maxDefaultContext that the plan fits.
-func serveContext(dir string, cfg hostConfig) (int, error) {
-	d, err := loader.OpenHeaders(dir)
-	if err != nil {
-		return 0, err
-	}
-	defer d.Close()
-	limit := d.Config.MaxPositionEmbeddings
-	fits := func(n int) error {
-		c := cfg
-		c.Context = n
-		_, err := host.PlanFor(d, c.Config, nil)
-		return err
-	}
-	if cfg.Context > 0 {
-		if cfg.Context > limit {
-			return 0, fmt.Errorf("--context %d is more than the model's %d positions", cfg.Context, limit)
-		}
-		if err := fits(cfg.Context); err != nil {
-			return 0, fmt.Errorf("--context %d: %w", cfg.Context, err)
-		}
-		return cfg.Context, nil
-	}
-	hi := min(limit, maxDefaultContext)
-	if fits(hi) == nil {
-		return hi, nil
-	}
-	// Memory grows with context: bisect on multiples of 1024.
-	lo := 0
-	for step := hi / 1024; lo+1 < step; {
-		mid := (lo + step) / 2
-		if fits(mid*1024) == nil {
-			lo = mid
-		} else {
-			step = mid
-		}
-	}
-	if lo == 0 {
-		err := fits(min(hi, 1024))
-		if err == nil {
-			return min(hi, 1024), nil
-		}
-		return 0, err
-	}
-	return lo * 1024, nil
-}
 
 type serveFlags struct {
 	model        string
@@ -126,8 +77,8 @@ only.`,
 	fl.IntVar(&f.port, "port", 8484, "port to listen on (0 picks a free one)")
 	fl.StringVar(&f.apiKey, "api-key", "", "require this key as 'Authorization: Bearer KEY' or 'x-api-key' (default $SPOOL_API_KEY)")
 	fl.IntVar(&f.context, "context", 0, "context length per sequence in tokens, at most the model's (default: the largest the memory plan allows, up to 32768)")
-	fl.IntVar(&f.maxBatch, "max-batch", 8, "requests generating at once (continuous batching)")
-	fl.IntVar(&f.maxQueue, "max-queue", 16, "requests waiting for a slot before answering 429")
+	fl.IntVar(&f.maxBatch, "max-batch", scheduler.DefaultMaxBatch, "requests generating at once (continuous batching)")
+	fl.IntVar(&f.maxQueue, "max-queue", scheduler.DefaultMaxQueue, "requests waiting for a slot before answering 429")
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "cap on tokens generated per request (default: the rest of the context)")
 	fl.StringSliceVar(&f.origins, "cors-origin", nil, `extra CORS origin allowed ("scheme://host:*" for any port, "*" for all)`)
 	fl.StringSliceVar(&f.allowedHosts, "allowed-host", nil, "extra Host header name accepted (DNS-rebinding guard)")
@@ -184,7 +135,10 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 		OllamaPort: f.ollamaPort,
 	}
 	if rcfg.URL == "" {
-		if cfg.Context, err = serveContext(dir, cfg); err != nil {
+		// The served context: the one asked for, checked against the
+		// model's positions and the memory plan, or else the largest
+		// the plan fits up to maxDefaultContext.
+		if cfg.Context, err = host.FitContext(cfg.Config, maxDefaultContext); err != nil {
 			return err
 		}
 	}

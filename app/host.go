@@ -9,9 +9,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/host"
-	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/engine/remote"
 	"github.com/spoolhq/spool/engine/scheduler"
 	"github.com/spoolhq/spool/engine/server"
@@ -82,6 +80,13 @@ func (h *engineHost) SetConfig(cfg hostConfig) {
 	h.mu.Lock()
 	h.cfg = cfg
 	h.mu.Unlock()
+}
+
+// Config is the configuration the next Start uses.
+func (h *engineHost) Config() hostConfig {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cfg
 }
 
 // ModelDir is the configured model directory.
@@ -205,31 +210,19 @@ func (h *engineHost) run(ctx context.Context, cfg hostConfig) error {
 	if err := server.CheckBind(cfg.Server.Host, cfg.Server.APIKey); err != nil {
 		return err
 	}
-	e, err := host.Open(ctx, cfg.Config, func(detail string, progress float64) {
+	hc := cfg.Config
+	hc.WatchPressure = true
+	e, err := host.Open(ctx, hc, func(detail string, progress float64) {
 		h.set(hostStatus{State: hostLoading, Detail: detail, Progress: progress})
 	})
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	lm, p, src, cache, sched := e.Model, e.Plan, e.Experts, e.PromptCache, e.Scheduler
-	gov, stopPressure := watchPressure(ctx, e)
-	defer stopPressure()
 
 	h.set(hostStatus{State: hostLoading, Detail: "starting the server", Progress: 0.9})
-	m := lm.Dir.Model
-	eng := server.Engine{
-		Scheduler: sched, Tokenizer: lm.Tokenizer, Template: lm.Template, Experts: src,
-		Extra: func() map[string]any {
-			extra := map[string]any{"plan": p, "tiers": src.Stats(), "gpu": e.GPU.Status(), "memory_pressure": gov.Stats()}
-			if cache != nil {
-				extra["prompt_cache"] = cache.Stats()
-			}
-			return extra
-		},
-		Footprint: footprintOf(lm.Dir.Container, p),
-	}
-	if eng.Constraints, err = server.GrammarConstraints(lm.Tokenizer, m.Config().EOSTokenIDs); err != nil {
+	eng, err := e.Serving()
+	if err != nil {
 		return err
 	}
 	scfg := cfg.Server
@@ -240,6 +233,7 @@ func (h *engineHost) run(ctx context.Context, cfg hostConfig) error {
 	if err != nil {
 		return err
 	}
+	sched := e.Scheduler
 	return h.serve(ctx, srv, sched, func(ctx context.Context) { sched.Run(ctx) }, func(_ context.Context, url string) hostStatus {
 		return hostStatus{State: hostReady, Progress: 1, URL: url}
 	})
@@ -278,23 +272,4 @@ func (h *engineHost) serve(ctx context.Context, srv *server.Server, sched *sched
 		err = nil
 	}
 	return err
-}
-
-// footprintOf is what the model in c takes, as Ollama's listings report
-// it: its weight files on disk, the memory plan p's process footprint, and
-// what of it lives on a GPU (a discrete device's lines add to the
-// process's; on unified memory they are lines of it already).
-func footprintOf(c *container.Container, p *plan.Plan) server.ModelFootprint {
-	var f server.ModelFootprint
-	for _, sh := range c.Shards() {
-		f.DiskBytes += sh.Size
-	}
-	f.MemoryBytes = p.PlannedProcessBytes
-	if g := p.GPU; g != nil {
-		f.GPUBytes = g.DeviceBytes
-		if !g.Unified {
-			f.MemoryBytes += g.DeviceBytes
-		}
-	}
-	return f
 }

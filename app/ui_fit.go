@@ -7,7 +7,6 @@ import (
 
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/download"
-	"github.com/spoolhq/spool/engine/host"
 	"github.com/spoolhq/spool/engine/plan"
 )
 
@@ -42,17 +41,16 @@ func glm52PlanInput() (planInput, error) {
 // planShape is the context and the sequence count the engine runs with:
 // the ones a plan for this machine must use.
 func (u *uiAPI) planShape() (context, sequences int) {
-	context, sequences = plan.DefaultContext, host.DefaultMaxBatch
+	context, sequences = plan.DefaultContext, appSequences
 	if u.host == nil {
 		return context, sequences
 	}
-	u.host.mu.Lock()
-	defer u.host.mu.Unlock()
-	if c := u.host.cfg.Context; c > 0 {
-		context = c
+	cfg := u.host.Config()
+	if cfg.Context > 0 {
+		context = cfg.Context
 	}
-	if b := u.host.cfg.MaxBatch; b > 0 {
-		sequences = b
+	if cfg.MaxBatch > 0 {
+		sequences = cfg.MaxBatch
 	}
 	return context, sequences
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/spoolhq/spool/engine/download"
 	"github.com/spoolhq/spool/engine/download/fakehub"
-	"github.com/spoolhq/spool/engine/host"
 	"github.com/spoolhq/spool/engine/server"
 	"github.com/spoolhq/spool/internal/fixtures"
 )
@@ -36,7 +35,7 @@ func TestGLM52Plan(t *testing.T) {
 	if code != 200 || p["resident_bytes"] != 10_877_286_144.0 || p["routed_bytes"] != 372_848_459_776.0 || p["model"] != "GLM-5.2" {
 		t.Fatalf("glm52 plan: %d %v", code, p)
 	}
-	if plan["sequences"] != float64(host.DefaultMaxBatch) || plan["context"] != 4096.0 || p["max_context"] != 1_048_576.0 || plan["experts_per_layer"] != 256.0 {
+	if plan["sequences"] != float64(appSequences) || plan["context"] != 4096.0 || p["max_context"] != 1_048_576.0 || plan["experts_per_layer"] != 256.0 {
 		t.Errorf("glm52 plan shape: sequences %v context %v max %v experts %v", plan["sequences"], plan["context"], p["max_context"], plan["experts_per_layer"])
 	}
 	if code, p := uiRequest(t, u, "GET", "/ui/plan?model=glm52&context=1048576&sequences=1&memory=512GiB", ""); code != 200 || p["plan"].(map[string]any)["context"] != 1_048_576.0 {

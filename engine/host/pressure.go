@@ -1,17 +1,16 @@
-package main
+package host
 
 import (
 	"context"
 
-	"github.com/spoolhq/spool/engine/host"
 	"github.com/spoolhq/spool/engine/pressure"
 	"github.com/spoolhq/spool/native/mempressure"
 )
 
 // watchPressure lets the engine's expert cache and the prompt cache's
-// memory tier give way under the system's memory pressure until ctx ends
-// (engine/pressure); the returned stop waits for the watcher.
-func watchPressure(ctx context.Context, e *host.Engine) (*pressure.Governor, func()) {
+// memory tier give way under the system's memory pressure until the
+// engine closes (engine/pressure).
+func (e *Engine) watchPressure(ctx context.Context) *pressure.Governor {
 	var g *pressure.Governor
 	if e.PromptCache != nil {
 		g = pressure.New(e.Experts, e.PromptCache)
@@ -25,5 +24,6 @@ func watchPressure(ctx context.Context, e *host.Engine) (*pressure.Governor, fun
 		defer close(done)
 		g.Watch(ctx)
 	}()
-	return g, func() { cancel(); <-done }
+	e.closers.push(func() error { cancel(); <-done; return nil })
+	return g
 }

@@ -1,4 +1,4 @@
-package main
+package host
 
 import (
 	"testing"
@@ -6,13 +6,14 @@ import (
 	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/engine/server"
+	"github.com/spoolhq/spool/internal/fixtures"
 )
 
 // TestFootprintOf: Ollama's listings get the weight files' bytes, the
 // planned process memory, and the GPU's lines, added to the process's
 // only where the GPU has memory of its own.
 func TestFootprintOf(t *testing.T) {
-	c, err := container.Open("../assets/models/glm52-demo")
+	c, err := container.Open(fixtures.DemoModel())
 	if err != nil {
 		t.Fatal(err)
 	}
