@@ -353,7 +353,7 @@ func (b *prefillRun) run(ctx context.Context, mode prefillMode, first bool) erro
 	leg.FirstToken = out.Tokens[0]
 	leg.ExpertsTouchedPerLayer = out.ExpertsTouchedPerLayer()
 	if src != nil && first {
-		recordExpertIO(src, p, b.weights, len(prompt), leg)
+		recordExpertIO(src, p, b.weights, out, len(prompt), leg)
 	}
 	return nil
 }
@@ -379,9 +379,10 @@ func (b *prefillRun) startProfile(mode prefillMode, first bool) (stop func(), er
 	}, nil
 }
 
-// recordExpertIO fills leg's expert I/O figures from the streamed tier's
-// counters of the prefill just run.
-func recordExpertIO(src *experts.Streamed, p *plan.Plan, w plan.Weights, tokens int, leg *PrefillLeg) {
+// recordExpertIO fills leg's expert I/O figures: what the prefill just run
+// read (its forwards' own record, out) against what it routed to (the
+// streamed tier's hit bitmap).
+func recordExpertIO(src *experts.Streamed, p *plan.Plan, w plan.Weights, out *generate.Result, tokens int, leg *PrefillLeg) {
 	expertBytes := map[int]int64{}
 	for _, l := range w.Layers {
 		expertBytes[l.Layer] = l.ExpertBytes
@@ -389,10 +390,11 @@ func recordExpertIO(src *experts.Streamed, p *plan.Plan, w plan.Weights, tokens 
 	st := src.Stats()
 	hits := src.HitBitmap()
 	E := p.ExpertsPerLayer
-	leg.ExpertBytesRead, leg.ExpertsRead = st.Turn.BytesRead, st.Turn.Misses
-	leg.ExpertBytesPerToken = float64(st.Turn.BytesRead) / float64(tokens)
+	read := out.PrefillExpertBytes + out.DecodeExpertBytes
+	leg.ExpertBytesRead, leg.ExpertsRead = read, int64(out.PrefillExpertsRead+out.DecodeExpertsRead)
+	leg.ExpertBytesPerToken = float64(read) / float64(tokens)
 	if p.RoutedBytes > 0 {
-		leg.ExpertBytesPerModelByte = float64(st.Turn.BytesRead) / float64(p.RoutedBytes)
+		leg.ExpertBytesPerModelByte = float64(read) / float64(p.RoutedBytes)
 	}
 	leg.MinLayerTouchedShare = 1
 	for row, ls := range st.Layers {

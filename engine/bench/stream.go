@@ -28,12 +28,16 @@ type StreamResult struct {
 	DirectIO         bool    `json:"direct_io"`
 	ReadChunkBytes   int64   `json:"read_chunk_bytes"`
 
-	Tokens            int     `json:"tokens"`
-	Seconds           float64 `json:"seconds"`
-	TokensPerSecond   float64 `json:"tokens_per_second"`
-	HitRate           float64 `json:"hit_rate"`
+	Tokens          int     `json:"tokens"`
+	Seconds         float64 `json:"seconds"`
+	TokensPerSecond float64 `json:"tokens_per_second"`
+	HitRate         float64 `json:"hit_rate"`
+	// MissBytesPerToken is what a decoded token's forwards read from
+	// storage, as they recorded it (generate.Result.DecodeExpertBytes):
+	// read-aheads nobody used are not in it.
 	MissBytesPerToken float64 `json:"miss_bytes_per_token"`
-	// StreamBytesPerSecond is the bytes read per decode second.
+	// StreamBytesPerSecond is the bytes the tier read per decode second,
+	// every read (and read-ahead) counted.
 	StreamBytesPerSecond float64 `json:"stream_bytes_per_second"`
 	// WaitShare is the share of decode wall time spent waiting for reads.
 	WaitShare float64 `json:"wait_share"`
@@ -169,7 +173,7 @@ func Stream(ctx context.Context, dir string, mem *host.Memory, tokens int, specu
 	decoded := len(res.Tokens) - 1 // the first token comes from the prefill
 	if decoded > 0 && wall > 0 {
 		r.TokensPerSecond = float64(decoded) / wall
-		r.MissBytesPerToken = float64(st.Turn.BytesRead) / float64(decoded)
+		r.MissBytesPerToken = float64(res.DecodeExpertBytes) / float64(decoded)
 		r.StreamBytesPerSecond = float64(st.Turn.BytesRead) / wall
 		r.WaitShare = st.Turn.Wait.Seconds() / wall
 		r.DiskBusyShare = activity.Busy.Seconds() / wall

@@ -15,7 +15,7 @@ func (s *Streamed) Close() error {
 		return nil
 	}
 	s.closed = true
-	s.cancelAllPrefetchLocked()
+	s.cancelAllAheadLocked()
 	s.mu.Unlock()
 	var errs []error
 	if s.pool != nil {

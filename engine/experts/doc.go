@@ -4,8 +4,10 @@
 // fully resident (every expert in memory) to the streamed tier (slabs, LRU,
 // pins, reads from disk).
 //
-// A Source must be safe for use by one forward at a time; leases end at a safe
-// point (Release), and an expert's memory is never reused while leased.
+// A Source must be safe for concurrent use (runners may forward at once);
+// leases end at a safe point (Release), an expert's memory is never reused
+// while leased, and each lease reports what it read (Lease.Cost), which
+// the runner records as its forward's cost.
 //
 // Files, one concept each:
 //
@@ -17,21 +19,22 @@
 //	slots.go     slabs: slot classes, the working bank, LRU and pinned slots
 //	lru.go       Acquire: a lease's hits, misses and admissions per the layer's policy
 //	policy.go    CachePolicy, the seam of what the LRU slots keep; LRUPolicy
-//	policyreplay.go ReplayPolicy: a policy run on a recorded trace, no model
-//	lease.go     a lease: reads in flight, hand-out order, Done and Release
+//	fill.go      a fill: one expert read into a slot, on demand or ahead;
+//	             where every read lands (telemetry, decode, cost, matrices)
+//	lease.go     a lease: its fills, hand-out order, Done, Release, Cost
 //	unpack.go    decoding a packed expert in place as its reads land, checked
 //	             against its CRC; a damaged record is read from the shard
 //	packs.go     opening the packs beside the shards (engine/expertpack);
 //	             the damaged records met
 //	pins.go      pins chosen at startup from the usage history
 //	repin.go     live re-pinning with hysteresis
-//	prefetch.go  read-ahead into free working slots; the read order hint
+//	prefetch.go  read-ahead (fills nobody waits for yet); the read order hint
 //	guard.go     the footprint guard
 //	budget.go    SetLRUShare: the LRU gives way under memory pressure
 //	close.go     shutdown
 //	probe.go     the disk probed with decoding's access pattern
 //	usage.go     the persistent usage history (.coli_usage); one that cannot
 //	             be read is set aside (stream.go), never overwritten
-//	trace.go     routing traces: recording, parsing, replay
+//	trace.go     routing traces: recording (replayed by the tests)
 //	telemetry.go counters, the expert map, the hit bitmap
 package experts

@@ -151,8 +151,8 @@ func CheckInvariants(s *Streamed, idle bool) error {
 func QuiescePrefetch(s *Streamed) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.cancelAllPrefetchLocked()
-	for i := 0; i < 1000 && s.prefetchesLocked() > 0; i++ {
+	s.cancelAllAheadLocked()
+	for i := 0; i < 1000 && s.workingInUseLocked() > 0; i++ {
 		s.mu.Unlock()
 		time.Sleep(2 * time.Millisecond)
 		s.mu.Lock()
@@ -171,4 +171,13 @@ func PinnedExperts(s *Streamed, layer int) []int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Sorted(maps.Keys(s.byLayer[layer].pinned))
+}
+
+// AheadDone reports whether layer's read-ahead of id is done (every read
+// in) and still unclaimed.
+func AheadDone(s *Streamed, layer, id int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.byLayer[layer].ahead[id]
+	return f != nil && f.done
 }

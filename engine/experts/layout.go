@@ -221,22 +221,6 @@ func (lo *layout) chunks(size int64) []chunk {
 	return out
 }
 
-// events is the number of completions reading the expert in requests of
-// at most size bytes reports: one per request, and one more for the
-// decode of a packed expert.
-func (lo *layout) events(size int64) int {
-	n := len(lo.chunks(size))
-	if lo.packed != nil {
-		n++
-		if lo.packed.raw != nil {
-			// Or the raw layout's, should a damaged record make the
-			// expert's layout raw between the count and the reads.
-			n = max(n, lo.packed.raw.events(size))
-		}
-	}
-	return n
-}
-
 // slabSize rounds a layout's need up to slabAlign.
 func slabSize(need int64) int64 { return (need + slabAlign - 1) / slabAlign * slabAlign }
 
@@ -256,7 +240,7 @@ func (s *Streamed) locate(c *container.Container, layers []int) error {
 		if _, dup := s.byLayer[l]; dup {
 			return fmt.Errorf("experts: layer %d listed twice", l)
 		}
-		lc := &layerCache{layer: l, row: row, pinned: map[int]*slot{}, lru: map[int]*slot{}, prefetched: map[int]*prefetch{}, class: main, policy: s.opts.newPolicy()}
+		lc := &layerCache{layer: l, row: row, pinned: map[int]*slot{}, lru: map[int]*slot{}, ahead: map[int]*fill{}, class: main, policy: s.opts.newPolicy()}
 		if l == s.cfg.NumLayers {
 			lc.class = mtp
 		}

@@ -13,8 +13,8 @@ import (
 )
 
 // streamLease is one Acquire of a Streamed source. Its state is guarded
-// by the source's mutex; read completions arrive on events, which has room
-// for every read the lease can submit, so workers never block.
+// by the source's mutex. Its misses are fills (fill.go) it owns; a fill
+// that finishes wakes the lease's consumer through notify.
 type streamLease struct {
 	s      *Streamed
 	lc     *layerCache
@@ -25,16 +25,15 @@ type streamLease struct {
 
 	ready      []int // indices ready to hand out, in order
 	pending    []int // misses waiting for a working slot
-	events     chan readEvent
-	inflight   int // reads submitted whose event has not been handled
+	notify     chan struct{}
+	inflight   int // fills the lease owns that are not done
 	given      int // experts handed out by Next
 	err        error
 	released   bool
 	submitting sync.WaitGroup // submitAsync goroutines
+	cost       Cost
 	// hitAtAcquire marks the experts that were resident at Acquire.
 	hitAtAcquire []bool
-	// adopted cancels the reads of the prefetches this lease took over.
-	adopted []context.CancelFunc
 	// rank orders the reads: an item's place in the layer's Order hint
 	// (items it does not name after, in id order).
 	rank []int
@@ -44,41 +43,49 @@ type itemState uint8
 
 const (
 	itemWaiting itemState = iota // a miss without a slot yet
-	itemQueued                   // reads submitted
+	itemQueued                   // its slot is being filled
 	itemReady                    // in the ready queue
 	itemGiven                    // handed out by Next
 	itemDone                     // Done called (or released)
 )
 
 type leaseItem struct {
-	lc        *layerCache
-	id        int
-	slot      *slot
-	gen       uint64 // slot generation when the lease took it
-	state     itemState
-	readsLeft int
-	failed    bool
+	lc     *layerCache
+	id     int
+	slot   *slot
+	gen    uint64 // slot generation when the lease took it
+	state  itemState
+	f      *fill // the fill of a miss, once started or claimed
+	failed bool
 }
 
-type readEvent struct {
-	item int
-	file string
-	res  diskio.ReadResult
-	// unpacked marks the completion of a packed expert's decode (res.Err
-	// its error); u is its state.
-	unpacked bool
-	u        *unpackState
+// newLease makes a lease of lc's experts ids (lc nil: the pins loaded at
+// startup).
+func (s *Streamed) newLease(ctx context.Context, lc *layerCache, ids []int) *streamLease {
+	l := &streamLease{s: s, lc: lc, ids: ids, items: make([]leaseItem, len(ids)), hitAtAcquire: make([]bool, len(ids)), notify: make(chan struct{}, 1)}
+	l.ctx, l.cancel = context.WithCancel(ctx)
+	return l
 }
 
-// readTag is a read request's Tag: the item it reads, and the decode
-// state of a packed one.
-type readTag struct {
-	item int
-	u    *unpackState
+// wake tells the consumer that the lease changed.
+func (l *streamLease) wake() {
+	select {
+	case l.notify <- struct{}{}:
+	default:
+	}
 }
 
-// startLocked gives waiting misses free working slots and returns their
-// read requests, to be submitted without the lock held.
+// failLocked records the lease's first error, which Next returns.
+func (l *streamLease) failLocked(err error) {
+	if l.err == nil {
+		l.err = err
+	}
+	l.wake()
+}
+
+// startLocked starts the fills of the misses admitted to LRU slots and
+// gives waiting misses free working slots, in the order of rank; it
+// returns the read requests, to be submitted without the lock held.
 func (l *streamLease) startLocked() []diskio.ReadRequest {
 	var reqs []diskio.ReadRequest
 	order := make([]int, len(l.items))
@@ -87,11 +94,19 @@ func (l *streamLease) startLocked() []diskio.ReadRequest {
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return l.rank[a] - l.rank[b] })
 	for _, i := range order {
-		if l.items[i].state == itemQueued && l.items[i].readsLeft == 0 && !l.items[i].failed {
-			reqs = append(reqs, l.readsFor(i)...)
+		if it := &l.items[i]; it.state == itemQueued && it.f == nil {
+			reqs = append(reqs, l.fillLocked(i)...)
 		}
 	}
-	reqs = append(reqs, l.pumpLocked()...)
+	return append(reqs, l.pumpLocked()...)
+}
+
+// fillLocked starts the fill of item i into its slot.
+func (l *streamLease) fillLocked(i int) []diskio.ReadRequest {
+	it := &l.items[i]
+	f, reqs := l.s.startFillLocked(l.ctx, it.lc, it.id, it.slot, l, i)
+	it.f = f
+	l.inflight++
 	return reqs
 }
 
@@ -100,7 +115,7 @@ func (l *streamLease) pumpLocked() []diskio.ReadRequest {
 	var reqs []diskio.ReadRequest
 	cl := l.lc.class
 	// Demand reads first: read-aheads give their slots up.
-	for stolen := 0; stolen < len(l.pending)-len(cl.free) && l.s.stealPrefetchLocked(cl); stolen++ {
+	for stolen := 0; stolen < len(l.pending)-len(cl.free) && l.s.stealAheadLocked(cl); stolen++ {
 	}
 	for len(l.pending) > 0 && len(cl.free) > 0 && l.err == nil {
 		i := l.pending[0]
@@ -110,32 +125,8 @@ func (l *streamLease) pumpLocked() []diskio.ReadRequest {
 		sl.layer, sl.expert, sl.state, sl.refs = l.lc.layer, l.ids[i], slotReading, 1
 		it := &l.items[i]
 		it.slot, it.gen, it.state = sl, sl.gen, itemQueued
-		reqs = append(reqs, l.readsFor(i)...)
+		reqs = append(reqs, l.fillLocked(i)...)
 	}
-	return reqs
-}
-
-// readsFor builds the read requests of item i into its slot and counts
-// them in flight.
-func (l *streamLease) readsFor(i int) []diskio.ReadRequest {
-	it := &l.items[i]
-	lo := it.lc.layouts[it.id]
-	cs := lo.chunks(l.s.opts.ReadChunk)
-	tag := readTag{item: i}
-	if lo.packed != nil {
-		// One more event: the decode's completion.
-		tag.u = newUnpackState(lo, it.slot.slab, l.s.opts.ReadChunk, l.s.opts.DecodeLoop, l.s.files)
-		it.readsLeft++
-		l.inflight++
-	}
-	reqs := make([]diskio.ReadRequest, len(cs))
-	for k, c := range cs {
-		r := lo.reads[c.read]
-		end := r.at + r.room
-		reqs[k] = diskio.ReadRequest{File: l.s.files[r.file], Off: c.off, Len: c.n, Slab: it.slot.slab[c.at:end], Tag: tag}
-	}
-	it.readsLeft += len(reqs)
-	l.inflight += len(reqs)
 	return reqs
 }
 
@@ -148,88 +139,8 @@ func (l *streamLease) submitAsync(reqs []diskio.ReadRequest) {
 	l.submitting.Add(1)
 	go func() {
 		defer l.submitting.Done()
-		l.submit(reqs)
+		l.s.submitReads(reqs)
 	}()
-}
-
-// submit queues reads; a read the pool refuses completes at once with the
-// refusal as its error.
-func (l *streamLease) submit(reqs []diskio.ReadRequest) {
-	for _, req := range reqs {
-		tag := req.Tag.(readTag)
-		i := tag.item
-		deliver := func(res diskio.ReadResult) {
-			l.events <- readEvent{item: i, file: req.File.Path(), res: res}
-			if tag.u == nil {
-				return
-			}
-			// Decode what landed (on this worker), then report the decode
-			// once it is complete.
-			if final, err := tag.u.landed(req.Off, res.Err); final {
-				l.events <- readEvent{item: i, file: req.File.Path(), res: diskio.ReadResult{Tag: tag, Err: err}, unpacked: true, u: tag.u}
-			}
-		}
-		req.Done = func(res diskio.ReadResult) {
-			if fault := l.s.fault.Load(); fault != nil && res.Err == nil {
-				if err := (*fault)(l.s.reads.Add(1)); err != nil {
-					res.Err, res.Data = err, nil
-				}
-			}
-			deliver(res)
-		}
-		if _, err := l.s.pool.Submit(l.ctx, req); err != nil {
-			deliver(diskio.ReadResult{Tag: tag, Err: err})
-		}
-	}
-}
-
-// handle applies one read completion. With the last read of an item in,
-// the item's matrices are built and it joins the ready queue.
-func (l *streamLease) handle(ev readEvent) {
-	l.inflight--
-	it := &l.items[ev.item]
-	it.readsLeft--
-	switch {
-	case ev.unpacked:
-		l.s.tel.unpacked(it.lc.row, ev.u.out, ev.u.spent)
-		if ev.res.Err != nil && !it.failed && l.err == nil {
-			l.err = fmt.Errorf("experts: decoding layer %d expert %d from %s: %w", it.lc.layer, it.id, ev.file, ev.res.Err)
-		}
-	case it.lc != nil:
-		l.s.tel.read(it.lc.row, ev.res.Bytes, ev.res.Service)
-	}
-	if ev.res.Err != nil {
-		if !it.failed && l.err == nil {
-			l.err = fmt.Errorf("experts: reading layer %d expert %d from %s: %w", it.lc.layer, it.id, ev.file, ev.res.Err)
-		}
-		it.failed = true
-	}
-	if it.readsLeft > 0 || it.failed {
-		return
-	}
-	if it.slot.gen != it.gen {
-		l.s.violations.Add(1)
-		it.failed = true
-		if l.err == nil {
-			l.err = fmt.Errorf("experts: internal error: slot of layer %d expert %d was reused while being read", it.lc.layer, it.id)
-		}
-		return
-	}
-	lo := it.lc.layouts[it.id]
-	if ev.unpacked {
-		lo = l.s.unpackedLocked(it.lc, it.id, ev.u)
-	}
-	ex, err := lo.matrices(it.slot.slab)
-	if err != nil {
-		it.failed = true
-		if l.err == nil {
-			l.err = fmt.Errorf("experts: layer %d expert %d: %w", it.lc.layer, it.id, err)
-		}
-		return
-	}
-	it.slot.ex, it.slot.state = ex, slotReady
-	it.state = itemReady
-	l.ready = append(l.ready, ev.item)
 }
 
 // Next implements Lease.
@@ -277,22 +188,22 @@ func (l *streamLease) Next(ctx context.Context) (int, *Expert, error) {
 			return 0, nil, fmt.Errorf("experts: internal error: layer %d lease has %d experts left and nothing to wait for", l.lc.layer, len(l.items)-l.given)
 		}
 		s.mu.Unlock()
-		l.submit(reqs)
+		s.submitReads(reqs)
 
 		start := time.Now()
+		var err error
 		select {
-		case ev := <-l.events:
-			s.mu.Lock()
-			l.handle(ev)
-			s.tel.wait(l.lc.row, time.Since(start))
-			s.mu.Unlock()
+		case <-l.notify:
 		case <-wake:
-			s.mu.Lock()
-			s.tel.wait(l.lc.row, time.Since(start))
-			s.mu.Unlock()
 		case <-ctx.Done():
-			return 0, nil, ctx.Err()
+			err = ctx.Err()
 		}
+		if err != nil {
+			return 0, nil, err
+		}
+		s.mu.Lock()
+		s.tel.wait(l.lc.row, time.Since(start))
+		s.mu.Unlock()
 	}
 }
 
@@ -334,9 +245,9 @@ func (l *streamLease) doneLocked(i int) {
 	}
 }
 
-// Release implements Lease. It cancels reads not yet done, waits for every
-// submitted read to finish (a slot is never reused while a read may still
-// write into it) and gives every slot back.
+// Release implements Lease. It cancels the fills not yet done, waits for
+// every one the lease owns to finish (a slot is never reused while a read
+// may still write into it) and gives every slot back.
 func (l *streamLease) Release() {
 	s := l.s
 	s.mu.Lock()
@@ -344,12 +255,14 @@ func (l *streamLease) Release() {
 		s.mu.Unlock()
 		return
 	}
-	adopted := l.adopted
+	for i := range l.items {
+		if f := l.items[i].f; f != nil && !f.done {
+			f.stop()
+		}
+	}
 	s.mu.Unlock()
 	l.cancel()
-	for _, cancel := range adopted {
-		cancel()
-	}
+	l.submitting.Wait()
 	for {
 		s.mu.Lock()
 		n := l.inflight
@@ -357,12 +270,8 @@ func (l *streamLease) Release() {
 		if n == 0 {
 			break
 		}
-		ev := <-l.events
-		s.mu.Lock()
-		l.handle(ev)
-		s.mu.Unlock()
+		<-l.notify
 	}
-	l.submitting.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := range l.items {
@@ -378,4 +287,12 @@ func (l *streamLease) Release() {
 	}
 	l.pending = nil
 	l.released = true
+}
+
+// Cost implements Lease: what the lease's fills read, final once Release
+// returned.
+func (l *streamLease) Cost() Cost {
+	l.s.mu.Lock()
+	defer l.s.mu.Unlock()
+	return l.cost
 }

@@ -53,11 +53,10 @@ func (s *Streamed) Acquire(ctx context.Context, layer int, ids []int) (Lease, er
 
 // leaseLocked applies the layer's CachePolicy to one request: hits are
 // leased and reported to it, the misses it admits get the LRU slots it
-// picks (evicting), the others wait for working slots.
+// picks (evicting), the others wait for working slots. A miss whose
+// expert is being read ahead claims that fill instead of starting one.
 func (s *Streamed) leaseLocked(ctx context.Context, lc *layerCache, ids []int) *streamLease {
-	l := &streamLease{s: s, lc: lc, ids: ids, items: make([]leaseItem, len(ids)), hitAtAcquire: make([]bool, len(ids))}
-	l.ctx, l.cancel = context.WithCancel(ctx)
-	nreads := 0
+	l := s.newLease(ctx, lc, ids)
 	var misses []int // indices into ids, ascending id
 	order := make([]int, len(ids))
 	for i := range order {
@@ -90,9 +89,7 @@ func (s *Streamed) leaseLocked(ctx context.Context, lc *layerCache, ids []int) *
 		}
 		s.tel.miss(lc.row)
 		misses = append(misses, i)
-		nreads += lc.layouts[id].events(s.opts.ReadChunk)
 	}
-	l.events = make(chan readEvent, nreads)
 	l.rankLocked()
 	// Admit the last misses into LRU slots nobody holds.
 	free := 0
@@ -104,9 +101,9 @@ func (s *Streamed) leaseLocked(ctx context.Context, lc *layerCache, ids []int) *
 	admit := min(lc.policy.Admit(len(misses), free), free, len(misses))
 	for j, i := range misses {
 		if j < len(misses)-admit {
-			// Streams through the working bank: in the slot a prefetch
-			// read it into, or one to come.
-			if !l.adoptPrefetchLocked(i) {
+			// Streams through the working bank: in the slot a read-ahead
+			// fills, or one to come.
+			if !l.claimLocked(i) {
 				l.pending = append(l.pending, i)
 			}
 			continue
@@ -122,31 +119,18 @@ func (s *Streamed) leaseLocked(ctx context.Context, lc *layerCache, ids []int) *
 		sl.expert, sl.state, sl.refs = id, slotReading, 1
 		lc.policy.Fill(sl)
 		lc.lru[id] = sl
-		l.items[i].slot, l.items[i].gen, l.items[i].state = sl, sl.gen, itemQueued
-		// Admitted: a prefetch of it hands its slab to the LRU slot.
-		if l.adoptPrefetchLocked(i) {
-			s.swapIntoLRU(&l.items[i], sl)
+		it := &l.items[i]
+		it.slot, it.gen, it.state = sl, sl.gen, itemQueued
+		// Admitted: a read-ahead of it hands its slab to the LRU slot.
+		if l.claimLocked(i) {
+			s.swapIntoLRU(it, sl)
 		}
 	}
 	// Read the misses most rows share first (Order's hint).
 	slices.SortStableFunc(l.pending, func(a, b int) int { return l.rank[a] - l.rank[b] })
 	// Read-aheads of this layer that it did not ask for were wrong.
-	for _, pf := range lc.prefetched {
-		s.cancelPrefetchLocked(pf)
+	for _, f := range lc.ahead {
+		s.cancelAheadLocked(f)
 	}
 	return l
-}
-
-// swapIntoLRU moves an adopted prefetch's slab (ready, or still being
-// read into) into the LRU slot sl the policy admitted its expert to; the
-// working slot takes sl's slab and goes back to the bank. The reads in
-// flight keep writing into the same memory, now sl's.
-func (s *Streamed) swapIntoLRU(it *leaseItem, sl *slot) {
-	w := it.slot
-	w.slab, sl.slab = sl.slab, w.slab
-	sl.ex, sl.state = w.ex, w.state
-	w.ex = nil
-	it.slot, it.gen = sl, sl.gen
-	w.refs--
-	s.releaseWorking(w)
 }

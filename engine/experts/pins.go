@@ -104,14 +104,9 @@ func (s *Streamed) loadPins(ctx context.Context) error {
 	if len(pins) == 0 {
 		return nil
 	}
-	n := 0
-	for _, r := range pins {
-		n += s.byLayer[r.Layer].layouts[r.Expert].events(s.opts.ReadChunk)
-	}
-	l := &streamLease{s: s, events: make(chan readEvent, n)}
-	l.ctx, l.cancel = context.WithCancel(ctx)
+	// The pins are one lease's fills, waited for here.
+	l := s.newLease(ctx, nil, make([]int, len(pins)))
 	defer l.cancel()
-	var reqs []diskio.ReadRequest
 	for i, r := range pins {
 		lc := s.byLayer[r.Layer]
 		sl, err := s.newSlot(lc.class, tierPinned)
@@ -120,18 +115,26 @@ func (s *Streamed) loadPins(ctx context.Context) error {
 		}
 		sl.layer, sl.expert, sl.state = lc.layer, r.Expert, slotReading
 		lc.pinned[r.Expert] = sl
-		l.items = append(l.items, leaseItem{slot: sl, gen: sl.gen, lc: lc, id: r.Expert})
-		reqs = append(reqs, l.readsFor(i)...)
+		l.ids[i] = r.Expert
+		l.items[i] = leaseItem{slot: sl, gen: sl.gen, lc: lc, id: r.Expert, state: itemQueued}
 	}
-	l.submit(reqs)
-	for l.inflight > 0 {
-		ev := <-l.events
+	var reqs []diskio.ReadRequest
+	s.mu.Lock()
+	for i := range l.items {
+		reqs = append(reqs, l.fillLocked(i)...)
+	}
+	s.mu.Unlock()
+	s.submitReads(reqs)
+	for {
 		s.mu.Lock()
-		l.handle(ev)
+		n, err := l.inflight, l.err
 		s.mu.Unlock()
+		if n == 0 {
+			if err != nil {
+				return fmt.Errorf("experts: loading pinned experts: %w", err)
+			}
+			return nil
+		}
+		<-l.notify
 	}
-	if l.err != nil {
-		return fmt.Errorf("experts: loading pinned experts: %w", l.err)
-	}
-	return nil
 }

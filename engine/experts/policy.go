@@ -5,8 +5,8 @@ import "iter"
 // CachePolicy decides what one layer's LRU tier keeps: which of a lease's
 // misses take a slot, and which resident expert an admitted miss
 // replaces. It sees slots through CacheSlot, never slabs, reads or leases:
-// the streamed tier applies its answers (leaseLocked), and ReplayPolicy
-// runs it on a recorded trace with no model at all, so a new policy (the
+// the streamed tier applies its answers (leaseLocked), and the tests'
+// ReplayPolicy runs it on a recorded trace with no model at all, so a new policy (the
 // learning policies of the research seeds) can be measured before it
 // serves a token. The pinned tier in front of it is the usage history's
 // and re-pinning's (pins.go, repin.go).

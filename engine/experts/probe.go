@@ -74,8 +74,8 @@ func (s *Streamed) probe(ctx context.Context, maxBytes int64, seed uint64, burst
 		}
 	}
 	// Read-aheads give their slots back first.
-	s.cancelAllPrefetchLocked()
-	for deadline := time.Now().Add(10 * time.Second); cl != nil && len(cl.free) != cl.all && s.prefetchesLocked() > 0 && time.Now().Before(deadline); {
+	s.cancelAllAheadLocked()
+	for deadline := time.Now().Add(10 * time.Second); cl != nil && len(cl.free) != cl.all && s.workingInUseLocked() > 0 && time.Now().Before(deadline); {
 		wake := s.freed
 		s.mu.Unlock()
 		select {

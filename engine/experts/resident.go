@@ -73,3 +73,6 @@ func (l *residentLease) Next(ctx context.Context) (int, *Expert, error) {
 func (l *residentLease) Done(int) {}
 
 func (l *residentLease) Release() {}
+
+// Cost implements Lease: nothing is read from storage.
+func (l *residentLease) Cost() Cost { return Cost{} }

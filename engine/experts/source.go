@@ -32,6 +32,11 @@ type Lease interface {
 	Done(index int)
 	// Release ends the lease; the experts' memory may be reused afterwards.
 	Release()
+	// Cost says what the lease read from storage for its experts; it is
+	// final once Release returned. Each lease reports its own, so that a
+	// forward's cost is the sum of its leases' whatever else runs: other
+	// forwards, read-aheads.
+	Cost() Cost
 }
 
 // Prefetcher is a Source that can read experts ahead of their Acquire.

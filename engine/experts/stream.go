@@ -71,14 +71,14 @@ type layerCache struct {
 	layouts []*layout // by expert id
 	pinned  map[int]*slot
 	lru     map[int]*slot // expert id -> LRU slot (reading or ready)
-	// prefetched holds the read-aheads no Acquire adopted yet.
-	prefetched map[int]*prefetch
-	heat       []heat  // by expert id: session use, for re-pinning
-	spare      []*slot // empty pinned slots re-pinning may fill
-	order      []int   // the next Acquire's read order hint (Order)
-	slots      []*slot // every LRU slot, empty ones included
-	cap        int
-	policy     CachePolicy // what the LRU slots keep
+	// ahead holds the read-aheads no Acquire claimed yet, by expert id.
+	ahead  map[int]*fill
+	heat   []heat  // by expert id: session use, for re-pinning
+	spare  []*slot // empty pinned slots re-pinning may fill
+	order  []int   // the next Acquire's read order hint (Order)
+	slots  []*slot // every LRU slot, empty ones included
+	cap    int
+	policy CachePolicy // what the LRU slots keep
 }
 
 // NewStreamed builds the streamed tier for the expert layers of the model

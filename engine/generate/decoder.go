@@ -13,8 +13,11 @@ import (
 
 // Cost is what one forward read from the expert source.
 type Cost struct {
-	// ExpertBytes is the bytes the source read from storage.
+	// ExpertBytes is the bytes the source read from storage for the
+	// forward's experts, ExpertsRead the experts it read (the runner's
+	// record of the forward: model.Runner.LastCost).
 	ExpertBytes int64
+	ExpertsRead int
 	// Experts is the routed experts the forward acquired (valid until the
 	// next forward).
 	Experts *model.ExpertSet
@@ -22,10 +25,9 @@ type Cost struct {
 
 // Forward runs reqs through r's model in one forward and reports its cost.
 func Forward(ctx context.Context, r *model.Runner, reqs []model.Request) ([]model.Output, Cost, error) {
-	m := r.Model()
-	before := m.ExpertBytesRead()
 	outs, err := r.Forward(ctx, reqs, nil)
-	return outs, Cost{ExpertBytes: m.ExpertBytesRead() - before, Experts: r.LastExperts()}, err
+	c := r.LastCost()
+	return outs, Cost{ExpertBytes: c.Bytes, ExpertsRead: c.Experts, Experts: r.LastExperts()}, err
 }
 
 // Decoder is one sequence's generation, driven by its caller:
@@ -213,6 +215,7 @@ func (d *Decoder) Consume(ctx context.Context, out model.Output, cost Cost) erro
 	}
 	d.res.DecodeTokens += n
 	d.res.DecodeExpertBytes += cost.ExpertBytes
+	d.res.DecodeExpertsRead += cost.ExpertsRead
 	if d.mtp != nil {
 		d.pushMTP(d.pos, out.Hidden[0])
 	}
@@ -242,6 +245,7 @@ func (d *Decoder) consumePrefill(ctx context.Context, out model.Output, cost Cos
 	d.prefilled += n
 	d.res.PrefillChunks++
 	d.res.PrefillExpertBytes += cost.ExpertBytes
+	d.res.PrefillExpertsRead += cost.ExpertsRead
 	d.touched.Union(cost.Experts)
 	last := d.prefilled == len(d.prompt)
 	if d.pool != nil {

@@ -47,6 +47,10 @@ type Result struct {
 	// each of their sequences).
 	PrefillExpertBytes int64
 	DecodeExpertBytes  int64
+	// PrefillExpertsRead and DecodeExpertsRead count the experts those
+	// forwards read from storage (counted as their bytes are).
+	PrefillExpertsRead int
+	DecodeExpertsRead  int
 
 	// Embedding is an embedding's vector (Params.Embed): HiddenSize
 	// values of unit L2 norm.

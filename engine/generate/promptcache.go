@@ -66,9 +66,7 @@ func (d *Decoder) continueMTP(ctx context.Context, r promptcache.Restored) error
 	n := d.seq.Len()
 	switch end := d.seq.MTPEnd(); {
 	case r.MTP:
-		before := d.m.ExpertBytesRead()
-		_, err := d.absorbMTP(ctx, [][]float32{r.Hidden}, d.prompt[n:n+1])
-		d.res.PrefillExpertBytes += d.m.ExpertBytesRead() - before
+		_, err := d.absorbMTP(ctx, [][]float32{r.Hidden}, d.prompt[n:n+1], true)
 		return err
 	case end == n:
 	case end == n-1:
@@ -115,10 +113,8 @@ func (d *Decoder) keepState(ctx context.Context) {
 			held := min(q.n, max(n-q.from, 0)) // states of positions the sequence holds
 			hidden = promptcache.Hidden{From: q.from, Rows: q.rows[:held]}
 			if k := min(held, n-1-q.from); k > 0 && ctx.Err() == nil {
-				before := d.m.ExpertBytesRead()
 				// An error leaves the MTP cache as it was: drafts only.
-				d.absorbMTP(ctx, q.rows[:k], d.seq.Tokens()[q.from+1:q.from+k+1])
-				d.res.DecodeExpertBytes += d.m.ExpertBytesRead() - before
+				d.absorbMTP(ctx, q.rows[:k], d.seq.Tokens()[q.from+1:q.from+k+1], false)
 			}
 		}
 		q.n = 0

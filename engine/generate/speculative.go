@@ -59,13 +59,15 @@ func (d *Decoder) pushMTP(pos int, h []float32) {
 // MTP cache's end on, pairing hidden[j] with next[j] (the token one
 // position later), in forwards of at most PrefillChunk rows. It returns the
 // logits of the last row (its prediction of the token after next's last),
-// a view of the runner's buffers.
-func (d *Decoder) absorbMTP(ctx context.Context, hidden [][]float32, next []int) ([]float32, error) {
+// a view of the runner's buffers. What the forwards read counts as the
+// prefill's or the decode's (prefill).
+func (d *Decoder) absorbMTP(ctx context.Context, hidden [][]float32, next []int, prefill bool) ([]float32, error) {
 	var logits [][]float32
 	for off := 0; off < len(hidden); off += d.p.PrefillChunk {
 		end := min(off+d.p.PrefillChunk, len(hidden))
 		var err error
 		logits, _, err = d.r.MTPForward(ctx, model.MTPRequest{Seq: d.seq, Pos: d.seq.MTPEnd(), Hidden: hidden[off:end], Next: next[off:end], LastOnly: true})
+		d.chargeMTP(prefill)
 		if err != nil {
 			return nil, err
 		}
@@ -77,6 +79,19 @@ func (d *Decoder) absorbMTP(ctx context.Context, hidden [][]float32, next []int)
 		return nil, nil
 	}
 	return logits[0], nil
+}
+
+// chargeMTP counts what the runner's latest forward, an MTP pass, read
+// as the prefill's or the decode's.
+func (d *Decoder) chargeMTP(prefill bool) {
+	c := d.r.LastCost()
+	if prefill {
+		d.res.PrefillExpertBytes += c.Bytes
+		d.res.PrefillExpertsRead += c.Experts
+	} else {
+		d.res.DecodeExpertBytes += c.Bytes
+		d.res.DecodeExpertsRead += c.Experts
+	}
 }
 
 // absorbPending lets the MTP layer absorb every pending hidden state, the
@@ -93,9 +108,7 @@ func (d *Decoder) absorbPending(ctx context.Context) ([]float32, error) {
 			q.next[j] = d.next
 		}
 	}
-	before := d.m.ExpertBytesRead()
-	logits, err := d.absorbMTP(ctx, q.rows[:q.n], q.next[:q.n])
-	d.res.DecodeExpertBytes += d.m.ExpertBytesRead() - before
+	logits, err := d.absorbMTP(ctx, q.rows[:q.n], q.next[:q.n], false)
 	if err != nil {
 		return nil, err
 	}
@@ -125,9 +138,7 @@ func (d *Decoder) absorbPrompt(ctx context.Context, from int, hidden [][]float32
 		n--
 	}
 	if n > 0 {
-		before := d.m.ExpertBytesRead()
-		_, err := d.absorbMTP(ctx, hidden[:n], d.prompt[from+1:from+n+1])
-		d.res.PrefillExpertBytes += d.m.ExpertBytesRead() - before
+		_, err := d.absorbMTP(ctx, hidden[:n], d.prompt[from+1:from+n+1], true)
 		if err != nil {
 			return err
 		}

@@ -90,7 +90,7 @@ func (r *Runner) mlpOnBackend(ctx context.Context, a *accelerator, y *layer, p *
 			fetchErr = fmt.Errorf("model: layer %d: %w", y.index, err)
 			return nil, fetchErr
 		}
-		return &leaseExperts{ctx: ctx, lease: lease, layer: y.index, err: &fetchErr}, nil
+		return &leaseExperts{ctx: ctx, r: r, lease: lease, layer: y.index, err: &fetchErr}, nil
 	}
 	routes, err := a.b.MoE(out, p.x, R, a.moe[y.index], fetch)
 	if err != nil {
@@ -123,6 +123,7 @@ func (r *Runner) mlpOnBackend(ctx context.Context, a *accelerator, y *layer, p *
 // source is recorded so that it is not taken for a backend failure.
 type leaseExperts struct {
 	ctx   context.Context
+	r     *Runner // records the lease's cost
 	lease experts.Lease
 	layer int
 	err   *error
@@ -141,4 +142,7 @@ func (l *leaseExperts) Next() (int, gpu.MLP, error) {
 }
 
 func (l *leaseExperts) Done(idx int) { l.lease.Done(idx) }
-func (l *leaseExperts) Release()     { l.lease.Release() }
+func (l *leaseExperts) Release() {
+	l.lease.Release()
+	l.r.record(l.lease)
+}

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"iter"
 	"math/bits"
 
 	"github.com/spoolhq/spool/engine/experts"
@@ -48,6 +49,24 @@ func (s *ExpertSet) PerLayer(experts int) []int {
 	return out
 }
 
+// All yields the pairs of the set, (expert-layer row, expert) in
+// ascending order, with experts per layer.
+func (s *ExpertSet) All(experts int) iter.Seq2[int, int] {
+	return func(yield func(int, int) bool) {
+		if experts <= 0 {
+			return
+		}
+		for i, w := range s.bits {
+			for ; w != 0; w &= w - 1 {
+				b := i*64 + bits.TrailingZeros64(w)
+				if !yield(b/experts, b%experts) {
+					return
+				}
+			}
+		}
+	}
+}
+
 // Union adds every pair of o.
 func (s *ExpertSet) Union(o *ExpertSet) {
 	if o == nil {
@@ -68,11 +87,23 @@ func (s *ExpertSet) Clear() { clear(s.bits) }
 // acquired (valid until its next one).
 func (r *Runner) LastExperts() *ExpertSet { return &r.touched }
 
-// ExpertBytesRead is what the expert source has read from storage since it
-// started: the streamed tier's bytes read, 0 for a resident source.
-func (m *Model) ExpertBytesRead() int64 {
-	if s, ok := m.experts.(interface{ Stats() experts.Stats }); ok {
-		return s.Stats().Total.BytesRead
-	}
-	return 0
+// LastCost is what the runner's latest forward (Forward or MTPForward)
+// read from the expert source's storage, as its leases reported it: the
+// experts it missed and their bytes, read on demand or ahead, and nothing
+// another runner's forward or an unclaimed read-ahead read meanwhile.
+// Valid until its next forward.
+func (r *Runner) LastCost() experts.Cost { return r.last }
+
+// TotalCost is what every forward of the runner read from the expert
+// source's storage since NewRunner (each as LastCost).
+func (r *Runner) TotalCost() experts.Cost { return r.total }
+
+// startCost begins a forward's record.
+func (r *Runner) startCost() { r.last = experts.Cost{} }
+
+// record adds a released lease's cost to the forward's.
+func (r *Runner) record(l experts.Lease) {
+	c := l.Cost()
+	r.last.Add(c)
+	r.total.Add(c)
 }

@@ -17,9 +17,9 @@ import (
 )
 
 // Model is a loaded GLM-5.2 model: its weights, read-only after Load.
-// Forwards run in a Runner's buffers; runners may forward concurrently when
-// the expert source allows it (the resident one does, the streamed tier
-// serves one forward at a time).
+// Forwards run in a Runner's buffers; runners may forward concurrently (the
+// resident and streamed expert sources both serve concurrent leases), and
+// each records what its forward read (Runner.LastCost).
 type Model struct {
 	cfg       *config.Config
 	embed     *kernels.Matrix // [V, H]
@@ -321,6 +321,7 @@ func (r *Runner) forwardRows(ctx context.Context, reqs []Request, rows []row, tr
 	H := c.HiddenSize
 	R := len(rows)
 	r.touched.Clear()
+	r.startCost()
 	p := pass{h: ws.h[:R*H], x: ws.x[:R*H], rows: rows, tr: tr, sel: r.dsaSelection(), accel: m.backendFor(R), clk: m.clock()}
 	for i, r := range rows {
 		kernels.DequantRow(p.h[i*H:(i+1)*H], m.embed, r.token)

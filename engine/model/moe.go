@@ -161,7 +161,10 @@ func (r *Runner) moe(ctx context.Context, y *layer, p *pass, out []float32) erro
 	if err != nil {
 		return fmt.Errorf("model: layer %d: %w", y.index, err)
 	}
-	defer lease.Release()
+	defer func() {
+		lease.Release()
+		r.record(lease)
+	}()
 
 	// Workers apply experts as the lease delivers them (the shared expert
 	// first: it needs no routed weights and overlaps reads of misses). Each

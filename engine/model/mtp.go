@@ -77,6 +77,7 @@ func (r *Runner) MTPForward(ctx context.Context, req MTPRequest) (logits, out []
 		rmsNorm(cat[j*2*H+H:(j+1)*2*H], hidden[j], m.mtp.hnorm, c.RMSNormEps)
 	}
 	r.touched.Clear()
+	r.startCost()
 	p := pass{h: ws.h[:R*H], x: ws.x[:R*H], rows: rows, accel: m.backendFor(R)}
 	kernels.MatMul(p.h, m.mtp.ehProj, cat, R)
 	err = m.mtp.block.forward(ctx, r, &p)

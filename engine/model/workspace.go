@@ -3,6 +3,8 @@ package model
 import (
 	"fmt"
 	"runtime"
+
+	"github.com/spoolhq/spool/engine/experts"
 )
 
 // Limits bound what one forward (Forward or MTPForward) may carry. The
@@ -34,6 +36,9 @@ type Runner struct {
 	ws      *workspace
 	attn    *attnWorkspace
 	touched ExpertSet // experts acquired by the latest forward
+	// last is what the latest forward's leases read from storage, total
+	// what all of the runner's did.
+	last, total experts.Cost
 }
 
 // NewRunner returns a runner with buffers for the model's Limits.

@@ -103,7 +103,9 @@ func (s *Scheduler) step(ctx context.Context) {
 
 	fctx, stop := s.forwardContext(ctx, members)
 	defer stop()
-	bytesBefore := s.m.ExpertBytesRead()
+	// The step's forwards (the batch's, and the MTP passes its members
+	// run as they consume it) all run in s.r, which records their cost.
+	costBefore := s.r.TotalCost()
 	emitted := 0
 	for _, a := range members {
 		emitted -= len(a.dec.Result().Tokens)
@@ -149,7 +151,7 @@ func (s *Scheduler) step(ctx context.Context) {
 	for _, a := range members {
 		emitted += len(a.dec.Result().Tokens)
 	}
-	s.recordStep(emitted, time.Since(start), pre != nil, s.m.ExpertBytesRead()-bytesBefore)
+	s.recordStep(emitted, time.Since(start), pre != nil, s.r.TotalCost().Bytes-costBefore.Bytes)
 	if pre != nil && !pre.dec.Prefilling() {
 		s.recordPrefill(pre.dec.Result())
 	}

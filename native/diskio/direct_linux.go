@@ -56,26 +56,3 @@ func fstatfs(f *os.File, st *unix.Statfs_t) error {
 	}
 	return serr
 }
-
-// WillNeed asks the kernel to start reading [off, off+n) into the page cache
-// (posix_fadvise WILLNEED on the buffered descriptor). It only helps buffered
-// reads: ReadAtBuffered, and ReadAt/ReadAtAligned when Direct is false.
-func (f *DirectFile) WillNeed(off, n int64) error {
-	if err := f.checkRange(off, n); err != nil {
-		return err
-	}
-	rc, err := f.buffered.SyscallConn()
-	if err != nil {
-		return fmt.Errorf("diskio: fadvise %s: %w", f.path, err)
-	}
-	var aerr error
-	if err := rc.Control(func(fd uintptr) {
-		aerr = unix.Fadvise(int(fd), off, n, unix.FADV_WILLNEED)
-	}); err != nil {
-		return fmt.Errorf("diskio: fadvise %s: %w", f.path, err)
-	}
-	if aerr != nil {
-		return fmt.Errorf("diskio: fadvise WILLNEED %s offset %d length %d: %w", f.path, off, n, aerr)
-	}
-	return nil
-}

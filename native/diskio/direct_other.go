@@ -9,9 +9,3 @@ import "os"
 func openDirect(path string) (*os.File, bool, error) {
 	return nil, false, nil
 }
-
-// WillNeed does nothing on this system: it has no read-ahead hint that the
-// package uses. It validates the range like the other implementations.
-func (f *DirectFile) WillNeed(off, n int64) error {
-	return f.checkRange(off, n)
-}

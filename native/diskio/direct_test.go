@@ -119,9 +119,6 @@ func TestReadsMatchFile(t *testing.T) {
 				t.Errorf("Size, Path = %d, %q; want %d, %q", f.Size(), f.Path(), testFileSize, path)
 			}
 			checkReads(t, f, want)
-			if err := f.WillNeed(0, testFileSize); err != nil {
-				t.Errorf("WillNeed: %v", err)
-			}
 		})
 	}
 }
