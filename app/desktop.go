@@ -10,7 +10,9 @@ import (
 	"net/url"
 	"os"
 	"runtime"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/wailsapp/wails/v2"
 	"github.com/wailsapp/wails/v2/pkg/menu"
@@ -100,6 +102,9 @@ func appMenu() *menu.Menu {
 	return m
 }
 
+// shellWait bounds how long GET /shell/status?wait holds an answer back.
+const shellWait = 25 * time.Second
+
 // shellHandler answers what the embedded assets do not: spool-ui.json
 // (where the API is, and its key), the shell's engine controls, opening a
 // link in the system browser and choosing a folder. wails is the window's
@@ -114,8 +119,22 @@ func shellHandler(ctx context.Context, rt *appRuntime, wails func() context.Cont
 	mux.HandleFunc("GET /spool-ui.json", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]any{"api": rt.host.URL(), "key": rt.host.APIKey(), "shell": true})
 	})
+	// The engine host's state, with the status board's version; with
+	// ?wait=VERSION the answer waits (up to shellWait) until the state
+	// has changed since that version: the page follows the state without
+	// polling it.
 	mux.HandleFunc("GET /shell/status", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, rt.host.Status())
+		board := rt.host.Board()
+		version := board.Version()
+		if wait, err := strconv.ParseUint(r.URL.Query().Get("wait"), 10, 64); err == nil {
+			ctx, cancel := context.WithTimeout(r.Context(), shellWait)
+			version = board.Wait(ctx, wait)
+			cancel()
+		}
+		writeJSON(w, struct {
+			hostStatus
+			Version uint64 `json:"version"`
+		}{rt.host.Status(), version})
 	})
 	mux.HandleFunc("POST /shell/start", func(w http.ResponseWriter, r *http.Request) {
 		if err := rt.restart(ctx); err != nil {

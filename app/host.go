@@ -13,15 +13,17 @@ import (
 	"github.com/spoolhq/spool/engine/remote"
 	"github.com/spoolhq/spool/engine/scheduler"
 	"github.com/spoolhq/spool/engine/server"
+	"github.com/spoolhq/spool/engine/status"
 )
 
-// Engine host states, as the tray and the UI show them.
+// Engine host states, as the tray and the UI show them: the engine's
+// phases (engine/status).
 const (
-	hostStopped    = "stopped"
-	hostLoading    = "loading"
-	hostReady      = "ready"
-	hostGenerating = "generating"
-	hostFailed     = "failed"
+	hostStopped    = string(status.Stopped)
+	hostLoading    = string(status.Loading)
+	hostReady      = string(status.Ready)
+	hostGenerating = string(status.Generating)
+	hostFailed     = string(status.Failed)
 )
 
 // hostConfig is what an engineHost runs: the engine, and the server in
@@ -37,8 +39,11 @@ type hostConfig struct {
 	OllamaPort int
 }
 
-// hostStatus is where the engine stands.
+// hostStatus is where the engine stands: its status board's lifecycle,
+// and while it serves the phase of its requests.
 type hostStatus struct {
+	// State is the engine's phase: stopped, loading, failed, or ready,
+	// queued, prefilling and generating while it serves.
 	State           string  `json:"state"`
 	Detail          string  `json:"detail,omitempty"`  // the loading step, or the error
 	Progress        float64 `json:"progress"`          // loading, 0..1
@@ -57,10 +62,12 @@ type engineHost struct {
 	assets   fs.FS
 	ui       *uiAPI
 	onChange func(hostStatus)
+	// board is the engine's status, one for the process: the servers of
+	// every start report to it, and the tray and the shell read it.
+	board *status.Board
 
 	mu     sync.Mutex
 	cfg    hostConfig
-	status hostStatus
 	cancel context.CancelFunc
 	done   chan struct{}
 	sched  *scheduler.Scheduler
@@ -70,7 +77,8 @@ type engineHost struct {
 // newEngineHost returns a stopped host serving assets and ui; onChange,
 // when set, is called (on the host's goroutine) after every state change.
 func newEngineHost(cfg hostConfig, assets fs.FS, ui *uiAPI, onChange func(hostStatus)) *engineHost {
-	h := &engineHost{cfg: cfg, assets: assets, ui: ui, onChange: onChange, status: hostStatus{State: hostStopped, Model: cfg.ModelDir}}
+	h := &engineHost{cfg: cfg, assets: assets, ui: ui, onChange: onChange, board: status.NewBoard(nil)}
+	h.board.SetEngine(status.Engine{Phase: status.Stopped, ModelDir: cfg.ModelDir})
 	ui.host = h
 	return h
 }
@@ -121,24 +129,33 @@ func baseURL(host string, port int) string {
 	return "http://" + net.JoinHostPort(host, strconv.Itoa(port))
 }
 
-// Status returns the current state; while ready it reports generation.
+// Board is the engine's status board.
+func (h *engineHost) Board() *status.Board { return h.board }
+
+// Status returns the current state; while ready it reports the phase of
+// the requests in flight and their decode rate.
 func (h *engineHost) Status() hostStatus {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	st := h.status
-	if st.State == hostReady && h.sched != nil {
-		if s := h.sched.Stats(); s.State == "generating" {
-			st.State, st.TokensPerSecond = hostGenerating, s.TokensPerSecond
-		}
+	e := h.board.Engine()
+	st := hostStatus{State: string(e.Phase), Detail: e.Detail, Progress: e.Progress, URL: e.URL, Model: e.ModelDir, Remote: e.Remote}
+	if e.Phase == status.Ready && h.serving() {
+		s := h.board.Status()
+		st.State, st.TokensPerSecond = string(s.State), s.TokensPerSecond
 	}
 	return st
+}
+
+// serving reports whether a server runs.
+func (h *engineHost) serving() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.srv != nil
 }
 
 func (h *engineHost) set(st hostStatus) {
 	h.mu.Lock()
 	st.Model = h.cfg.ModelDir
-	h.status = st
 	h.mu.Unlock()
+	h.board.SetEngine(status.Engine{Phase: status.Phase(st.State), Detail: st.Detail, Progress: st.Progress, URL: st.URL, ModelDir: st.Model, Remote: st.Remote})
 	if h.onChange != nil {
 		h.onChange(st)
 	}
@@ -169,6 +186,7 @@ func (h *engineHost) Start(ctx context.Context) {
 		h.mu.Lock()
 		h.cancel, h.done, h.sched, h.srv = nil, nil, nil, nil
 		h.mu.Unlock()
+		h.board.Changed() // Running is false now
 	}()
 }
 
@@ -229,6 +247,7 @@ func (h *engineHost) run(ctx context.Context, cfg hostConfig) error {
 	if scfg.ModelID == "" {
 		scfg.ModelID = server.ModelIDFromDir(cfg.ModelDir)
 	}
+	scfg.Status = h.board
 	srv, err := server.New(scfg, eng)
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spoolhq/spool/engine/remote"
 	"github.com/spoolhq/spool/engine/server"
+	"github.com/spoolhq/spool/engine/status"
 )
 
 // The remote engine: instead of loading the model, Spool forwards its API
@@ -130,7 +131,9 @@ func (h *engineHost) runRemote(ctx context.Context, cfg hostConfig) error {
 		return err
 	}
 	h.set(hostStatus{State: hostLoading, Detail: "connecting to the remote engine at " + rc.Endpoint(), Progress: 0.5, Remote: rc.Endpoint()})
-	srv, err := server.NewRemote(cfg.Server, rc)
+	scfg := cfg.Server
+	scfg.Status = h.board
+	srv, err := server.NewRemote(scfg, rc)
 	if err != nil {
 		return err
 	}
@@ -209,12 +212,12 @@ func hostOf(raw string) string {
 // remoteStatusLine is the menu bar's first line while Spool forwards to a
 // server: which one, whether it answers, and the last reply's rate from
 // its usage.
-func remoteStatusLine(srv *server.Status) string {
+func remoteStatusLine(srv *status.Status) string {
 	where := "Server " + hostOf(srv.Remote.Endpoint)
 	switch {
 	case !srv.Remote.Reachable:
 		return where + " not reachable"
-	case srv.State == server.PhaseGenerating:
+	case srv.State == status.Generating:
 		return where + " · generating"
 	}
 	line := where + " · " + srv.Model

@@ -20,6 +20,7 @@ import (
 	"github.com/spoolhq/spool/engine/remote"
 	"github.com/spoolhq/spool/engine/remote/standin"
 	"github.com/spoolhq/spool/engine/server"
+	"github.com/spoolhq/spool/engine/status"
 	"github.com/spoolhq/spool/internal/jsonvalue"
 )
 
@@ -314,14 +315,14 @@ func TestEngineMenu(t *testing.T) {
 }
 
 func TestRemoteStatusLine(t *testing.T) {
-	up := &server.RemoteSummary{Endpoint: "http://gpu-box:8000", Reachable: true}
+	up := &status.RemoteSummary{Endpoint: "http://gpu-box:8000", Reachable: true}
 	for _, tc := range []struct {
-		srv  server.Status
+		srv  status.Status
 		want string
 	}{
-		{server.Status{State: server.StateReady, Model: "glm-5.2-fp8", Remote: up, Last: &server.RequestSummary{DecodeTokensPerSecond: 41.26}}, "Server gpu-box:8000 · glm-5.2-fp8 · last reply 41.3 tok/s"},
-		{server.Status{State: server.PhaseGenerating, Model: "glm-5.2-fp8", Remote: up}, "Server gpu-box:8000 · generating"},
-		{server.Status{State: server.StateReady, Remote: &server.RemoteSummary{Endpoint: "http://gpu-box:8000"}}, "Server gpu-box:8000 not reachable"},
+		{status.Status{State: status.Ready, Model: "glm-5.2-fp8", Remote: up, Last: &status.RequestSummary{DecodeTokensPerSecond: 41.26}}, "Server gpu-box:8000 · glm-5.2-fp8 · last reply 41.3 tok/s"},
+		{status.Status{State: status.Generating, Model: "glm-5.2-fp8", Remote: up}, "Server gpu-box:8000 · generating"},
+		{status.Status{State: status.Ready, Remote: &status.RemoteSummary{Endpoint: "http://gpu-box:8000"}}, "Server gpu-box:8000 not reachable"},
 	} {
 		if got := statusLine(hostStatus{State: hostReady, URL: "http://127.0.0.1:8484", Remote: "http://gpu-box:8000"}, &tc.srv); got != tc.want {
 			t.Errorf("%q, want %q", got, tc.want)

@@ -116,7 +116,7 @@ type modelInfo struct {
 }
 
 func (u *uiAPI) handleInfo(w http.ResponseWriter, r *http.Request) {
-	out := map[string]any{"version": version, "settings_path": u.settings.path}
+	out := map[string]any{"version": version, "settings_path": u.settings.Path()}
 	if cfg, err := config.Load(u.dir()); err != nil {
 		out["model_error"] = err.Error()
 	} else {

@@ -46,7 +46,7 @@ func (u *uiAPI) engineRoutes(mux *http.ServeMux) {
 }
 
 func (u *uiAPI) engineView(s appSettings) engineView {
-	v := engineView{Engine: s.Engine, RemoteURL: s.RemoteURL, RemoteKeySet: s.RemoteKey != "", Path: u.settings.path}
+	v := engineView{Engine: s.Engine, RemoteURL: s.RemoteURL, RemoteKeySet: s.RemoteKey != "", Path: u.settings.Path()}
 	if v.Engine == "" {
 		v.Engine = engineLocal
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/spoolhq/spool/engine/download"
 	"github.com/spoolhq/spool/engine/download/fakehub"
 	"github.com/spoolhq/spool/engine/server"
+	"github.com/spoolhq/spool/engine/status"
 	"github.com/spoolhq/spool/internal/fixtures"
 )
 
@@ -51,24 +52,24 @@ func TestGLM52Plan(t *testing.T) {
 
 func TestStatusLine(t *testing.T) {
 	ready := hostStatus{State: hostReady, URL: "http://127.0.0.1:8484"}
-	last := &server.RequestSummary{DecodeTokensPerSecond: 12.345}
+	last := &status.RequestSummary{DecodeTokensPerSecond: 12.345}
 	tests := []struct {
 		host hostStatus
-		srv  *server.Status
+		srv  *status.Status
 		want string
 	}{
 		{hostStatus{State: hostStopped}, nil, "Stopped"},
 		{hostStatus{State: hostLoading, Progress: 0.2}, nil, "Loading… 20%"},
 		{hostStatus{State: hostFailed, Detail: "no model"}, nil, "Failed: no model"},
 		{ready, nil, "Ready · http://127.0.0.1:8484"},
-		{ready, &server.Status{State: server.StateReady, Model: "glm52-mini"}, "Ready · glm52-mini"},
-		{ready, &server.Status{State: server.StateReady, Model: "glm52-mini", Last: last}, "Ready · glm52-mini · last reply 12.3 tok/s"},
-		{ready, &server.Status{State: server.PhaseQueued}, "Waiting for a free slot"},
-		{ready, &server.Status{State: server.PhasePrefilling, Requests: []server.RequestStatus{{Phase: server.PhasePrefilling, PromptTokens: 400, PrefillDone: 100}}}, "Reading prompt · 25%"},
-		{ready, &server.Status{State: server.PhaseGenerating, TokensPerSecond: 199.4}, "Generating · 199 tok/s"},
+		{ready, &status.Status{State: status.Ready, Model: "glm52-mini"}, "Ready · glm52-mini"},
+		{ready, &status.Status{State: status.Ready, Model: "glm52-mini", Last: last}, "Ready · glm52-mini · last reply 12.3 tok/s"},
+		{ready, &status.Status{State: status.Queued}, "Waiting for a free slot"},
+		{ready, &status.Status{State: status.Prefilling, Requests: []status.RequestStatus{{Phase: status.Prefilling, PromptTokens: 400, PrefillDone: 100}}}, "Reading prompt · 25%"},
+		{ready, &status.Status{State: status.Generating, TokensPerSecond: 199.4}, "Generating · 199 tok/s"},
 		// A generating host whose server has just finished says ready: the
 		// server's word wins over the scheduler's rate window.
-		{hostStatus{State: hostGenerating, TokensPerSecond: 199}, &server.Status{State: server.StateReady, Model: "m"}, "Ready · m"},
+		{hostStatus{State: hostGenerating, TokensPerSecond: 199}, &status.Status{State: status.Ready, Model: "m"}, "Ready · m"},
 	}
 	for _, tc := range tests {
 		if got := statusLine(tc.host, tc.srv); got != tc.want {

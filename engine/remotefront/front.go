@@ -12,6 +12,7 @@ import (
 
 	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/remote"
+	"github.com/spoolhq/spool/engine/status"
 )
 
 // Config is what a Front needs of the server it runs in.
@@ -61,7 +62,7 @@ func (f *Front) writeError(w http.ResponseWriter, r *http.Request, err error) {
 func (f *Front) Stats(w http.ResponseWriter, r *http.Request) {
 	st := f.rc.Status()
 	out := map[string]any{
-		"engine": map[string]any{"kind": "remote", "state": remoteState(st), "remote": st},
+		"engine": map[string]any{"kind": "remote", "state": status.RemotePhase(st), "remote": st},
 	}
 	if len(st.Models) > 0 {
 		out["model"] = ModelObject(st.Models[0])
@@ -182,18 +183,4 @@ func (f *Front) Model(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	f.writeError(w, r, apiwire.NotFound("model_not_found", "the model %q does not exist on the remote engine", id))
-}
-
-// remoteState is the engine state shown for the remote: connecting
-// (before the first probe), unreachable, generating or ready.
-func remoteState(st remote.Status) string {
-	switch {
-	case st.CheckedAt == nil && !st.Reachable:
-		return "connecting"
-	case !st.Reachable:
-		return "unreachable"
-	case st.Active > 0:
-		return "generating"
-	}
-	return "ready"
 }

@@ -79,7 +79,6 @@ type Scheduler struct {
 	closed  bool
 	running bool
 	stats   Stats
-	window  rateWindow
 
 	// Owned by Run.
 	active    []*active
@@ -154,7 +153,6 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		s.admit()
 		s.reap()
 		if len(s.active) == 0 {
-			s.setState(0)
 			select {
 			case <-ctx.Done():
 				return ctx.Err()

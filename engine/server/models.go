@@ -112,7 +112,7 @@ func (s *Server) stats() map[string]any {
 	out := map[string]any{
 		"model": s.modelObject(),
 		"engine": map[string]any{
-			"state":     st.State,
+			"state":     s.Status().State,
 			"scheduler": st,
 			"mtp":       m.HasMTP(),
 			"dsa":       m.HasDSA(),

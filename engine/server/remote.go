@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"time"
@@ -33,8 +34,10 @@ func NewRemote(cfg Config, rc *remote.Client) (*Server, error) {
 		ids:     append([]string{cfg.ModelID, "spool"}, cfg.Aliases...),
 		created: time.Now().Unix(),
 		hub:     newHub(),
+		board:   cfg.Status,
 		remote:  rc,
 	}
+	s.board.Serve("", rc)
 	front, err := remotefront.New(remotefront.Config{Client: rc, Names: s.ids, MaxTokens: cfg.MaxTokens, KeepAlive: cfg.KeepAlive,
 		Messages: s.remoteMessages, AsError: asAPIError})
 	if err != nil {
@@ -55,37 +58,20 @@ func (s *Server) RemoteStatus() (st remote.Status, ok bool) {
 	return s.remote.Status(), true
 }
 
-// RemoteSummary is the remote engine's state in Status: no model list.
-type RemoteSummary struct {
-	Endpoint  string  `json:"endpoint"`
-	Reachable bool    `json:"reachable"`
-	LatencyMS float64 `json:"latency_ms"`
-	Error     string  `json:"error,omitempty"`
-}
-
-func summaryOf(st remote.Status) *RemoteSummary {
-	return &RemoteSummary{Endpoint: st.Endpoint, Reachable: st.Reachable, LatencyMS: st.LatencyMS, Error: st.Error}
-}
-
-// remoteStatus is Status for a remote engine: ready or generating (the
-// remote's own queue is not visible), the model it serves, and the last
-// reply's figures from its usage. The rate while a reply streams is not
-// known until its usage arrives: TokensPerSecond is 0 then.
-func (s *Server) remoteStatus() Status {
-	st := s.remote.Status()
-	out := Status{State: StateReady, Active: st.Active, Model: defaultModelID(st), Requests: []RequestStatus{}, Engine: "remote", Remote: summaryOf(st)}
-	if st.Active > 0 {
-		out.State = PhaseGenerating
-	}
-	if l := st.Last; l != nil {
-		finish := l.Outcome
-		if finish == "ok" {
-			finish = "stop"
+// followRemote passes the remote engine's status changes on to the status
+// board and the events websocket until ctx ends.
+func (s *Server) followRemote(ctx context.Context) {
+	changed, stop := s.remote.Changes()
+	defer stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+			s.board.Changed()
+			s.publishState()
 		}
-		out.Last = &RequestSummary{Finish: finish, PromptTokens: l.PromptTokens, CachedTokens: l.CachedTokens, CompletionTokens: l.CompletionTokens,
-			PrefillMS: l.FirstTokenMS, DecodeMS: max(l.DurationMS-l.FirstTokenMS, 0), DecodeTokensPerSecond: l.DecodeTokensPerSecond}
 	}
-	return out
 }
 
 // remoteHelloEvent is the first event: the remote's default model, the
@@ -97,7 +83,7 @@ func (s *Server) remoteHelloEvent() Event {
 		hello = remotefront.ModelObject(st.Models[0])
 	}
 	hello["engine"] = "remote"
-	hello["remote"] = summaryOf(st)
+	hello["remote"] = s.Status().Remote
 	return Event{Type: "hello", Data: hello}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/spoolhq/spool/engine/remote"
 	"github.com/spoolhq/spool/engine/remotefront"
 	"github.com/spoolhq/spool/engine/scheduler"
+	"github.com/spoolhq/spool/engine/status"
 	"github.com/spoolhq/spool/engine/tokenizer"
 	"github.com/spoolhq/spool/engine/turn"
 )
@@ -71,6 +72,9 @@ type Config struct {
 	// Logger receives notes about requests served with adjustments, such
 	// as hosted tools left out (default slog.Default()).
 	Logger *slog.Logger
+	// Status is the engine's status board the server's requests report to
+	// (default: one of its own).
+	Status *status.Board
 }
 
 func (c Config) withDefaults() Config {
@@ -106,6 +110,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.StoredResponses <= 0 {
 		c.StoredResponses = 128
+	}
+	if c.Status == nil {
+		c.Status = status.NewBoard(nil)
 	}
 	return c
 }
@@ -175,6 +182,7 @@ type Server struct {
 	ids       []string
 	created   int64
 	hub       *hub
+	board     *status.Board
 	responses *responseStore
 	handler   http.Handler
 	guard     *httpguard.Guard
@@ -199,8 +207,10 @@ func New(cfg Config, eng Engine) (*Server, error) {
 		ids:       append([]string{cfg.ModelID, "spool"}, cfg.Aliases...),
 		created:   time.Now().Unix(),
 		hub:       newHub(),
+		board:     cfg.Status,
 		responses: newResponseStore(cfg.StoredResponses),
 	}
+	s.board.Serve(cfg.ModelID, nil)
 	if err := CheckBind(cfg.Host, cfg.APIKey); err != nil {
 		return nil, err
 	}
@@ -272,6 +282,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hubCtx, stopHub := context.WithCancel(ctx)
 	defer stopHub()
 	go s.hub.run(hubCtx, s)
+	if s.remote != nil {
+		go s.followRemote(hubCtx)
+	}
 	errc := make(chan error, 1)
 	guarded := s.guard.Serve(srv, ln)
 	go func() { errc <- srv.Serve(guarded) }()

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/spoolhq/spool/engine/status"
 )
 
 // eventsPath is the websocket endpoint of live engine events.
@@ -60,8 +62,6 @@ type hub struct {
 	mu   sync.Mutex
 	subs map[chan Event]struct{}
 	n    atomic.Int32
-	// live is the requests in flight, which the state events report.
-	live *liveRequests
 	// ping is the interval of pings to each subscriber; pongWait how long
 	// one may stay silent before it is closed (wsPingInterval, wsPongWait;
 	// tests shorten them).
@@ -71,7 +71,7 @@ type hub struct {
 }
 
 func newHub() *hub {
-	return &hub{subs: map[chan Event]struct{}{}, live: newLiveRequests(), ping: wsPingInterval, pongWait: wsPongWait}
+	return &hub{subs: map[chan Event]struct{}{}, ping: wsPingInterval, pongWait: wsPongWait}
 }
 
 // active reports whether anyone listens (cheap; checked per token).
@@ -152,7 +152,7 @@ func (h *hub) run(ctx context.Context, s *Server) {
 			if e == nil || !h.active() {
 				continue
 			}
-			if s.Status().State == StateReady {
+			if s.Status().State == status.Ready {
 				if idle++; idle < wsExpertsIdleTicks {
 					continue
 				}
