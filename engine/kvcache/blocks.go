@@ -14,7 +14,7 @@ import (
 // The MTP rows lag the main rows by one position because MTP row p consumes
 // token p+1: a block's MTP rows are exactly those its own tokens and the
 // tokens before them determine. Rows are found by position (the MTP cache
-// may start past 0, see Sequence.MTPFrom).
+// may start past 0; see mtp.go).
 
 // MainFloats is the number of float32 values one token's main-model state
 // occupies in a block: every layer's KV row and indexer key.
