@@ -210,7 +210,6 @@ func (s *Scheduler) admit() {
 			continue
 		}
 		s.active = append(s.active, a)
-		e.stream.markAdmitted()
 	}
 	s.mu.Lock()
 	s.stats.Active, s.stats.Sequences = len(s.active), s.sequences

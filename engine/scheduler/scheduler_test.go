@@ -281,7 +281,10 @@ func TestShutdown(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- s.Run(ctx) }()
-	<-st1.Admitted()
+	// The first request decodes (it was admitted) before Run stops.
+	if toks, _, err := st1.Next(context.Background()); err != nil || len(toks) == 0 {
+		t.Fatalf("the first request's first read: %d tokens, %v", len(toks), err)
+	}
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Errorf("Run returned %v", err)
