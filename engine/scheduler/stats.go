@@ -7,10 +7,10 @@ import (
 // Stats is a snapshot of the scheduler's counts. Where the engine stands
 // (ready, generating, ...) is engine/status's to say.
 type Stats struct {
-	Active   int    `json:"active"`
-	Queued   int    `json:"queued"`
-	MaxBatch int    `json:"max_batch"`
-	MaxQueue int    `json:"max_queue"`
+	Active   int `json:"active"`
+	Queued   int `json:"queued"`
+	MaxBatch int `json:"max_batch"`
+	MaxQueue int `json:"max_queue"`
 	// Steps counts forwards; Tokens counts generated tokens; Requests
 	// counts finished requests.
 	Steps    uint64 `json:"steps"`

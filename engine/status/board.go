@@ -29,11 +29,11 @@ type Board struct {
 	mu      sync.Mutex
 	version uint64 // counts the changes
 	engine  Engine
-	model  string
-	remote *remote.Client
-	reqs   map[string]*live
-	order  []string // by start
-	last   *RequestSummary
+	model   string
+	remote  *remote.Client
+	reqs    map[string]*live
+	order   []string // by start
+	last    *RequestSummary
 }
 
 type live struct {

@@ -32,7 +32,9 @@ type ChatRequest struct {
 }
 
 // IncludeUsage reports whether a stream ends with a usage chunk.
-func (r *ChatRequest) IncludeUsage() bool { return r.StreamOptions != nil && r.StreamOptions.IncludeUsage }
+func (r *ChatRequest) IncludeUsage() bool {
+	return r.StreamOptions != nil && r.StreamOptions.IncludeUsage
+}
 
 // Turn checks the request and translates it into a turn of id.
 func (r *ChatRequest) Turn(id string) (*turn.Request, error) {
