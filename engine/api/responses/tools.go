@@ -1,11 +1,13 @@
-package server
+package responses
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
 
+	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/chat"
+	"github.com/spoolhq/spool/engine/turn"
 )
 
 // Responses tools come in more kinds than chat tools: function tools,
@@ -17,8 +19,8 @@ import (
 // nothing here can run them. Calls are mapped back to the items the
 // client expects (function_call with its namespace, custom_tool_call).
 
-// responsesTool is one entry of a Responses request's tools.
-type responsesTool struct {
+// tool is one entry of a Responses request's tools.
+type tool struct {
 	Type        string            `json:"type"`
 	Name        string            `json:"name"`
 	Description string            `json:"description"`
@@ -26,8 +28,8 @@ type responsesTool struct {
 	Tools       []json.RawMessage `json:"tools"`
 }
 
-// toolOrigin is where a flattened tool came from.
-type toolOrigin struct {
+// origin is where a flattened tool came from.
+type origin struct {
 	namespace, name string
 	custom          bool
 }
@@ -42,21 +44,21 @@ func flatName(namespace, name string) string {
 
 // responsesTools flattens the request's tools; dropped lists the hosted
 // tool types left out.
-func responsesTools(raw []json.RawMessage) (tools []chat.Tool, origins map[string]toolOrigin, dropped []string, err error) {
-	origins = map[string]toolOrigin{}
+func flatTools(raw []json.RawMessage) (tools []chat.Tool, origins map[string]origin, dropped []string, err error) {
+	origins = map[string]origin{}
 	var add func(param, namespace string, raw json.RawMessage) error
 	add = func(param, namespace string, raw json.RawMessage) error {
-		var t responsesTool
+		var t tool
 		if err := json.Unmarshal(raw, &t); err != nil {
-			return invalid(param, "%s must be a tool object", param)
+			return apiwire.Invalid(param, "%s must be a tool object", param)
 		}
 		switch t.Type {
 		case "namespace":
 			if namespace != "" {
-				return invalid(param+".type", "namespaces do not nest")
+				return apiwire.Invalid(param+".type", "namespaces do not nest")
 			}
-			if !validName(t.Name) {
-				return invalid(param+".name", "the namespace name %q must be 1-64 characters of a-z, A-Z, 0-9, _, . and -", t.Name)
+			if !turn.ValidName(t.Name) {
+				return apiwire.Invalid(param+".name", "the namespace name %q must be 1-64 characters of a-z, A-Z, 0-9, _, . and -", t.Name)
 			}
 			for j, member := range t.Tools {
 				if err := add(fmt.Sprintf("%s.tools[%d]", param, j), t.Name, member); err != nil {
@@ -79,12 +81,12 @@ func responsesTools(raw []json.RawMessage) (tools []chat.Tool, origins map[strin
 		} else if len(t.Parameters) > 0 && !bytes.Equal(t.Parameters, []byte("null")) {
 			var p map[string]any
 			if err := json.Unmarshal(t.Parameters, &p); err != nil {
-				return invalid(param+".parameters", "parameters must be a JSON Schema object")
+				return apiwire.Invalid(param+".parameters", "parameters must be a JSON Schema object")
 			}
 			fn["parameters"] = p
 		}
 		tools = append(tools, chat.Tool{"type": "function", "function": fn})
-		origins[name] = toolOrigin{namespace: namespace, name: t.Name, custom: t.Type == "custom"}
+		origins[name] = origin{namespace: namespace, name: t.Name, custom: t.Type == "custom"}
 		return nil
 	}
 	for i, r := range raw {
@@ -108,11 +110,11 @@ func hostedCallItem(typ string) bool {
 
 // callItem turns a call the model made into the Responses output item the
 // client expects, by the tool's origin.
-func callItem(c chat.ToolCall, origins map[string]toolOrigin) map[string]any {
+func callItem(c chat.ToolCall, origins map[string]origin) map[string]any {
 	args, _ := c.Function.Arguments.(string)
 	o, ok := origins[c.Function.Name]
 	if !ok {
-		o = toolOrigin{name: c.Function.Name}
+		o = origin{name: c.Function.Name}
 	}
 	var item map[string]any
 	if o.custom {
@@ -120,9 +122,9 @@ func callItem(c chat.ToolCall, origins map[string]toolOrigin) map[string]any {
 			Input string `json:"input"`
 		}
 		json.Unmarshal([]byte(args), &in)
-		item = map[string]any{"type": "custom_tool_call", "id": newID("ctc_"), "call_id": c.ID, "name": o.name, "input": in.Input, "status": "completed"}
+		item = map[string]any{"type": "custom_tool_call", "id": apiwire.NewID("ctc_"), "call_id": c.ID, "name": o.name, "input": in.Input, "status": "completed"}
 	} else {
-		item = map[string]any{"type": "function_call", "id": newID("fc_"), "call_id": c.ID, "name": o.name, "arguments": args, "status": "completed"}
+		item = map[string]any{"type": "function_call", "id": apiwire.NewID("fc_"), "call_id": c.ID, "name": o.name, "arguments": args, "status": "completed"}
 	}
 	if o.namespace != "" {
 		item["namespace"] = o.namespace
