@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/spoolhq/spool/engine/api/responses"
 	"github.com/spoolhq/spool/engine/turn"
 )
 
@@ -67,12 +68,11 @@ func FuzzResponsesRequest(f *testing.F) {
 		`{"input":[{"role":"user","content":[{"type":"input_text","text":"q"}]},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"r"}],"tools":[{"type":"function","name":"f","parameters":{"type":"object"}}],"text":{"format":{"type":"json_object"}},"reasoning":{"effort":"low"}}`,
 		`{"input":[{"type":"function_call","call_id":"c","name":"g","namespace":"n","arguments":"{}"},{"type":"custom_tool_call","call_id":"d","name":"p","input":"x"},{"type":"custom_tool_call_output","call_id":"d","output":"ok"},{"type":"web_search_call","id":"w"}],"tools":[{"type":"namespace","name":"n","tools":[{"type":"function","name":"g"},{"type":"custom","name":"p"}]},{"type":"web_search"},{"type":"custom","name":"q"}],"tool_choice":{"type":"function","name":"n.g"}}`,
 	}, func(s *Server, body []byte) error {
-		var req responsesRequest
+		var req responses.Request
 		if err := decodeJSON(body, &req); err != nil {
 			return err
 		}
-		t, _, err := s.responsesTurn(context.Background(), &req)
-		return s.prompt(t, err)
+		return s.prompt(req.Turn("resp_1", nil))
 	})
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/spoolhq/spool/engine/api/responses"
 	"github.com/spoolhq/spool/engine/chat"
 	"github.com/spoolhq/spool/engine/httpguard"
 	"github.com/spoolhq/spool/engine/local"
@@ -183,7 +184,7 @@ type Server struct {
 	created   int64
 	hub       *hub
 	board     *status.Board
-	responses *responseStore
+	responses *responses.Store
 	handler   http.Handler
 	guard     *httpguard.Guard
 	// local runs the turns of the served engine.
@@ -208,7 +209,7 @@ func New(cfg Config, eng Engine) (*Server, error) {
 		created:   time.Now().Unix(),
 		hub:       newHub(),
 		board:     cfg.Status,
-		responses: newResponseStore(cfg.StoredResponses),
+		responses: responses.NewStore(cfg.StoredResponses),
 	}
 	s.board.Serve(cfg.ModelID, nil)
 	if err := CheckBind(cfg.Host, cfg.APIKey); err != nil {
