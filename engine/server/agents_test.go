@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
 )
 
 // Regression tests for what coding agents and SDKs send (issue 10).

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"github.com/spoolhq/spool/engine/api/ollama"
 	"io"
 	"math"
 	"net/http"
@@ -287,11 +288,11 @@ func FuzzEmbedRequest(f *testing.F) {
 		`{"name":"glm52-mini","prompt":"legacy","options":{"temperature":0.5}}`,
 		`{"model":"glm52-mini","input":[""],"dimensions":-3}`,
 	}, func(s *Server, body []byte) error {
-		var req ollamaEmbedRequest
+		var req ollama.EmbedRequest
 		if err := decodeJSON(body, &req); err != nil {
 			return err
 		}
-		texts, err := ollamaEmbedTexts(req.Input)
+		texts, err := req.Texts()
 		if err != nil {
 			return err
 		}
