@@ -59,6 +59,7 @@ type Container struct {
 	byFile map[string]*os.File
 	index  map[string]TensorInfo
 	names  []string
+	sums   checksums // the experts' checksums, once fingerprinted
 }
 
 // Open opens every *.safetensors file of dir (sorted by name), validates

@@ -22,6 +22,7 @@ func (s *Streamed) Close() error {
 		errs = append(errs, s.pool.Close())
 	}
 	s.bgSubmit.Wait()
+	s.repairs.Wait()
 	if s.opts.UsagePath != "" && s.usage != nil && s.usage.Total() > 0 {
 		errs = append(errs, s.usage.Save(s.opts.UsagePath))
 	}

@@ -3,7 +3,9 @@ package experts
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
+	"github.com/spoolhq/spool/internal/crc32c"
 	"github.com/spoolhq/spool/native/diskio"
 )
 
@@ -12,10 +14,12 @@ import (
 // read-ahead is a fill nobody waits for yet (owner nil), which an Acquire
 // of its expert then claims, ready or still reading. Every completion of
 // its reads lands in landed, on the read workers: the telemetry, the cost,
-// the decode of a packed expert and, with the last one, the matrices (the
-// slot is ready) or the failure are applied there, once.
+// the decode of a packed expert, the check of the bytes against the
+// weights' checksums and, with the last one, the matrices (the slot is
+// ready) or the failure are applied there, once.
 //
-// Guarded by the source's mutex, except u (its own lock).
+// Guarded by the source's mutex, except u (its own lock) and what the read
+// workers write before their atomic countdown (sums, reading, readFailed).
 type fill struct {
 	lc   *layerCache
 	id   int
@@ -25,6 +29,17 @@ type fill struct {
 	u    *unpackState // a packed expert's decode; nil read raw
 	ctx  context.Context
 	stop context.CancelFunc
+
+	// chunks are the read requests' ranges; sums[k] is the CRC-32C of
+	// chunk k's bytes, for an extent that has a checksum (nil when none
+	// has, or the expert is read packed: its record has its own).
+	chunks     []chunk
+	sums       []uint32
+	reading    atomic.Int32 // read requests not yet landed
+	readFailed atomic.Bool
+	// retried: the fill is a second read after a Repairer restored the
+	// expert; a failure now is reported.
+	retried bool
 
 	// left counts the completions not yet in: one per read request, and
 	// one for the decode of a packed expert.
@@ -55,15 +70,19 @@ func (s *Streamed) startFillLocked(ctx context.Context, lc *layerCache, id int, 
 		f.left++
 	}
 	cs := lo.chunks(s.opts.ReadChunk)
+	f.chunks = cs
+	if lo.packed == nil && lo.summed() {
+		f.sums = make([]uint32, len(cs))
+	}
 	reqs := make([]diskio.ReadRequest, len(cs))
 	for k, c := range cs {
 		r := lo.reads[c.read]
 		req := diskio.ReadRequest{File: s.files[r.file], Off: c.off, Len: c.n, Slab: sl.slab[c.at : r.at+r.room], Tag: f, Background: owner == nil}
-		file, off := req.File.Path(), c.off
-		req.Done = func(res diskio.ReadResult) { s.landed(f, file, off, res) }
+		req.Done = func(res diskio.ReadResult) { s.landed(f, k, res) }
 		reqs[k] = req
 	}
 	f.left += len(reqs)
+	f.reading.Store(int32(len(reqs)))
 	return f, reqs
 }
 
@@ -78,18 +97,31 @@ func (s *Streamed) submitReads(reqs []diskio.ReadRequest) {
 	}
 }
 
-// landed applies one read completion of f (on the read worker): a packed
-// expert decodes what landed first, without the source's lock; then the
-// read is counted and, with the fill's last completion, finished.
-func (s *Streamed) landed(f *fill, file string, off int64, res diskio.ReadResult) {
+// landed applies the completion of f's read k (on the read worker). Off
+// the source's lock, the bytes are summed (an extent with a checksum),
+// the last read checks the expert's sums, and a packed expert decodes
+// what landed; then the read is counted and, with the fill's last
+// completion, the fill finished.
+func (s *Streamed) landed(f *fill, k int, res diskio.ReadResult) {
 	if fault := s.fault.Load(); fault != nil && res.Err == nil {
 		if err := (*fault)(s.reads.Add(1)); err != nil {
 			res.Err, res.Data = err, nil
 		}
 	}
+	c := f.chunks[k]
+	file := f.lo.reads[c.read].file
+	if res.Err != nil {
+		f.readFailed.Store(true)
+	} else if f.sums != nil && f.lo.reads[c.read].summed {
+		f.sums[k] = crc32c.Checksum(res.Data)
+	}
+	var verr error
+	if f.reading.Add(-1) == 0 && f.u == nil && !f.readFailed.Load() {
+		verr = s.verify(f)
+	}
 	decoded, derr := false, error(nil)
 	if f.u != nil {
-		decoded, derr = f.u.landed(off, res.Err)
+		decoded, derr = f.u.landed(c.off, res.Err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -97,13 +129,16 @@ func (s *Streamed) landed(f *fill, file string, off int64, res diskio.ReadResult
 	f.bytes += res.Bytes
 	s.tel.read(f.lc.row, res.Bytes, res.Service)
 	if res.Err != nil {
-		s.failFillLocked(f, fmt.Errorf("experts: reading layer %d expert %d from %s: %w", f.lc.layer, f.id, file, res.Err))
+		s.failFillLocked(f, s.readError(f, file, "reading", res.Err))
+	}
+	if verr != nil {
+		s.failFillLocked(f, verr)
 	}
 	if decoded {
 		f.left--
 		s.tel.unpacked(f.lc.row, f.u.out, f.u.spent)
 		if derr != nil {
-			s.failFillLocked(f, fmt.Errorf("experts: decoding layer %d expert %d from %s: %w", f.lc.layer, f.id, file, derr))
+			s.failFillLocked(f, s.readError(f, file, "decoding", derr))
 		}
 	}
 	if f.left == 0 {
@@ -111,17 +146,86 @@ func (s *Streamed) landed(f *fill, file string, off int64, res diskio.ReadResult
 	}
 }
 
-// failFillLocked records f's first failure; its owner hears of it at
-// once, before the fill's other reads are in.
+// verify checks the bytes of a raw fill whose reads all landed: each
+// extent with a checksum against it (the chunks' sums combined), each
+// without against its file's stamp (a shard written in place since it was
+// opened is not trusted).
+func (s *Streamed) verify(f *fill) error {
+	k := 0
+	for ri, r := range f.lo.reads {
+		var crc uint32
+		for ; k < len(f.chunks) && f.chunks[k].read == ri; k++ {
+			if r.summed {
+				crc = crc32c.Combine(crc, f.sums[k], f.chunks[k].n)
+			}
+		}
+		if r.summed && crc == r.sum {
+			continue
+		}
+		changed, err := s.files[r.file].Changed()
+		switch {
+		case err != nil:
+			return s.readError(f, r.file, "reading", err)
+		case r.summed:
+			return s.readError(f, r.file, "reading", &ChecksumError{Off: r.off, Len: r.n, Want: r.sum, Got: crc, Changed: changed})
+		case changed:
+			return s.readError(f, r.file, "reading", ErrChanged)
+		}
+	}
+	return nil
+}
+
+// failFillLocked records f's first failure. Its owner hears of it at
+// once, before the fill's other reads are in, unless a Repairer is to
+// restore the expert first.
 func (s *Streamed) failFillLocked(f *fill, err error) {
 	if f.err != nil {
 		return
 	}
 	f.err = err
-	if l := f.owner; l != nil {
+	if re, ok := damaged(err); ok {
+		s.noteDamageLocked(re)
+	}
+	if l := f.owner; l != nil && !s.repairableLocked(f) {
 		l.items[f.item].failed = true
 		l.failLocked(err)
 	}
+}
+
+// repairableLocked reports whether f's failure goes to the Repairer: the
+// expert's bytes are damaged, a lease waits for it, and it was not
+// repaired once already.
+func (s *Streamed) repairableLocked(f *fill) bool {
+	_, dmg := damaged(f.err)
+	return dmg && s.opts.Repairer != nil && f.owner != nil && !f.retried
+}
+
+// repairLocked hands a damaged fill to the Repairer, on a goroutine of its
+// own; the owner keeps waiting. Restored, the expert is read again into
+// the same slot, once; else the fill fails with the damage.
+func (s *Streamed) repairLocked(f *fill, damage *ReadError) {
+	s.repairs.Add(1)
+	go func() {
+		defer s.repairs.Done()
+		rerr := s.opts.Repairer.Repair(f.ctx, damage)
+		s.mu.Lock()
+		if rerr == nil && f.ctx.Err() == nil && !s.closed {
+			l := f.owner
+			again, reqs := s.startFillLocked(l.ctx, f.lc, f.id, f.slot, l, f.item)
+			again.retried, again.bytes = true, f.bytes
+			l.items[f.item].f = again
+			f.stop()
+			s.mu.Unlock()
+			s.submitReads(reqs)
+			return
+		}
+		if rerr != nil {
+			s.logger().Warn("experts: a damaged expert could not be repaired", "layer", damage.Layer, "expert", damage.Expert, "file", damage.File, "err", rerr)
+		}
+		f.retried = true // reported now
+		s.finishFillLocked(f)
+		s.mu.Unlock()
+	}()
 }
 
 // finishFillLocked applies the last completion of f: the slot becomes
@@ -142,11 +246,18 @@ func (s *Streamed) finishFillLocked(f *fill) {
 		}
 		return
 	}
+	if f.err != nil && s.repairableLocked(f) && f.ctx.Err() == nil {
+		re, _ := damaged(f.err)
+		s.repairLocked(f, re)
+		return
+	}
 	f.stop()
 	l.inflight--
 	l.cost.add(f)
 	defer l.wake()
 	if f.err != nil {
+		l.items[f.item].failed = true
+		l.failLocked(f.err)
 		return
 	}
 	if err := s.readyLocked(f); err != nil {

@@ -38,6 +38,11 @@ type extentRead struct {
 	n    int64 // extent length
 	at   int64 // region start in the slab (aligned)
 	room int64 // region length: the aligned read of [off, off+n) fits
+	// sum is the CRC-32C of the extent's bytes the weights' fingerprint
+	// took, when summed (container.Checksums): every read is checked
+	// against it as it lands.
+	sum    uint32
+	summed bool
 }
 
 // packedLayout is what decoding a packed expert needs to know.
@@ -67,8 +72,9 @@ type matrixLayout struct {
 type span struct{ at, n int64 }
 
 // newLayout lays out the expert at loc read raw; fileIndex maps a shard
-// name to its index in the source's open files.
-func newLayout(loc container.ExpertLocation, fileIndex map[string]int) (*layout, error) {
+// name to its index in the source's open files, and sum gives an extent's
+// checksum, when it has one.
+func newLayout(loc container.ExpertLocation, fileIndex map[string]int, sum func(container.Extent) (uint32, bool)) (*layout, error) {
 	lo := &layout{bytes: loc.Bytes()}
 	add := func(es []container.Extent) error {
 		for _, e := range es {
@@ -76,7 +82,8 @@ func newLayout(loc container.ExpertLocation, fileIndex map[string]int) (*layout,
 			if !ok {
 				return fmt.Errorf("experts: layer %d expert %d: shard %q is not open", loc.Layer, loc.Expert, e.File)
 			}
-			lo.reads = append(lo.reads, extentRead{file: fi, off: e.Offset, n: e.Length, at: lo.need, room: diskio.SlabLen(e.Length)})
+			crc, summed := sum(e)
+			lo.reads = append(lo.reads, extentRead{file: fi, off: e.Offset, n: e.Length, at: lo.need, room: diskio.SlabLen(e.Length), sum: crc, summed: summed})
 			lo.need += diskio.SlabLen(e.Length)
 		}
 		return nil
@@ -160,6 +167,16 @@ func (lo *layout) placeMatrices(loc container.ExpertLocation, weight, scales fun
 	return nil
 }
 
+// summed reports whether any of the layout's extents has a checksum.
+func (lo *layout) summed() bool {
+	for _, r := range lo.reads {
+		if r.summed {
+			return true
+		}
+	}
+	return false
+}
+
 // matrices builds the expert's three matrices over a slab whose reads
 // have all completed (and, packed, whose record is decoded). The matrices
 // point into the slab.
@@ -234,6 +251,21 @@ func (s *Streamed) locate(c *container.Container, layers []int) error {
 	if err != nil {
 		return err
 	}
+	sums := c.Checksums()
+	for name, i := range fileIndex {
+		if _, stamp, ok := sums.ShardStamp(name); ok && stamp != s.files[i].Stamp() {
+			s.logger().Warn("experts: a shard changed since the weights were fingerprinted; its experts are checked by its size and time only",
+				"shard", name, "fingerprinted", stamp, "now", s.files[i].Stamp())
+		}
+	}
+	sum := func(e container.Extent) (uint32, bool) {
+		crc, stamp, ok := sums.Lookup(e)
+		if !ok || stamp != s.files[fileIndex[e.File]].Stamp() {
+			s.unchecked++
+			return 0, false
+		}
+		return crc, true
+	}
 	main := &slotClass{name: mainClass}
 	mtp := &slotClass{name: mtpClass}
 	for row, l := range layers {
@@ -251,7 +283,7 @@ func (s *Streamed) locate(c *container.Container, layers []int) error {
 			if err != nil {
 				return fmt.Errorf("experts: %w", err)
 			}
-			lo, err := newLayout(loc, fileIndex)
+			lo, err := newLayout(loc, fileIndex, sum)
 			if err != nil {
 				return err
 			}

@@ -245,8 +245,8 @@ func (l *streamLease) doneLocked(i int) {
 	}
 }
 
-// Release implements Lease. It cancels the fills not yet done, waits for
-// every one the lease owns to finish (a slot is never reused while a read
+// Release implements Lease. It cancels the fills not yet done (and the
+// repairs of damaged ones), waits for every one the lease owns to finish (a slot is never reused while a read
 // may still write into it) and gives every slot back.
 func (l *streamLease) Release() {
 	s := l.s
@@ -256,8 +256,8 @@ func (l *streamLease) Release() {
 		return
 	}
 	for i := range l.items {
-		if f := l.items[i].f; f != nil && !f.done {
-			f.stop()
+		if f := l.items[i].f; f != nil {
+			f.stop() // its reads, or a Repairer working on it
 		}
 	}
 	s.mu.Unlock()

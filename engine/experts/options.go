@@ -67,8 +67,13 @@ type StreamOptions struct {
 	// systems that refuse direct I/O; OpenDirect falls back by itself).
 	Buffered bool
 	// Logger hears about damaged pack records read from the shards
-	// instead, and usage histories set aside (nil: slog.Default()).
+	// instead, damaged experts, and usage histories set aside (nil:
+	// slog.Default()).
 	Logger *slog.Logger
+	// Repairer, when set, restores the bytes of an expert a read finds
+	// damaged, which is then read again once (see Repairer); nil: damage
+	// is reported.
+	Repairer Repairer
 }
 
 // DefaultReadWorkers is the read depth: requests of ReadChunk in flight at

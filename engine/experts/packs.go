@@ -58,6 +58,7 @@ func (s *Streamed) openPacks(c *container.Container) (map[string]*openPack, erro
 			return nil, fmt.Errorf("experts: %w", err)
 		}
 		s.files = append(s.files, f)
+		s.names = append(s.names, sh.Name+expertpack.Suffix)
 		packs[sh.Name] = &openPack{file: len(s.files) - 1, path: path, index: x}
 	}
 	return packs, nil

@@ -35,6 +35,7 @@ type Streamed struct {
 	cfg     *config.Config
 	opts    StreamOptions
 	files   []*diskio.DirectFile
+	names   []string // files[i]'s path in the model's directory
 	pool    *diskio.ReadPool
 	layers  []*layerCache
 	byLayer map[int]*layerCache
@@ -50,6 +51,11 @@ type Streamed struct {
 	packNotes []string
 	damaged   map[string]int // pack path: records read from the shard instead
 	bgSubmit  sync.WaitGroup // Prefetch's submitting goroutines
+	repairs   sync.WaitGroup // Repairer calls
+	// damagedExperts are the experts whose damage was logged.
+	damagedExperts map[[2]int]bool
+	// unchecked counts the extents that have no checksum to check.
+	unchecked int
 
 	// lruPlanned is the LRU slots per layer the cache budget gives
 	// (SetLRUShare's 100%, budget.go).
@@ -139,6 +145,7 @@ func (s *Streamed) openFiles(c *container.Container) error {
 			return fmt.Errorf("experts: %w", err)
 		}
 		s.files = append(s.files, f)
+		s.names = append(s.names, sh.Name)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/container"
 	"github.com/spoolhq/spool/engine/experts"
+	"github.com/spoolhq/spool/engine/fingerprint"
 	"github.com/spoolhq/spool/engine/generate"
 	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/rans"
@@ -98,8 +100,34 @@ func tryGenerate(d *loader.Dir, prompt []int, spec bool) ([]int, error) {
 // build from the slot row size (one LRU slot in every expert layer).
 func openStreamed(t *testing.T, dir string, build func(row int64) experts.StreamOptions, setup func(*experts.Streamed)) (*loader.Dir, *experts.Streamed) {
 	t.Helper()
+	return openSource(t, dir, false, build, setup)
+}
+
+// openChecked is openStreamed with the weights fingerprinted first: the
+// tier checks every read against the experts' checksums.
+func openChecked(t *testing.T, dir string, build func(row int64) experts.StreamOptions, setup func(*experts.Streamed)) (*loader.Dir, *experts.Streamed) {
+	t.Helper()
+	return openSource(t, dir, true, build, setup)
+}
+
+func openSource(t *testing.T, dir string, checked bool, build func(row int64) experts.StreamOptions, setup func(*experts.Streamed)) (*loader.Dir, *experts.Streamed) {
+	t.Helper()
 	var s *experts.Streamed
-	d, err := loader.Open(context.Background(), dir, loader.Options{
+	d, err := loader.OpenHeaders(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked {
+		if _, err := d.Fingerprint(context.Background(), fingerprint.Options{Logger: slog.New(slog.DiscardHandler)}); err != nil {
+			d.Close()
+			t.Fatal(err)
+		}
+		if d.Container.Checksums().Len() == 0 {
+			d.Close()
+			t.Fatal("the fingerprint took no expert checksums")
+		}
+	}
+	err = d.Load(context.Background(), loader.Options{
 		Experts: func(ctx context.Context, c *container.Container, cfg *config.Config, layers []int) (experts.Source, error) {
 			probe, err := experts.NewStreamed(ctx, c, cfg, layers, experts.StreamOptions{WorkingSlots: 1})
 			if err != nil {
@@ -120,6 +148,7 @@ func openStreamed(t *testing.T, dir string, build func(row int64) experts.Stream
 		},
 	})
 	if err != nil {
+		d.Close()
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -172,8 +201,14 @@ func TestStreamedMatchesResident(t *testing.T) {
 					name += "/repin"
 					pinned = 1
 				}
+				// Half the budgets check every read against the
+				// weights' checksums.
+				open := openStreamed
+				if bi%2 == 0 {
+					open, name = openChecked, name+"/checked"
+				}
 				t.Run(name, func(t *testing.T) {
-					d, s := openStreamed(t, dir, func(row int64) experts.StreamOptions {
+					d, s := open(t, dir, func(row int64) experts.StreamOptions {
 						o := experts.StreamOptions{CacheBytes: b.slots * row, WorkingSlots: b.working, Workers: b.workers, ReadChunk: b.chunk, Prefetch: v.prefetch}
 						if v.repin {
 							o.PinnedBytes, o.RepinEvery = pinned*row, 2
@@ -254,39 +289,61 @@ func TestReadErrorThenRecover(t *testing.T) {
 }
 
 // TestShortReadThenRecover truncates the shard that holds the experts:
-// generation fails with a short read, and once the file is whole again the
-// same source generates exactly.
+// generation fails with a short read naming the expert and the file.
+// Once the file is whole again, a source that has the weights' checksums
+// (fingerprinted) checks the restored bytes and generates exactly; one
+// that has none refuses the shard rewritten in place.
 func TestShortReadThenRecover(t *testing.T) {
 	model := "glm52-tiny"
 	ref := residentRef(t, model)
-	dir := copyModel(t, fixtures.Path(t, model))
-	shard := filepath.Join(dir, "out-00000.safetensors")
-	whole, err := os.ReadFile(shard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, s := openStreamed(t, dir, func(row int64) experts.StreamOptions {
-		return experts.StreamOptions{CacheBytes: row, WorkingSlots: 2, Workers: 2}
-	}, func(s *experts.Streamed) { experts.SetPoison(s, true) })
-	if err := os.Truncate(shard, int64(len(whole))/2); err != nil {
-		t.Fatal(err)
-	}
-	_, err = tryGenerate(d, ref.prompts[0], false)
-	var short *diskio.ShortReadError
-	if !errors.As(err, &short) || !errors.Is(err, io.ErrUnexpectedEOF) {
-		t.Fatalf("error %v, want a short read", err)
-	}
-	if !strings.Contains(err.Error(), "out-00000.safetensors") || !strings.Contains(err.Error(), "expert") {
-		t.Errorf("error %q names no expert or file", err)
-	}
-	if err := experts.CheckInvariants(s, true); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(shard, whole, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if got := generateTokens(t, d, ref.prompts[0], false); !slices.Equal(got, ref.plain[0]) {
-		t.Errorf("after restoring the shard: %v, want %v", got, ref.plain[0])
+	for _, checked := range []bool{true, false} {
+		t.Run(fmt.Sprintf("checksums=%v", checked), func(t *testing.T) {
+			dir := copyModel(t, fixtures.Path(t, model))
+			shard := filepath.Join(dir, "out-00000.safetensors")
+			whole, err := os.ReadFile(shard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			build := func(row int64) experts.StreamOptions {
+				return experts.StreamOptions{CacheBytes: row, WorkingSlots: 2, Workers: 2}
+			}
+			poison := func(s *experts.Streamed) { experts.SetPoison(s, true) }
+			var d *loader.Dir
+			var s *experts.Streamed
+			if checked {
+				d, s = openChecked(t, dir, build, poison)
+			} else {
+				d, s = openStreamed(t, dir, build, poison)
+			}
+			if err := os.Truncate(shard, int64(len(whole))/2); err != nil {
+				t.Fatal(err)
+			}
+			_, err = tryGenerate(d, ref.prompts[0], false)
+			var short *diskio.ShortReadError
+			var re *experts.ReadError
+			if !errors.As(err, &short) || !errors.Is(err, io.ErrUnexpectedEOF) || !errors.As(err, &re) || !re.Damaged() {
+				t.Fatalf("error %v, want a short read", err)
+			}
+			if re.File != "out-00000.safetensors" || !strings.Contains(err.Error(), "out-00000.safetensors") || !strings.Contains(err.Error(), "expert") {
+				t.Errorf("error %q names no expert or file", err)
+			}
+			if err := experts.CheckInvariants(s, true); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(shard, whole, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got, err := tryGenerate(d, ref.prompts[0], false)
+			if !checked {
+				if !errors.Is(err, experts.ErrChanged) || !errors.As(err, &re) || re.File != "out-00000.safetensors" {
+					t.Fatalf("a shard rewritten in place with no checksums: %v, want ErrChanged naming it", err)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(got, ref.plain[0]) {
+				t.Errorf("after restoring the shard: %v (%v), want %v", got, err, ref.plain[0])
+			}
+		})
 	}
 }
 

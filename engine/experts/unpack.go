@@ -8,6 +8,7 @@ import (
 
 	"github.com/spoolhq/spool/engine/expertpack"
 	"github.com/spoolhq/spool/engine/rans"
+	"github.com/spoolhq/spool/internal/crc32c"
 	"github.com/spoolhq/spool/native/diskio"
 )
 
@@ -113,7 +114,7 @@ func (u *unpackState) landed(off int64, err error) (bool, error) {
 		// bytes come from its shard instead. No request of this record
 		// is left to write into the slab.
 		if err := u.readRaw(); err != nil {
-			u.err = fmt.Errorf("%w; reading it from the shard instead: %v", u.damaged, err)
+			u.err = fmt.Errorf("%w; reading it from the shard instead: %w", u.damaged, err)
 		} else {
 			u.fellBack = true
 		}
@@ -134,8 +135,12 @@ func (u *unpackState) readRaw() error {
 		return fmt.Errorf("internal error: a slab of %d bytes cannot hold the expert read raw (%d)", len(u.slab), raw.need)
 	}
 	for _, r := range raw.reads {
-		if _, err := u.files[r.file].ReadAtAligned(u.slab[r.at:r.at+r.room], r.off, r.n); err != nil {
+		data, err := u.files[r.file].ReadAtAligned(u.slab[r.at:r.at+r.room], r.off, r.n)
+		if err != nil {
 			return err
+		}
+		if got := crc32c.Checksum(data); r.summed && got != r.sum {
+			return &ChecksumError{Off: r.off, Len: r.n, Want: r.sum, Got: got}
 		}
 	}
 	return nil

@@ -17,9 +17,17 @@
 //   - reading the file once (direct reads that leave the page cache alone)
 //     and remembering the digest in the store.
 //
-// The store is a cache: one that cannot be read is logged and rebuilt,
-// and it is written atomically (internal/atomicfile). Entries of files
-// gone or changed are dropped when it is written.
+// The same read takes, for the byte ranges a caller names
+// (Options.Regions: the routed experts' extents, named by the loader),
+// their CRC-32C (internal/crc32c), remembered with the digest; a file of
+// the Hugging Face cache is read once for them. The streamed tier checks
+// every expert read against them (engine/experts), and the packs' record
+// checksums are the same sums of the same bytes.
 //
-// It does not parse model files: callers name the shards.
+// The store is a cache: one that cannot be read is logged and rebuilt,
+// one of an older format is read again (it holds no checksums), and it is
+// written atomically (internal/atomicfile). Entries of files gone or
+// changed are dropped when it is written.
+//
+// It does not parse model files: callers name the shards and the ranges.
 package fingerprint

@@ -84,7 +84,7 @@ func TestDamagedStore(t *testing.T) {
 	a := filepath.Join(dir, "a")
 	write(t, a, []byte("weights"))
 	settle(t, a)
-	write(t, store, []byte(`{"version":1,"files":{"x":`))
+	write(t, store, []byte(`{"version":2,"files":{"x":`))
 	var log bytes.Buffer
 	o := Options{Store: store, Logger: slog.New(slog.NewTextHandler(&log, nil))}
 	files, err := Files(context.Background(), []string{a}, o)
@@ -178,9 +178,10 @@ func TestModel(t *testing.T) {
 // FuzzStore: any bytes in the store file give a store or an error, never
 // a panic, and what parses looks up only well-formed digests.
 func FuzzStore(f *testing.F) {
-	f.Add([]byte(`{"version":1,"files":{"/a":{"dev":1,"inode":2,"size":3,"mtime_ns":4,"sha256":"00"}}}`))
-	f.Add([]byte(`{"version":1,"files":null}`))
-	f.Add([]byte(`{"version":2}`))
+	f.Add([]byte(`{"version":2,"files":{"/a":{"dev":1,"inode":2,"size":3,"mtime_ns":4,"sha256":"00"}}}`))
+	f.Add([]byte(`{"version":2,"files":{"/a":{"dev":1,"inode":2,"size":3,"mtime_ns":4,"sha256":"00","regions":"ab","region_count":1,"crc32c":"01020304"}}}`))
+	f.Add([]byte(`{"version":2,"files":null}`))
+	f.Add([]byte(`{"version":1}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		path := filepath.Join(t.TempDir(), "fingerprints.json")
 		if err := os.WriteFile(path, data, 0o644); err != nil {
@@ -190,9 +191,13 @@ func FuzzStore(f *testing.F) {
 		if err != nil {
 			return
 		}
+		one, _ := newRegionSet([]Region{{0, 1}})
 		for p, e := range s.Files {
-			if h, ok := s.lookup(p, e.Stamp); ok && !strings.EqualFold(h.String(), e.SHA256) {
+			if h, _, ok := s.lookup(p, e.Stamp, nil); ok && !strings.EqualFold(h.String(), e.SHA256) {
 				t.Fatalf("%q looked up as %s", e.SHA256, h)
+			}
+			if _, sums, ok := s.lookup(p, e.Stamp, one); ok && len(sums) != 1 {
+				t.Fatalf("checksums %v of one region", sums)
 			}
 		}
 	})

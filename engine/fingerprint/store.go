@@ -14,8 +14,11 @@ import (
 	"github.com/spoolhq/spool/native/diskio"
 )
 
-// storeVersion is the store's format; a store of another is rebuilt.
-const storeVersion = 1
+// storeVersion is the store's format; a store of another is rebuilt,
+// its files read again. Version 2 added the regions' checksums: a store
+// of version 1 has none, so its files are hashed again rather than taken
+// to have no expert to check.
+const storeVersion = 2
 
 // maxStore bounds the store read: an entry is a path and a few numbers,
 // so this is tens of thousands of files.
@@ -30,6 +33,11 @@ type store struct {
 type entry struct {
 	diskio.Stamp
 	SHA256 string `json:"sha256"`
+	// Regions names the byte ranges whose checksums CRC32C holds
+	// (regionSet.digest), and their count; "" when none were asked for.
+	Regions     string `json:"regions,omitempty"`
+	RegionCount int    `json:"region_count,omitempty"`
+	CRC32C      string `json:"crc32c,omitempty"`
 }
 
 // loadStore reads the store at path; a missing one is empty, and one that
@@ -40,7 +48,12 @@ func loadStore(path string, log *slog.Logger) *store {
 		return s
 	}
 	read, err := readStore(path)
-	if err != nil {
+	var old *versionError
+	switch {
+	case errors.As(err, &old) && old.version < storeVersion:
+		log.Info("fingerprint: the store of weight digests is of an older format; the weights are read again once", "store", path, "version", old.version)
+		return s
+	case err != nil:
 		if !errors.Is(err, fs.ErrNotExist) {
 			log.Warn("fingerprint: the store of weight digests cannot be read; it will be rebuilt", "store", path, "err", err)
 		}
@@ -59,7 +72,7 @@ func readStore(path string) (*store, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if s.Version != storeVersion {
-		return nil, fmt.Errorf("%s: format version %d, this build reads %d", path, s.Version, storeVersion)
+		return nil, &versionError{path, s.Version}
 	}
 	if s.Files == nil {
 		s.Files = map[string]entry{}
@@ -67,25 +80,47 @@ func readStore(path string) (*store, error) {
 	return &s, nil
 }
 
-// lookup returns the digest remembered for path under stamp.
-func (s *store) lookup(path string, stamp diskio.Stamp) (Hash, bool) {
+// versionError is a store of another format.
+type versionError struct {
+	path    string
+	version int
+}
+
+func (e *versionError) Error() string {
+	return fmt.Sprintf("%s: format version %d, this build reads %d", e.path, e.version, storeVersion)
+}
+
+// lookup returns the digest remembered for path under stamp, and the
+// checksums of regions (nil: none asked for) remembered with it.
+func (s *store) lookup(path string, stamp diskio.Stamp, regions *regionSet) (Hash, []uint32, bool) {
 	e, ok := s.Files[path]
 	if !ok || e.Stamp != stamp {
-		return Hash{}, false
+		return Hash{}, nil, false
 	}
 	var h Hash
 	if b, err := hex.DecodeString(e.SHA256); err != nil || len(b) != len(h) {
-		return Hash{}, false
+		return Hash{}, nil, false
 	} else {
 		copy(h[:], b)
 	}
-	return h, true
+	if regions == nil {
+		return h, nil, true
+	}
+	if e.Regions != regions.digest() || e.RegionCount != len(regions.given) {
+		return Hash{}, nil, false
+	}
+	sums, err := decodeSums(e.CRC32C, len(regions.given))
+	if err != nil {
+		return Hash{}, nil, false
+	}
+	return h, sums, true
 }
 
-// saveStore adds the digests of files[pending] to the store at path as it is
-// now on disk (another process may have added to it), drops the entries
-// of files gone or changed, and writes it atomically.
-func saveStore(path string, files []File, pending []int, stamps []diskio.Stamp, log *slog.Logger) error {
+// saveStore adds the digests of files[pending] (and their regions'
+// checksums) to the store at path as it is now on disk (another process
+// may have added to it), drops the entries of files gone or changed, and
+// writes it atomically.
+func saveStore(path string, files []File, regions []*regionSet, pending []int, stamps []diskio.Stamp, log *slog.Logger) error {
 	s := loadStore(path, log)
 	for p, e := range s.Files {
 		if fi, err := os.Stat(p); err != nil || diskio.StampOf(fi) != e.Stamp {
@@ -93,7 +128,11 @@ func saveStore(path string, files []File, pending []int, stamps []diskio.Stamp, 
 		}
 	}
 	for _, i := range pending {
-		s.Files[files[i].Path] = entry{Stamp: stamps[i], SHA256: files[i].SHA256.String()}
+		e := entry{Stamp: stamps[i], SHA256: files[i].SHA256.String()}
+		if r := regions[i]; r != nil {
+			e.Regions, e.RegionCount, e.CRC32C = r.digest(), len(r.given), encodeSums(files[i].CRC32C)
+		}
+		s.Files[files[i].Path] = e
 	}
 	data, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {

@@ -5,11 +5,9 @@ import (
 	"errors"
 	"time"
 
-	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/chat"
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/glm"
-	"github.com/spoolhq/spool/engine/kvcache"
 	"github.com/spoolhq/spool/engine/scheduler"
 	"github.com/spoolhq/spool/engine/tokenizer"
 	"github.com/spoolhq/spool/engine/turn"
@@ -170,21 +168,6 @@ func (e *Engine) submit(ctx context.Context, id string, sreq scheduler.Request) 
 		return nil, schedulerError(err)
 	}
 	return st, nil
-}
-
-// schedulerError is a scheduler's refusal as answered to a client.
-func schedulerError(err error) error {
-	var ce *kvcache.ContextError
-	switch {
-	case errors.Is(err, scheduler.ErrQueueFull):
-		return &apiwire.Error{Status: 429, Type: "rate_limit_error", Code: "queue_full",
-			Message: "the server is busy: every generation slot is taken and the queue is full; retry later", RetryAfter: 1}
-	case errors.Is(err, scheduler.ErrClosed):
-		return apiwire.Unavailable("the engine is stopping")
-	case errors.As(err, &ce):
-		return &turn.ContextError{Prompt: ce.Have + ce.Add, Limit: ce.Limit}
-	}
-	return err
 }
 
 // nobody is the Observer of an engine nobody watches.

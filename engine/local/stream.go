@@ -192,7 +192,7 @@ func (s *Stream) finish(res *scheduler.Result) {
 		}
 	case s.stopString != "":
 	case res.FinishReason == scheduler.FinishError:
-		err = apiwire.Internal(res.Err)
+		err = engineError(res.Err)
 	case res.FinishReason == scheduler.FinishCancelled:
 		if err = s.ctx.Err(); err == nil {
 			err = apiwire.Unavailable("the generation was cancelled: the engine is stopping")

@@ -13,11 +13,13 @@ func TestPrefillChunkFromBudget(t *testing.T) {
 	if p32.PrefillChunk < 2048 || p32.PrefillChunk > p32.Context {
 		t.Errorf("GLM-5.2 at 32 GiB: prefill chunk %d, want thousands of rows up to the context %d", p32.PrefillChunk, p32.Context)
 	}
-	var buffers int64
+	var buffers, checksums int64
 	for _, it := range p32.Items {
 		switch it.Name {
 		case ItemActivations, ItemLogits, ItemWorkers, ItemAttention, ItemAttentionProjections, ItemDecoders:
 			buffers += it.Bytes
+		case ItemChecksums:
+			checksums += it.Bytes
 		}
 	}
 	if buffers > p32.ActivationBudgetBytes {
@@ -26,7 +28,10 @@ func TestPrefillChunkFromBudget(t *testing.T) {
 	if p32.BatchRows != p32.PrefillChunk || p32.LogitRows != 2 {
 		t.Errorf("one sequence: %d rows and %d logit rows per forward for a chunk of %d", p32.BatchRows, p32.LogitRows, p32.PrefillChunk)
 	}
-	if want := p32.KVBytes + DefaultRuntimeReserve + buffers; p32.GoMemoryLimitBytes != want {
+	if checksums <= 0 || checksums > 8<<20 {
+		t.Errorf("GLM-5.2's expert checksums take %d bytes, want a few MiB", checksums)
+	}
+	if want := p32.KVBytes + DefaultRuntimeReserve + buffers + checksums; p32.GoMemoryLimitBytes != want {
 		t.Errorf("Go memory limit %d, want the heap lines' %d", p32.GoMemoryLimitBytes, want)
 	}
 

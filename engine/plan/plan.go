@@ -111,6 +111,7 @@ const (
 	ItemWorkers     = "expert workers"
 	ItemDecoders    = "decoder state"
 	ItemRuntime     = "runtime reserve"
+	ItemChecksums   = "expert checksums"
 )
 
 // Plan is the process memory equation of one run:
@@ -301,6 +302,7 @@ func build(cfg *config.Config, w Weights, opts Options) (*Plan, error) {
 	p.Items = append(p.Items,
 		Item{ItemKV, p.KVBytes, fmt.Sprintf("%d sequence(s) x %d tokens x %d bytes per token (compressed MLA latent and rope key of %d layers%s, float32)", p.Sequences, p.Context, p.KVBytesPerToken, kvLayers(geo), dsaNote(geo))},
 		Item{ItemRuntime, runtime, "Go runtime and collector headroom, stacks, tokenizer, chat template, server, read queues, binary and libraries"},
+		checksumItem(w),
 	)
 	p.Items = append(p.Items, gpuFixedItems(cfg, w, opts.GPU)...)
 	var fixed int64
@@ -324,7 +326,7 @@ func build(cfg *config.Config, w Weights, opts Options) (*Plan, error) {
 	p.size(fixed, opts.ExpertCache)
 	p.Items = append(p.Items, Item{ItemCache, p.ExpertCacheBytes, p.cacheDetail(w)})
 	p.PlannedProcessBytes = fixed + p.ExpertCacheBytes
-	p.GoMemoryLimitBytes = p.KVBytes + runtime
+	p.GoMemoryLimitBytes = p.KVBytes + runtime + checksumItem(w).Bytes
 	for _, it := range heap {
 		if !gpuItem(it.Name) { // the GPU's memory is the driver's, not the Go heap
 			p.GoMemoryLimitBytes += it.Bytes
@@ -471,4 +473,25 @@ func orDefault[T int | int64](v, def T) T {
 		return def
 	}
 	return v
+}
+
+// checksumExtents bounds the extents of one routed expert (its three
+// weight tensors and three scale tensors, when none are adjacent), and
+// checksumEntryBytes what one extent's checksum takes: the container's
+// table (container.ChecksumBytes) and the streamed tier's copy beside
+// the extent's read.
+const (
+	checksumExtents    = 6
+	checksumEntryBytes = 24 + 8
+)
+
+// checksumItem is the memory of the routed experts' checksums, which the
+// weights' fingerprint takes and every expert read is checked against.
+func checksumItem(w Weights) Item {
+	experts := 0
+	for _, l := range w.Layers {
+		experts += l.Experts
+	}
+	return Item{ItemChecksums, int64(experts) * checksumExtents * checksumEntryBytes,
+		fmt.Sprintf("%d routed experts x up to %d extents x %d bytes: the CRC-32C every expert read is checked against", experts, checksumExtents, checksumEntryBytes)}
 }

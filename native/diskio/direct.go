@@ -48,6 +48,7 @@ type DirectFile struct {
 	path     string
 	direct   bool
 	size     int64
+	stamp    Stamp    // when opened
 	raw      *os.File // cache-bypassing descriptor, or the buffered one when !direct
 	buffered *os.File
 }
@@ -79,7 +80,7 @@ func openFile(path string, wantDirect bool) (*DirectFile, error) {
 		buffered.Close()
 		return nil, fmt.Errorf("diskio: open %s: not a regular file (%s)", path, st.Mode().Type())
 	}
-	f := &DirectFile{path: path, size: st.Size(), raw: buffered, buffered: buffered}
+	f := &DirectFile{path: path, size: st.Size(), stamp: StampOf(st), raw: buffered, buffered: buffered}
 	if wantDirect {
 		raw, ok, err := openDirect(path)
 		if err != nil {
@@ -101,6 +102,21 @@ func (f *DirectFile) Direct() bool { return f.direct }
 
 // Size returns the file size observed when the file was opened.
 func (f *DirectFile) Size() int64 { return f.size }
+
+// Stamp returns the file's stamp when it was opened.
+func (f *DirectFile) Stamp() Stamp { return f.stamp }
+
+// Changed reports whether the open file's stamp (size, modification
+// time) is no longer the one it was opened with: it was written to or
+// resized in place since. One fstat; a file replaced by a rename keeps
+// the open one's stamp.
+func (f *DirectFile) Changed() (bool, error) {
+	st, err := f.buffered.Stat()
+	if err != nil {
+		return false, fmt.Errorf("diskio: stat %s: %w", f.path, err)
+	}
+	return StampOf(st) != f.stamp, nil
+}
 
 // Close closes both descriptors.
 func (f *DirectFile) Close() error {
