@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"github.com/spoolhq/spool/engine/api/ollama"
+	"github.com/spoolhq/spool/engine/api/openai"
 	"io"
 	"math"
 	"net/http"
@@ -234,7 +235,7 @@ func TestEmbedRefusals(t *testing.T) {
 		{"/api/embed", map[string]any{"model": "glm52-mini", "input": "x", "dimensions": -1}, 400, "dimensions -1"},
 		{"/api/embed", map[string]any{"model": "glm52-mini", "input": "x", "keep_alive": "soon"}, 400, "keep_alive"},
 		{"/api/embed", map[string]any{"model": "glm52-mini", "input": "x", "options": map[string]any{"num_ctx": "big"}}, 400, "options.num_ctx"},
-		{"/api/embed", map[string]any{"model": "glm52-mini", "input": make([]string, maxEmbedInputs+1)}, 400, "input has 2049 items, more than the 2048"},
+		{"/api/embed", map[string]any{"model": "glm52-mini", "input": make([]string, openai.MaxEmbedInputs+1)}, 400, "input has 2049 items, more than the 2048"},
 		{"/api/embeddings", map[string]any{"model": "nope", "prompt": "x"}, 404, "not found"},
 		{"/api/embeddings", map[string]any{"model": "glm52-mini", "prompt": 3}, 400, "prompt"},
 		{"/v1/embeddings", map[string]any{"model": "gpt-9", "input": "x"}, 404, "model_not_found"},
@@ -246,7 +247,7 @@ func TestEmbedRefusals(t *testing.T) {
 		{"/v1/embeddings", map[string]any{"input": []int{1, 1 << 30}}, 400, "outside the vocabulary"},
 		{"/v1/embeddings", map[string]any{"input": long}, 400, "context_length_exceeded"},
 		{"/v1/embeddings", map[string]any{"input": "x", "encoding_format": "hex"}, 400, "encoding_format"},
-		{"/v1/embeddings", map[string]any{"input": make([]string, maxEmbedInputs+1)}, 400, "more than the 2048"},
+		{"/v1/embeddings", map[string]any{"input": make([]string, openai.MaxEmbedInputs+1)}, 400, "more than the 2048"},
 	} {
 		status, body := ts.postInto(t, c.path, c.body, nil)
 		if status != c.status || !strings.Contains(body, c.want) {
@@ -312,7 +313,7 @@ func FuzzEmbeddingsRequest(f *testing.F) {
 		`{"input":[[1,2],[3]],"user":"u"}`,
 		`{"input":[[-1]],"encoding_format":"hex"}`,
 	}, func(s *Server, body []byte) error {
-		var req embeddingsRequest
+		var req openai.EmbeddingsRequest
 		if err := decodeJSON(body, &req); err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/spoolhq/spool/engine/api/openai"
 	"github.com/spoolhq/spool/engine/api/responses"
 	"github.com/spoolhq/spool/engine/turn"
 )
@@ -39,11 +40,11 @@ func FuzzChatRequest(f *testing.F) {
 		`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"n","schema":{"type":"object"}}},"reasoning_effort":"high","chat_template_kwargs":{"enable_thinking":true}}`,
 		`{"messages":[{"role":"user","content":"x"}],"max_tokens":-1,"n":2,"stop":7}`,
 	}, func(s *Server, body []byte) error {
-		var req chatRequest
+		var req openai.ChatRequest
 		if err := decodeJSON(body, &req); err != nil {
 			return err
 		}
-		return s.prompt(s.chatTurn(&req))
+		return s.prompt(req.Turn("chatcmpl-1"))
 	})
 }
 
@@ -81,12 +82,11 @@ func FuzzCompletionRequest(f *testing.F) {
 		`{"prompt":"def f(","max_tokens":4,"logprobs":2,"echo":true}`,
 		`{"prompt":[1,2,3]}`, `{"prompt":[[1,2]]}`, `{"prompt":["a"]}`,
 	}, func(s *Server, body []byte) error {
-		var req completionRequest
+		var req openai.CompletionRequest
 		if err := decodeJSON(body, &req); err != nil {
 			return err
 		}
-		t, _, err := s.completionTurn(&req)
-		return s.prompt(t, err)
+		return s.prompt(req.Turn("cmpl-1", s.local.ModelConfig().VocabSize))
 	})
 }
 

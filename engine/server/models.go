@@ -4,66 +4,19 @@ import (
 	"net/http"
 	"runtime"
 
+	"github.com/spoolhq/spool/engine/api/openai"
 	"github.com/spoolhq/spool/engine/turn"
 )
 
-// modelObject is one entry of /v1/models, with Spool's capability fields.
-type modelObject struct {
-	ID            string `json:"id"`
-	Object        string `json:"object"`
-	Created       int64  `json:"created"`
-	OwnedBy       string `json:"owned_by"`
-	ContextLength int    `json:"context_length"`
-	// MaxModelLen is the context under vLLM's name, which some clients read.
-	MaxModelLen  int          `json:"max_model_len"`
-	MaxOutput    int          `json:"max_output_tokens"`
-	Capabilities capabilities `json:"capabilities"`
-}
-
-// capabilities says truthfully what the served model does and does not.
-type capabilities struct {
-	Chat             bool     `json:"chat"`
-	Completions      bool     `json:"completions"`
-	Tools            bool     `json:"tools"`
-	StructuredOutput bool     `json:"structured_output"`
-	Reasoning        bool     `json:"reasoning"`
-	Logprobs         bool     `json:"logprobs"`
-	MTP              bool     `json:"mtp"`
-	DSA              bool     `json:"dsa"`
-	Embeddings       bool     `json:"embeddings"`
-	Unsupported      []string `json:"unsupported"`
-}
-
-func (s *Server) modelObject() modelObject {
+// modelObject is the /v1/models entry of the served model.
+func (s *Server) modelObject() openai.Model {
 	m := s.eng.Scheduler.Model()
-	ctx := s.local.Context()
-	maxOut := s.local.MaxOutput()
-	hasTemplate := s.local.Template() != nil
-	return modelObject{
-		ID:            s.cfg.ModelID,
-		Object:        "model",
-		Created:       s.created,
-		OwnedBy:       "spool",
-		ContextLength: ctx,
-		MaxModelLen:   ctx,
-		MaxOutput:     maxOut,
-		Capabilities: capabilities{
-			Chat:             hasTemplate,
-			Completions:      true,
-			Tools:            hasTemplate,
-			StructuredOutput: s.local.Constrained(),
-			Reasoning:        hasTemplate,
-			Logprobs:         true,
-			MTP:              m.HasMTP(),
-			DSA:              m.HasDSA(),
-			Embeddings:       true,
-			Unsupported:      []string{"images", "audio", "n>1", "suffix (fill-in-the-middle)"},
-		},
-	}
+	return openai.ModelOf(openai.Served{ID: s.cfg.ModelID, Created: s.created, Context: s.local.Context(), MaxOutput: s.local.MaxOutput(),
+		Template: s.local.Template() != nil, Constrained: s.local.Constrained(), MTP: m.HasMTP(), DSA: m.HasDSA()})
 }
 
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []modelObject{s.modelObject()}})
+	writeJSON(w, http.StatusOK, openai.ModelList(s.modelObject()))
 }
 
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {

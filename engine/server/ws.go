@@ -12,6 +12,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/spoolhq/spool/engine/api/openai"
 	"github.com/spoolhq/spool/engine/status"
 )
 
@@ -111,7 +112,7 @@ func (h *hub) publish(ev Event) {
 // helloEvent is the first event of a connection: the served model and
 // what the chat may offer.
 type helloEvent struct {
-	modelObject
+	openai.Model
 	// Thinking reports whether the model's chat template has a thinking
 	// switch (enable_thinking).
 	Thinking bool `json:"thinking"`
@@ -121,7 +122,7 @@ func (s *Server) helloEvent() Event {
 	if s.remote != nil {
 		return s.remoteHelloEvent()
 	}
-	return Event{Type: "hello", Data: helloEvent{modelObject: s.modelObject(), Thinking: s.local.Thinking()}}
+	return Event{Type: "hello", Data: helloEvent{Model: s.modelObject(), Thinking: s.local.Thinking()}}
 }
 
 // run publishes periodic events while anyone listens, until ctx ends.
