@@ -1,6 +1,7 @@
 package remotefront
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/remote"
 	"github.com/spoolhq/spool/engine/status"
+	"github.com/spoolhq/spool/engine/turn"
 )
 
 // Config is what a Front needs of the server it runs in.
@@ -26,13 +28,6 @@ type Config struct {
 	MaxTokens int
 	// KeepAlive is the silence after which a stream gets a keep-alive.
 	KeepAlive time.Duration
-	// Messages decodes and checks an Anthropic Messages request (with
-	// max_tokens optional when count is set, for count_tokens) and
-	// translates it to a chat request; its Model is the one the client
-	// named, which the Front resolves.
-	Messages func(r *http.Request, count bool) (*ChatRequest, error)
-	// AsError maps an error that is not the remote's to the one answered.
-	AsError func(error) *apiwire.Error
 }
 
 // Front answers the API's endpoints by forwarding to a remote engine.
@@ -46,15 +41,15 @@ func New(cfg Config) (*Front, error) {
 	if cfg.Client == nil {
 		return nil, errors.New("remotefront: a remote front needs a remote engine")
 	}
-	if cfg.Messages == nil || cfg.AsError == nil || cfg.KeepAlive <= 0 {
-		return nil, errors.New("remotefront: Config needs Messages, AsError and a positive KeepAlive")
+	if cfg.KeepAlive <= 0 {
+		return nil, errors.New("remotefront: Config needs a positive KeepAlive")
 	}
 	return &Front{cfg: cfg, rc: cfg.Client}, nil
 }
 
 // writeError answers err in the envelope of the request's path.
 func (f *Front) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	apiwire.WriteError(w, r.URL.Path, f.cfg.AsError(err))
+	apiwire.WriteError(w, r.URL.Path, turn.Error(err))
 }
 
 // Stats answers GET /stats of a remote server. There is no memory plan
@@ -77,13 +72,14 @@ func (f *Front) Stats(w http.ResponseWriter, r *http.Request) {
 }
 
 // remoteModel resolves the model a request names to one the remote
-// serves: a remote id as is; no model, Spool's own names (and, for
-// /v1/messages, Claude's) the remote's first model.
-func (f *Front) remoteModel(r *http.Request, id string, anthropic bool) (string, error) {
+// serves: a remote id as is; no model, Spool's own names (and another
+// vendor's name, anyModel: Claude's on /v1/messages) the remote's first
+// model.
+func (f *Front) remoteModel(ctx context.Context, id string, anyModel bool) (string, error) {
 	isDefault := func(m string) bool {
-		return slices.Contains(f.cfg.Names, m) || (anthropic && strings.HasPrefix(m, "claude-"))
+		return slices.Contains(f.cfg.Names, m) || (anyModel && m == id)
 	}
-	model, ok, err := f.rc.Resolve(r.Context(), id, isDefault)
+	model, ok, err := f.rc.Resolve(ctx, id, isDefault)
 	if err != nil {
 		return "", err
 	}
@@ -104,7 +100,7 @@ func (f *Front) remoteModel(r *http.Request, id string, anthropic bool) (string,
 func (f *Front) apiError(err error) *apiwire.Error {
 	var re *remote.Error
 	if !errors.As(err, &re) {
-		return f.cfg.AsError(err)
+		return turn.Error(err)
 	}
 	e := &apiwire.Error{Type: "server_error", Message: re.Message, RetryAfter: re.RetryAfterSeconds()}
 	switch re.Kind {

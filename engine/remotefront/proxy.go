@@ -71,7 +71,7 @@ func (f *Front) Proxy(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	model, err := f.remoteModel(r, id, false)
+	model, err := f.remoteModel(r.Context(), id, false)
 	if err != nil {
 		f.writeError(w, r, f.apiError(err))
 		return
@@ -126,10 +126,6 @@ func (f *Front) forward(w http.ResponseWriter, r *http.Request, call *remote.Cal
 func (f *Front) failCall(w http.ResponseWriter, r *http.Request, call *remote.Call, err error) {
 	call.End(err)
 	if r.Context().Err() != nil {
-		return
-	}
-	if apiwire.IsAnthropicPath(r.URL.Path) {
-		f.writeError(w, r, f.anthropicError(err))
 		return
 	}
 	f.writeError(w, r, f.apiError(err))

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"github.com/spoolhq/spool/engine/api/anthropic"
 	"net/http"
 	"strings"
 	"testing"
@@ -29,12 +30,12 @@ func TestMessagesAsClaudeCode(t *testing.T) {
 	}
 	// The system turn is in place in the prompt, and adaptive thinking
 	// opened the think block.
-	var req messagesRequest
+	var req anthropic.MessagesRequest
 	raw, _ := json.Marshal(body)
 	if err := json.Unmarshal(raw, &req); err != nil {
 		t.Fatal(err)
 	}
-	tu, err := ts.srv.messagesTurn(&req)
+	tu, err := req.Turn("msg_1", false)
 	if err != nil {
 		t.Fatal(err)
 	}

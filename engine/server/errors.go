@@ -1,9 +1,9 @@
 package server
 
 import (
-	"errors"
 	"net/http"
 
+	"github.com/spoolhq/spool/engine/api/anthropic"
 	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/turn"
 )
@@ -33,23 +33,12 @@ func contextLength(limit int, format string, args ...any) *apiError {
 // asAPIError maps any error to an apiError.
 func asAPIError(err error) *apiError { return turn.Error(err) }
 
-// anthropicError maps any error to an apiError in Anthropic's words: a
-// prompt over the context is "prompt is too long", which clients such as
-// Claude Code recognise (and then compact).
-func anthropicError(err error) *apiError {
-	var ce *turn.ContextError
-	if errors.As(err, &ce) {
-		return promptTooLong(ce.Prompt, ce.Limit)
-	}
-	return asAPIError(err)
-}
-
 // writeError answers err in the envelope and the words of the request's
 // path.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	e := asAPIError(err)
 	if apiwire.IsAnthropicPath(r.URL.Path) {
-		e = anthropicError(err)
+		e = anthropic.Error(err)
 	}
 	apiwire.WriteError(w, r.URL.Path, e)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/spoolhq/spool/engine/api/anthropic"
 	"github.com/spoolhq/spool/engine/api/openai"
 	"github.com/spoolhq/spool/engine/api/responses"
 	"github.com/spoolhq/spool/engine/turn"
@@ -55,11 +56,11 @@ func FuzzMessagesRequest(f *testing.F) {
 		`{"max_tokens":5,"messages":[{"role":"user","content":"q"},{"role":"system","content":"s"}],"thinking":{"type":"adaptive"},"output_config":{"format":{"type":"json_schema","schema":{"type":"object","properties":{"a":{"enum":["x"]}}}}},"tools":[{"type":"web_search_20250305","name":"web_search"}]}`,
 		`{"max_tokens":9,"messages":[{"role":"user","content":"q"}],"tools":[{"name":"f","input_schema":{"type":"object","properties":{"u":{"type":"string","enum":["c","f"]},"n":{"type":"integer","maximum":3}},"required":["u"]}}],"tool_choice":{"type":"tool","name":"f"},"output_format":{"type":"json_schema","schema":{}}}`,
 	}, func(s *Server, body []byte) error {
-		var req messagesRequest
+		var req anthropic.MessagesRequest
 		if err := decodeJSON(body, &req); err != nil {
 			return err
 		}
-		return s.prompt(s.messagesTurn(&req))
+		return s.prompt(req.Turn("msg_1", false))
 	})
 }
 

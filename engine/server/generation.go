@@ -17,6 +17,17 @@ func (s *Server) submit(ctx context.Context, req *turn.Request) (*local.Stream, 
 	return st, err
 }
 
+// submitTurn starts a turn on the server's engine: the local one (the
+// parse slot ends once it is queued) or the remote front (before it is
+// sent: the body is read, and the remote's answer may take long).
+func (s *Server) submitTurn(r *http.Request, t *turn.Request) (turn.Stream, error) {
+	if s.remote == nil {
+		return s.submit(r.Context(), t)
+	}
+	httpguard.EndParsing(r.Context())
+	return s.turns.Submit(r.Context(), t)
+}
+
 // startTurn decodes a request body into req, translates it into a turn
 // with build and submits it: the start every generating endpoint shares.
 // On an error it has answered the client and returns ok false.

@@ -3,20 +3,18 @@ package server
 import (
 	"context"
 	"errors"
-	"net/http"
 	"time"
 
 	"github.com/spoolhq/spool/engine/remote"
 	"github.com/spoolhq/spool/engine/remotefront"
-	"github.com/spoolhq/spool/engine/turn"
 )
 
 // A server built with NewRemote runs no engine: it forwards to a remote
 // one (vLLM, SGLang, another Spool) through an engine/remotefront Front,
-// which answers the endpoints of the route table's remote column. This
-// file holds the server's side: building the front, decoding and checking
-// /v1/messages for it (remoteMessages), and the remote's state in Status
-// and on the events websocket. The security defaults are New's.
+// which answers the endpoints of the route table's remote column and runs
+// the turns of /v1/messages (a turn.Engine). This file holds the server's
+// side: building the front, and the remote's state in Status and on the
+// events websocket. The security defaults are New's.
 
 // NewRemote builds a server that forwards to the remote engine rc. The
 // caller runs rc.Run, which keeps the reachability shown in /stats and on
@@ -38,12 +36,11 @@ func NewRemote(cfg Config, rc *remote.Client) (*Server, error) {
 		remote:  rc,
 	}
 	s.board.Serve("", rc)
-	front, err := remotefront.New(remotefront.Config{Client: rc, Names: s.ids, MaxTokens: cfg.MaxTokens, KeepAlive: cfg.KeepAlive,
-		Messages: s.remoteMessages, AsError: asAPIError})
+	front, err := remotefront.New(remotefront.Config{Client: rc, Names: s.ids, MaxTokens: cfg.MaxTokens, KeepAlive: cfg.KeepAlive})
 	if err != nil {
 		return nil, err
 	}
-	s.front = front
+	s.front, s.turns, s.counter = front, front, front
 	s.guard = s.newGuard()
 	s.handler = s.guard.Handler(s.routes())
 	return s, nil
@@ -92,66 +89,4 @@ func defaultModelID(st remote.Status) string {
 		return st.Models[0].ID
 	}
 	return ""
-}
-
-// remoteMessages decodes and checks an Anthropic Messages request and
-// translates it to the remote's chat request (remotefront resolves the
-// model, caps max_tokens and asks for stream usage); count makes
-// max_tokens optional (count_tokens).
-func (s *Server) remoteMessages(r *http.Request, count bool) (*remotefront.ChatRequest, error) {
-	var req messagesRequest
-	if err := decodeBody(r, &req); err != nil {
-		return nil, err
-	}
-	if count && req.MaxTokens == nil {
-		req.MaxTokens = new(1)
-	}
-	if req.MaxTokens == nil {
-		return nil, invalid("max_tokens", "max_tokens is required")
-	}
-	if *req.MaxTokens <= 0 {
-		return nil, invalid("max_tokens", "max_tokens must be at least 1, got %d", *req.MaxTokens)
-	}
-	msgs, tools, err := req.toChat()
-	if err != nil {
-		return nil, err
-	}
-	if err := checkTools("tools", tools); err != nil {
-		return nil, err
-	}
-	stops, err := checkStops("stop_sequences", req.StopSequences)
-	if err != nil {
-		return nil, err
-	}
-	out := &remotefront.ChatRequest{
-		Model: req.Model, Messages: msgs, MaxTokens: *req.MaxTokens, Stream: req.Stream, Stop: stops, Tools: tools,
-		Temperature: req.Temperature, TopP: req.TopP, TopK: req.TopK,
-	}
-	if tc := req.ToolChoice; tc != nil {
-		choice, err := anthropicToolChoice(tc.Type, tc.Name, tools)
-		if err != nil {
-			return nil, err
-		}
-		switch choice.Mode {
-		case turn.ToolsNone, turn.ToolsRequired:
-			out.ToolChoice = choice.Mode
-		case turn.ToolsFunction:
-			out.ToolChoice = map[string]any{"type": "function", "function": map[string]string{"name": choice.Name}}
-		}
-	}
-	if th := req.Thinking; th != nil {
-		on, err := anthropicThinking(th.Type)
-		if err != nil {
-			return nil, err
-		}
-		out.ChatTemplateKwargs = map[string]any{"enable_thinking": on}
-	}
-	format, _, err := req.responseFormat()
-	if err != nil {
-		return nil, err
-	}
-	if format != nil {
-		out.ResponseFormat = format
-	}
-	return out, nil
 }

@@ -187,8 +187,11 @@ type Server struct {
 	responses *responses.Store
 	handler   http.Handler
 	guard     *httpguard.Guard
-	// local runs the turns of the served engine.
-	local *local.Engine
+	// local runs the turns of the served engine; turns and counter are
+	// the engine turns run on: the local one, or the remote front.
+	local   *local.Engine
+	turns   turn.Engine
+	counter turn.Counter
 	// remote, when set, is the remote engine the server forwards to
 	// instead of eng (see NewRemote).
 	remote *remote.Client
@@ -219,6 +222,7 @@ func New(cfg Config, eng Engine) (*Server, error) {
 	if s.local, err = s.newLocal(); err != nil {
 		return nil, err
 	}
+	s.turns, s.counter = s.local, s.local
 	s.guard = s.newGuard()
 	s.handler = s.guard.Handler(s.routes())
 	return s, nil
@@ -329,8 +333,8 @@ var endpoints = []endpoint{
 	{pattern: "GET /v1/models/{id...}", local: (*Server).handleModel, remote: viaFront((*remotefront.Front).Model)},
 	{pattern: "POST /v1/chat/completions", conversation: "messages", local: (*Server).handleChat, remote: viaFront((*remotefront.Front).Proxy)},
 	{pattern: "POST /v1/completions", local: (*Server).handleCompletions, remote: viaFront((*remotefront.Front).Proxy)},
-	{pattern: "POST /v1/messages", conversation: "messages", local: (*Server).handleMessages, remote: viaFront((*remotefront.Front).Messages)},
-	{pattern: "POST /v1/messages/count_tokens", conversation: "messages", local: (*Server).handleCountTokens, remote: viaFront((*remotefront.Front).CountTokens)},
+	{pattern: "POST /v1/messages", conversation: "messages", local: (*Server).handleMessages, remote: (*Server).handleMessages},
+	{pattern: "POST /v1/messages/count_tokens", conversation: "messages", local: (*Server).handleCountTokens, remote: (*Server).handleCountTokens},
 	{pattern: "POST /v1/responses", conversation: "input", local: (*Server).handleResponses, remote: viaFront((*remotefront.Front).Proxy)},
 	{pattern: "GET /v1/responses", local: (*Server).handleResponsesSocket},
 	{pattern: "GET /v1/responses/{id}", local: (*Server).handleGetResponse, remote: viaFront((*remotefront.Front).Get)},

@@ -99,8 +99,10 @@ type Format struct {
 	// Param is the request field that asked for it (response_format,
 	// text.format, format, output_config.format), named in refusals.
 	Param string `json:"param"`
-	// Type is json_object (any object) or json_schema (Schema).
+	// Type is json_object (any object) or json_schema (Schema, and its
+	// Name where the API gives one).
 	Type   string          `json:"type"`
+	Name   string          `json:"name,omitempty"`
 	Schema json.RawMessage `json:"schema,omitempty"`
 }
 

@@ -26,11 +26,10 @@ type rule struct {
 
 var rules = []rule{
 	{"engine/remotefront", []string{"engine/server", "engine/local"}, "the remote front is an engine beside the local one: neither calls into the other or into the server"},
-	{"engine/local", []string{"engine/server", "engine/remotefront", "engine/httpguard", "engine/anthropicsse", "engine/api/..."}, "the local engine runs turns: it speaks no API and serves no HTTP"},
+	{"engine/local", []string{"engine/server", "engine/remotefront", "engine/httpguard", "engine/api/..."}, "the local engine runs turns: it speaks no API and serves no HTTP"},
 	{"engine/turn", []string{"engine/local", "engine/remotefront", "engine/server", "engine/scheduler", "engine/model", "engine/host"}, "a turn is the same whichever engine runs it"},
 	{"engine/glm", []string{"engine/turn", "engine/local", "engine/server", "engine/scheduler"}, "the GLM dialect is the model's markup, not a way of serving it"},
 	{"engine/api/...", []string{"engine/server", "engine/local", "engine/remotefront", "engine/host", "engine/scheduler"}, "an API package translates between its wire and the turn, whichever engine answers"},
-	{"engine/anthropicsse", []string{"engine/server", "engine/local", "engine/remotefront"}, "the Anthropic stream's framing knows no engine"},
 	{"engine/apiwire", []string{"engine/server", "engine/local", "engine/remotefront", "engine/turn", "engine/scheduler"}, "the wire shapes know no engine"},
 	{"engine/status", []string{"engine/server", "engine/local", "engine/host"}, "the status is read by the server and the app, not the other way"},
 	{"engine/server", []string{"engine/host", "engine/bench"}, "the server serves what the composition root built"},

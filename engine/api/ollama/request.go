@@ -281,7 +281,7 @@ func format(raw json.RawMessage) (*turn.Format, error) {
 	case bytes.Equal(raw, []byte(`"json"`)):
 		return &turn.Format{Param: "format", Type: turn.JSONObject}, nil
 	case raw[0] == '{':
-		return &turn.Format{Param: "format", Type: turn.JSONSchema, Schema: raw}, nil
+		return &turn.Format{Param: "format", Type: turn.JSONSchema, Name: "format", Schema: raw}, nil
 	}
 	return nil, apiwire.Invalid("format", `format must be "json" or a JSON Schema object, got %s`, raw)
 }

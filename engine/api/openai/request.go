@@ -57,7 +57,7 @@ func (f *ResponseFormat) Format(param string) (*turn.Format, error) {
 		if !turn.ValidName(f.JSONSchema.Name) {
 			return nil, apiwire.Invalid(param+".json_schema.name", "the schema name %q must be 1-64 characters of a-z, A-Z, 0-9, _ and -", f.JSONSchema.Name)
 		}
-		out.Schema = bytes.TrimSpace(f.JSONSchema.Schema)
+		out.Name, out.Schema = f.JSONSchema.Name, bytes.TrimSpace(f.JSONSchema.Schema)
 		if len(out.Schema) == 0 || out.Schema[0] != '{' {
 			return nil, apiwire.Invalid(param+".json_schema.schema", "%s.json_schema.schema must be a JSON Schema object", param)
 		}

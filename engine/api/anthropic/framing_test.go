@@ -1,4 +1,4 @@
-package anthropicsse_test
+package anthropic
 
 import (
 	"encoding/json"
@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spoolhq/spool/engine/anthropicsse"
 )
 
 // recorder keeps the events written, one "name data" line each.
@@ -23,7 +22,7 @@ func (r *recorder) Event(name string, v any) error {
 
 func TestMessageFraming(t *testing.T) {
 	r := &recorder{}
-	m, err := anthropicsse.Start(r, "msg_1", "glm", map[string]int{"input_tokens": 3, "output_tokens": 0})
+	m, err := startMessage(r, "msg_1", "glm", map[string]int{"input_tokens": 3, "output_tokens": 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +66,7 @@ func TestMessageFraming(t *testing.T) {
 
 func TestEmptyReplyGetsOneTextBlock(t *testing.T) {
 	r := &recorder{}
-	m, _ := anthropicsse.Start(r, "msg_2", "glm", nil)
+	m, _ := startMessage(r, "msg_2", "glm", nil)
 	seq := "END"
 	if err := m.Finish("stop_sequence", &seq, nil); err != nil {
 		t.Fatal(err)
@@ -94,7 +93,7 @@ func (f *failing) Event(string, any) error {
 }
 
 func TestWriteErrorsReachTheCaller(t *testing.T) {
-	m, err := anthropicsse.Start(&failing{n: 3}, "msg_3", "glm", nil)
+	m, err := startMessage(&failing{n: 3}, "msg_3", "glm", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +104,7 @@ func TestWriteErrorsReachTheCaller(t *testing.T) {
 
 func Example() {
 	r := &recorder{}
-	m, _ := anthropicsse.Start(r, "msg_1", "glm52-mini", map[string]int{"input_tokens": 5})
+	m, _ := startMessage(r, "msg_1", "glm52-mini", map[string]int{"input_tokens": 5})
 	m.Text("Hello")
 	m.Finish("end_turn", nil, map[string]int{"output_tokens": 1})
 	m.End()

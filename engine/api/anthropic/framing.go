@@ -1,9 +1,13 @@
-package anthropicsse
+package anthropic
 
 // EventWriter writes one named server-sent event whose data is v as JSON.
 type EventWriter interface {
 	Event(name string, v any) error
 }
+
+// The framing of a Messages event stream: message_start, content blocks
+// (thinking, text, tool_use) opened one at a time and numbered from 0 with
+// their deltas and stops, ping, error, message_delta and message_stop.
 
 // Message frames one streamed message.
 type Message struct {
@@ -12,9 +16,9 @@ type Message struct {
 	open  string // the open block's type; "" when none is open
 }
 
-// Start writes message_start for message id of model with the given usage
-// (input tokens known so far) and returns the message's framer.
-func Start(w EventWriter, id, model string, usage any) (*Message, error) {
+// startMessage writes message_start for message id of model with the
+// given usage (input tokens known so far) and returns the message's framer.
+func startMessage(w EventWriter, id, model string, usage any) (*Message, error) {
 	m := &Message{w: w, index: -1}
 	err := w.Event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": id, "type": "message", "role": "assistant", "model": model, "content": []any{},
