@@ -91,12 +91,19 @@ func newAppRuntime(f *appFlags, stderr io.Writer) (*appRuntime, error) {
 	}
 	assets, built := frontend.Assets()
 	rt.built = built
-	rt.downloads = newDownloadManager(nil)
+	rt.downloads = newDownloadManager(rt.publish)
 	ui := newUIAPI(cfg.ModelDir, rt.settings, rt.downloads)
 	ui.load = rt.loadModel
 	rt.host = newEngineHost(cfg, assets, ui, nil)
-	rt.downloads.publish = rt.host.publish
 	return rt, nil
+}
+
+// publish sends an event to the UI's websocket clients, while the engine
+// serves.
+func (rt *appRuntime) publish(ev server.Event) {
+	if rt.host != nil {
+		rt.host.publish(ev)
+	}
 }
 
 // loadModel makes dir the model directory (saved, and over --model for

@@ -143,9 +143,13 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 		}
 	}
 	assets, _ := frontend.Assets()
-	downloads := newDownloadManager(nil)
+	var eh *engineHost
+	downloads := newDownloadManager(func(ev server.Event) {
+		if eh != nil {
+			eh.publish(ev)
+		}
+	})
 	defer downloads.Close()
-	host := newEngineHost(cfg, assets, newUIAPI(dir, newSettingsStore(settingsPath()), downloads), nil)
-	downloads.publish = host.publish
-	return runHeadless(cmd.Context(), host, cmd.ErrOrStderr())
+	eh = newEngineHost(cfg, assets, newUIAPI(dir, newSettingsStore(settingsPath()), downloads), nil)
+	return runHeadless(cmd.Context(), eh, cmd.ErrOrStderr())
 }

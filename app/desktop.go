@@ -56,7 +56,7 @@ func runDesktop(ctx context.Context, rt *appRuntime) error {
 		MinWidth:  720,
 		MinHeight: 480,
 		AssetServer: &assetserver.Options{
-			Assets:  rt.host.assets,
+			Assets:  rt.host.Assets(),
 			Handler: shellHandler(ctx, rt, windowCtx),
 		},
 		BackgroundColour: &options.RGBA{R: 245, G: 246, B: 248, A: 255},

@@ -79,7 +79,7 @@ type engineHost struct {
 func newEngineHost(cfg hostConfig, assets fs.FS, ui *uiAPI, onChange func(hostStatus)) *engineHost {
 	h := &engineHost{cfg: cfg, assets: assets, ui: ui, onChange: onChange, board: status.NewBoard(nil)}
 	h.board.SetEngine(status.Engine{Phase: status.Stopped, ModelDir: cfg.ModelDir})
-	ui.host = h
+	ui.attach(h)
 	return h
 }
 
@@ -128,6 +128,9 @@ func baseURL(host string, port int) string {
 	}
 	return "http://" + net.JoinHostPort(host, strconv.Itoa(port))
 }
+
+// Assets is the UI the host serves.
+func (h *engineHost) Assets() fs.FS { return h.assets }
 
 // Board is the engine's status board.
 func (h *engineHost) Board() *status.Board { return h.board }

@@ -55,6 +55,9 @@ type planInput struct {
 	w   plan.Weights
 }
 
+// attach gives the UI's API the engine host it reports on.
+func (u *uiAPI) attach(h *engineHost) { u.host = h }
+
 func newUIAPI(modelDir string, settings *settingsStore, downloads *downloadManager) *uiAPI {
 	u := &uiAPI{modelDir: modelDir, settings: settings, downloads: downloads, weights: map[string]planInput{}}
 	if s, _, err := settings.Load(); err == nil && s.HubCache != "" {

@@ -249,14 +249,9 @@ func (s *Server) newGuard() *httpguard.Guard {
 }
 
 // Turns is the engine the server's turns run on (engine/turn): the local
-// engine (a *local.Engine, also a turn.Counter), nil for a server built
-// with NewRemote.
-func (s *Server) Turns() turn.Engine {
-	if s.local == nil {
-		return nil
-	}
-	return s.local
-}
+// engine (a *local.Engine), or the remote front of a server built with
+// NewRemote; either is also a turn.Counter.
+func (s *Server) Turns() turn.Engine { return s.turns }
 
 // Handler returns the HTTP handler with every route and guard.
 func (s *Server) Handler() http.Handler { return s.handler }
