@@ -9,7 +9,8 @@ import (
 )
 
 // Constants of the engine that the buffer lines count. engine/model and
-// engine/generate define them; app's tests check that they agree.
+// engine/generate define them, and their tests check that they agree
+// (their TestEngineConstants).
 const (
 	// ExpertBlockRows is the rows an expert worker applies an MLP to at
 	// once (model.ExpertBlockRows).
