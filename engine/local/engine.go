@@ -102,7 +102,8 @@ func (e *Engine) Template() *chat.Template { return e.cfg.Template }
 // ModelConfig is the model's configuration.
 func (e *Engine) ModelConfig() *config.Config { return e.sched.Model().Config() }
 
-// Context is each turn's context: its prompt and reply together.
+// Context is each turn's context: its prompt and reply together
+// (turn.Sizer).
 func (e *Engine) Context() int { return e.sched.Config().ContextLength }
 
 // MaxOutput is the most tokens one reply may have.

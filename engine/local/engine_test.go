@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -141,6 +142,47 @@ func TestTurnPieces(t *testing.T) {
 	}
 	if rep.Text != turn.Text(pieces) || rep.End.Finish != turn.FinishLength {
 		t.Errorf("collected %q (%s), streamed %q", rep.Text, rep.End.Finish, turn.Text(pieces))
+	}
+}
+
+// TestTurnContinues: a turn that goes on from a reply's first tokens
+// gives the rest of the reply the whole turn gives (greedy).
+func TestTurnContinues(t *testing.T) {
+	e, _ := newEngine(t, false, time.Minute)
+	ctx := context.Background()
+	whole, err := e.Submit(ctx, question(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := turn.Collect(ctx, whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Tokens) != 6 {
+		t.Fatalf("the whole reply has %d tokens", len(rep.Tokens))
+	}
+	var first []int
+	for _, tk := range rep.Tokens[:2] {
+		first = append(first, tk.ID)
+	}
+	st, err := e.Submit(ctx, question(func(r *turn.Request) { r.Continue, r.MaxTokens = first, new(4) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest, err := turn.Collect(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tk := range rest.Tokens {
+		if tk.ID != rep.Tokens[2+i].ID {
+			t.Fatalf("token %d of the rest is %d, the whole reply's %d", i, tk.ID, rep.Tokens[2+i].ID)
+		}
+	}
+	if len(rest.Tokens) != 4 || !strings.HasSuffix(rep.Text, rest.Text) || rest.Text == "" {
+		t.Errorf("the rest %q (%d tokens), the whole %q", rest.Text, len(rest.Tokens), rep.Text)
+	}
+	if _, err := e.Submit(ctx, question(func(r *turn.Request) { r.Continue = []int{-1} })); err == nil || turn.Error(err).Param != "continue" {
+		t.Errorf("a continuation outside the vocabulary: %v", err)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -26,6 +27,9 @@ type prepared struct {
 	stops  []string
 	// parse is how the reply is read back (the GLM dialect).
 	parse glm.Options
+	// cont is the reply so far, which the prompt ends with: the reply is
+	// read on from it.
+	cont []int
 }
 
 // measureFactor bounds how far past the context a Measure request (and
@@ -65,6 +69,16 @@ func (e *Engine) prepare(ctx context.Context, req *turn.Request, count bool) (*p
 	}
 	if len(req.Prefix) > 0 {
 		p.prompt = append(append([]int{}, req.Prefix...), p.prompt...)
+	}
+	if len(req.Continue) > 0 {
+		vocab := e.ModelConfig().VocabSize
+		for _, id := range req.Continue {
+			if id < 0 || id >= vocab {
+				return nil, apiwire.Invalid("continue", "continue token id %d is outside the vocabulary (0..%d)", id, vocab-1)
+			}
+		}
+		p.prompt = append(slices.Clip(p.prompt), req.Continue...)
+		p.cont = req.Continue
 	}
 	if count {
 		return p, nil

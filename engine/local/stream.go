@@ -41,8 +41,15 @@ func (e *Engine) start(ctx context.Context, p *prepared) (*Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Stream{e: e, ctx: ctx, p: p, st: st, dec: e.tok.NewStreamDecoder(true),
-		stops: &stopMatcher{stops: p.stops}, parser: glm.NewParser(p.parse)}, nil
+	s := &Stream{e: e, ctx: ctx, p: p, st: st, dec: e.tok.NewStreamDecoder(true),
+		stops: &stopMatcher{stops: p.stops}, parser: glm.NewParser(p.parse)}
+	// A continued reply: the decoder and the dialect's parser read the
+	// reply so far, so that what follows is read in its place (inside a
+	// think block or a call); its pieces were given before.
+	for _, id := range p.cont {
+		s.parser.Add(s.dec.Add(id), glm.More)
+	}
+	return s, nil
 }
 
 // ID is the turn's id.

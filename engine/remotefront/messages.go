@@ -43,6 +43,12 @@ type ChatRequest struct {
 // sampling, a JSON format, the output cap, stream usage and the model the
 // remote serves.
 func (f *Front) chatRequest(ctx context.Context, t *turn.Request) (*ChatRequest, error) {
+	switch {
+	case t.Prompt != nil || len(t.Prefix) > 0:
+		return nil, apiwire.Invalid("prompt", "a remote engine runs conversations, not raw prompts")
+	case len(t.Continue) > 0:
+		return nil, apiwire.Invalid("continue", "a remote engine cannot continue a reply from its tokens")
+	}
 	out := &ChatRequest{Messages: wireMessages(t.Messages), Stream: t.Stream, Stop: t.Stops, Tools: t.Tools,
 		Temperature: t.Sampling.Temperature, TopP: t.Sampling.TopP, TopK: t.Sampling.TopK}
 	if t.MaxTokens != nil {

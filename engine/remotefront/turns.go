@@ -78,6 +78,15 @@ func (f *Front) Submit(ctx context.Context, t *turn.Request) (turn.Stream, error
 	return s, nil
 }
 
+// Context is the context of the remote's model, when it says
+// (turn.Sizer).
+func (f *Front) Context() int {
+	if st := f.rc.Status(); len(st.Models) > 0 {
+		return st.Models[0].ContextLength
+	}
+	return 0
+}
+
 // turnError is a remote failure as the turn's error: the gateway's
 // (apiError), or a *turn.ContextError where the remote said how long the
 // prompt is.

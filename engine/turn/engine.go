@@ -22,6 +22,12 @@ type Counter interface {
 	CountTokens(ctx context.Context, req *Request) (int, error)
 }
 
+// Sizer is an engine that knows its context: the tokens a turn's prompt
+// and its reply share (0: not known).
+type Sizer interface {
+	Context() int
+}
+
 // Stream is one running turn. It is read by one goroutine.
 type Stream interface {
 	// ID is the turn's id, Model the model answering.

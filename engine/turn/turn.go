@@ -44,6 +44,10 @@ type Request struct {
 	// Prefix are token ids put before the prompt (Ollama's context of an
 	// earlier generate).
 	Prefix []int `json:"prefix,omitempty"`
+	// Continue is the reply's tokens so far: the turn goes on from them
+	// (a reply cut short, continued), and its pieces are what follows.
+	// They count against MaxTokens no more than the prompt does.
+	Continue []int `json:"continue,omitempty"`
 
 	// Format constrains the whole reply to JSON (nil: free text).
 	Format   *Format  `json:"format,omitempty"`
