@@ -8,6 +8,7 @@ import (
 	"github.com/spoolhq/spool/engine/api/anthropic"
 	"github.com/spoolhq/spool/engine/api/openai"
 	"github.com/spoolhq/spool/engine/api/responses"
+	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/turn"
 )
 
@@ -26,7 +27,7 @@ func fuzzDecode(f *testing.F, seeds []string, prepare func(s *Server, body []byt
 		if err == nil {
 			return
 		}
-		var ae *apiError
+		var ae *apiwire.Error
 		if !errors.As(err, &ae) || ae.Status < 400 || ae.Status >= 500 || ae.Message == "" {
 			t.Fatalf("body %q: error %#v", body, err)
 		}

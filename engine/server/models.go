@@ -5,6 +5,7 @@ import (
 	"runtime"
 
 	"github.com/spoolhq/spool/engine/api/openai"
+	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/turn"
 )
 
@@ -22,7 +23,7 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if err := s.checkModel(id, false); err != nil || id == "" {
-		writeError(w, r, notFound("model_not_found", "the model %q does not exist; this server serves %q", id, s.cfg.ModelID))
+		writeError(w, r, apiwire.NotFound("model_not_found", "the model %q does not exist; this server serves %q", id, s.cfg.ModelID))
 		return
 	}
 	writeJSON(w, http.StatusOK, s.modelObject())

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/engine/api/ollama"
+	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/httpguard"
 	"github.com/spoolhq/spool/engine/local"
 	"github.com/spoolhq/spool/engine/turn"
@@ -18,10 +19,10 @@ import (
 // model, with its own wording.
 func (s *Server) ollamaModelName(name string) error {
 	if name == "" {
-		return invalid("model", "model is required")
+		return apiwire.Invalid("model", "model is required")
 	}
 	if s.checkModel(name, false) != nil {
-		return notFound("model_not_found", "model %q not found; this server serves %q", name, s.cfg.ModelID)
+		return apiwire.NotFound("model_not_found", "model %q not found; this server serves %q", name, s.cfg.ModelID)
 	}
 	return nil
 }
@@ -70,7 +71,7 @@ func (s *Server) handleOllamaPull(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.ollamaModelName(req.ModelName()); err != nil {
-		writeError(w, r, notFound("model_not_found",
+		writeError(w, r, apiwire.NotFound("model_not_found",
 			"pull model manifest: %q is not a model Spool can pull: download models with the app's guided download or `spool pull`; this server serves %q",
 			req.ModelName(), s.cfg.ModelID))
 		return

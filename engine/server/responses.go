@@ -18,7 +18,7 @@ import (
 func (s *Server) handleGetResponse(w http.ResponseWriter, r *http.Request) {
 	st, ok := s.responses.Get(r.PathValue("id"))
 	if !ok {
-		writeError(w, r, notFound("response_not_found", "the response %q is not known to this server", r.PathValue("id")))
+		writeError(w, r, apiwire.NotFound("response_not_found", "the response %q is not known to this server", r.PathValue("id")))
 		return
 	}
 	writeJSON(w, http.StatusOK, st.Response)

@@ -7,6 +7,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/spoolhq/spool/engine/api/responses"
+	"github.com/spoolhq/spool/engine/apiwire"
 )
 
 // The Responses API's WebSocket mode (engine/api/responses): each
@@ -19,7 +20,7 @@ import (
 func (s *Server) handleResponsesSocket(w http.ResponseWriter, r *http.Request) {
 	if !websocket.IsWebSocketUpgrade(r) {
 		w.Header().Set("Upgrade", "websocket")
-		writeError(w, r, &apiError{Status: http.StatusUpgradeRequired, Type: "invalid_request_error", Code: "websocket_required",
+		writeError(w, r, &apiwire.Error{Status: http.StatusUpgradeRequired, Type: "invalid_request_error", Code: "websocket_required",
 			Message: "GET /v1/responses is the Responses API's WebSocket mode: connect with a websocket client (Upgrade: websocket), or POST a response"})
 		return
 	}
@@ -85,7 +86,7 @@ func (s *Server) responseFrame(ctx context.Context, conn *websocket.Conn, upgrad
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "/v1/responses", nil)
 	if err != nil {
-		return rs.SendError(internalError(err))
+		return rs.SendError(apiwire.Internal(err))
 	}
 	req.Header = upgrade.Header.Clone()
 	req.Header.Set("Content-Type", "application/json")

@@ -15,6 +15,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/spoolhq/spool/engine/api/responses"
+	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/chat"
 	"github.com/spoolhq/spool/engine/httpguard"
 	"github.com/spoolhq/spool/engine/local"
@@ -389,7 +390,7 @@ func (s *Server) conversation(path string) (key string, limit int, ok bool) {
 func (s *Server) handleEventsRoute(w http.ResponseWriter, r *http.Request) {
 	if !websocket.IsWebSocketUpgrade(r) {
 		w.Header().Set("Upgrade", "websocket")
-		writeError(w, r, &apiError{Status: http.StatusUpgradeRequired, Type: "invalid_request_error", Code: "websocket_required",
+		writeError(w, r, &apiwire.Error{Status: http.StatusUpgradeRequired, Type: "invalid_request_error", Code: "websocket_required",
 			Message: eventsPath + " is a websocket of live engine events: connect with a websocket client (Upgrade: websocket)"})
 		return
 	}
@@ -403,7 +404,7 @@ func (s *Server) handleFallback(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("Spool is running\n"))
 		return
 	}
-	writeError(w, r, notFound("unknown_route", "no route for %s %s", r.Method, r.URL.Path))
+	writeError(w, r, apiwire.NotFound("unknown_route", "no route for %s %s", r.Method, r.URL.Path))
 }
 
 // checkModel accepts the served ids; /v1/messages also maps Claude model
@@ -421,5 +422,5 @@ func (s *Server) checkModel(id string, anthropic bool) error {
 	if anthropic && strings.HasPrefix(id, "claude-") {
 		return nil
 	}
-	return notFound("model_not_found", "the model %q does not exist; this server serves %q", id, s.cfg.ModelID)
+	return apiwire.NotFound("model_not_found", "the model %q does not exist; this server serves %q", id, s.cfg.ModelID)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/spoolhq/spool/engine/api/openai"
+	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/status"
 )
 
@@ -260,7 +261,7 @@ func (h *hub) acquireSocket(max int) (release func(), ok bool) {
 }
 
 // tooManySockets refuses a websocket past its cap.
-func tooManySockets(max int, what string) *apiError {
-	return &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "too_many_subscribers",
+func tooManySockets(max int, what string) *apiwire.Error {
+	return &apiwire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "too_many_subscribers",
 		Message: fmt.Sprintf("%d clients already hold %s; retry shortly", max, what), RetryAfter: 1}
 }
