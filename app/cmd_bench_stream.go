@@ -110,7 +110,7 @@ The prompt is a few seeded random token ids; MTP speculation is off unless
 	mem.register(fl)
 	fl.IntVar(&tokens, "tokens", 32, "tokens to decode")
 	fl.BoolVar(&asJSON, "json", false, "print one JSON object")
-	fl.BoolVar(&speculate, "speculative", false, "draft with the MTP layer")
+	fl.BoolVar(&speculate, "speculative", false, "draft with the MTP layer in every step (no gate: it measures drafting itself)")
 	fl.IntVar(&working, "working-slots", 0, "working bank slots (0: 2 x experts_per_tok)")
 	fl.IntVar(&workers, "workers", 0, "read workers, one request in flight each (0: the engine's default, experts.DefaultReadWorkers)")
 	fl.StringVar(&probeBytes, "probe", "1GiB", "bytes read by each of the two disk probes (before and after the decode)")

@@ -34,6 +34,7 @@ type fitFlags struct {
 	jsonOut     bool
 	chip        string
 	probes      string
+	drafting    speed.Drafting
 	memoryArgs  memoryFlags
 	promptCache promptCacheFlags
 }
@@ -52,7 +53,10 @@ cache slot per expert layer fits.
 It also predicts the speed: decode and prefill tokens per second, from the
 figures 'spool bench probe' measured on this machine (cached), or with
 --chip from an Apple chip's published figures (SSD read, memory bandwidth,
-GPU throughput), with the assumptions in words.
+GPU throughput), with the assumptions in words. With an MTP layer it
+predicts decode with drafts too, from the drafts' acceptance and the
+experts a verify forward's two positions read together (--mtp-acceptance,
+--mtp-union; stated), and says which the engine's gate would choose.
 
 With --model the figures come from the container's headers. With --config
 they are derived from a bare config.json assuming the pinned public
@@ -80,6 +84,8 @@ converter's group-64 int4 instead.`,
 	fl.BoolVar(&f.jsonOut, "json", false, "print one JSON object")
 	fl.StringVar(&f.chip, "chip", "", "predict speed for this Apple chip from its published figures (e.g. \"M4 Pro\") instead of this machine's probes")
 	fl.StringVar(&f.probes, "probes", "", "probe file to predict speed from (default: the one 'spool bench probe' cached)")
+	fl.Float64Var(&f.drafting.Acceptance, "mtp-acceptance", speed.DefaultAcceptance, "share of MTP drafts accepted, assumed for the prediction of decode with drafts")
+	fl.Float64Var(&f.drafting.Union, "mtp-union", 0, "routed experts a verify forward's two positions read in a layer, in one position's (1..2; default 2 - k/E: routing spread evenly)")
 	f.memoryArgs.register(fl)
 	f.promptCache.register(fl)
 	cmd.MarkFlagsMutuallyExclusive("model", "config")
@@ -109,6 +115,9 @@ func runFit(cmd *cobra.Command, f *fitFlags) error {
 		return err
 	}
 	opts.Context, opts.Sequences, opts.BatchRows, opts.Threads = f.context, f.sequences, f.batchRows, f.threads
+	if a, u := f.drafting.Acceptance, f.drafting.Union; !(a >= 0 && a <= 1) || u != 0 && !(u >= 1 && u <= 2) {
+		return fmt.Errorf("--mtp-acceptance must be in 0..1 and --mtp-union in 1..2 (got %g, %g)", a, u)
+	}
 	if f.context <= 0 || f.sequences <= 0 || f.threads <= 0 || f.batchRows < 0 {
 		return fmt.Errorf("--context, --sequences and --threads must be positive and --batch-rows not negative (got %d, %d, %d, %d)", f.context, f.sequences, f.threads, f.batchRows)
 	}
@@ -123,7 +132,7 @@ func runFit(cmd *cobra.Command, f *fitFlags) error {
 	if err != nil {
 		return err
 	}
-	sp, err := predictSpeed(cfg, w, p, f.chip, f.probes)
+	sp, err := predictSpeed(cfg, w, p, f.chip, f.probes, &f.drafting)
 	if err != nil {
 		return err
 	}
@@ -171,6 +180,10 @@ func (s *fitSpeed) text() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "speed: decode %.2f tok/s, prefill %.1f tok/s (%d-token prompt) on %s\n",
 		s.DecodeTokensPerSecond, s.PrefillTokensPerSecond, s.PrefillTokens, s.Machine)
+	if d := s.Drafting; d != nil {
+		fmt.Fprintf(&b, "speed with MTP drafts: decode %.2f tok/s at %.0f%% accepted, %.2fx a token's experts a verify (%.0f MB read a token, %.0f MB without drafts); the engine would choose %s\n",
+			d.DecodeTokensPerSecond, 100*d.Acceptance, d.Union, float64(d.DecodeReadBytesPerToken)/1e6, float64(s.DecodeReadBytesPerToken)/1e6, d.Choice)
+	}
 	for _, a := range s.Assumptions {
 		fmt.Fprintln(&b, "  -", a)
 	}
@@ -179,9 +192,10 @@ func (s *fitSpeed) text() string {
 
 // predictSpeed predicts the speed of plan p on chip (an Apple chip's
 // published figures) or, without one, on this machine from the probe file
-// (probes, or by default the cached one). Only an unknown chip is an
-// error: without probes the section says how to get them.
-func predictSpeed(cfg *config.Config, w plan.Weights, p *plan.Plan, chip, probes string) (*fitSpeed, error) {
+// (probes, or by default the cached one), drafted decode under drafting
+// (nil: the defaults). Only an unknown chip is an error: without probes
+// the section says how to get them.
+func predictSpeed(cfg *config.Config, w plan.Weights, p *plan.Plan, chip, probes string, drafting *speed.Drafting) (*fitSpeed, error) {
 	var mc speed.Machine
 	if chip != "" {
 		c, err := speed.LookupChip(chip)
@@ -206,7 +220,9 @@ func predictSpeed(cfg *config.Config, w plan.Weights, p *plan.Plan, chip, probes
 		}
 		mc = speed.FromProbes(pr)
 	}
-	pred, err := speed.Predict(speed.ModelFromPlan(cfg, w, p), mc)
+	m := speed.ModelFromPlan(cfg, w, p)
+	m.Drafting = drafting
+	pred, err := speed.Predict(m, mc)
 	if err != nil {
 		return &fitSpeed{Unavailable: err.Error()}, nil
 	}

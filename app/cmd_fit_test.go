@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -101,6 +102,8 @@ func TestFitFlagErrors(t *testing.T) {
 		{"fit", "--config", tiny, "--memory", "8GiB", "--context", "0"},
 		{"fit", "--config", tiny, "--memory", "8GiB", "--expert-cache", "-1"},
 		{"fit", "--model", filepath.Join(fx, "no-such-model")},
+		{"fit", "--config", tiny, "--mtp-acceptance", "1.5"},
+		{"fit", "--config", tiny, "--mtp-union", "2.5"},
 	} {
 		out, err := runSpool(t, args...)
 		var ee exitError
@@ -136,6 +139,12 @@ type fitSpeedJSON struct {
 		HitRate     float64  `json:"expected_hit_rate"`
 		Assumptions []string `json:"assumptions"`
 		Unavailable string   `json:"unavailable"`
+		Drafting    *struct {
+			Decode     float64 `json:"decode_tokens_per_second"`
+			Acceptance float64 `json:"acceptance"`
+			Union      float64 `json:"expert_union"`
+			Choice     string  `json:"choice"`
+		} `json:"drafting"`
 	} `json:"speed"`
 	Fits bool `json:"fits"`
 }
@@ -214,8 +223,31 @@ func TestFitSpeed(t *testing.T) {
 	}
 
 	out, err = runSpool(t, "fit", "--config", cfgPath, "--memory", "32GiB", "--chip", "M4 Pro")
-	if err != nil || !strings.Contains(out, "speed: decode") || !strings.Contains(out, "published figures") {
+	if err != nil || !strings.Contains(out, "speed: decode") || !strings.Contains(out, "published figures") || !strings.Contains(out, "speed with MTP drafts") {
 		t.Errorf("text output: %v\n%s", err, out)
+	}
+
+	// Drafted decode: at the default assumptions (80% accepted, routing
+	// spread evenly) the union of two positions' experts costs GLM-5.2
+	// more than the accepted drafts save on a disk-bound Mac, and the
+	// gate would not draft; were every draft accepted and the positions'
+	// experts shared, it would. Without an MTP layer nothing is drafted.
+	if d := small.Speed.Drafting; d == nil || d.Acceptance != 0.8 || math.Abs(d.Union-(2-8.0/256)) > 1e-9 || d.Choice != "plain" || !(d.Decode < small.Speed.Decode) {
+		t.Errorf("default drafting %+v (plain %g tok/s)", d, small.Speed.Decode)
+	}
+	out, err = runSpool(t, "fit", "--config", cfgPath, "--memory", "32GiB", "--json", "--chip", "M4 Pro", "--mtp-acceptance", "1", "--mtp-union", "1")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if f := decode(out); f.Speed.Drafting == nil || f.Speed.Drafting.Choice != "draft" || !(f.Speed.Drafting.Decode > f.Speed.Decode) {
+		t.Errorf("every draft accepted, experts shared: %+v", f.Speed)
+	}
+	out, err = runSpool(t, "fit", "--config", cfgPath, "--memory", "32GiB", "--json", "--chip", "M4 Pro", "--no-mtp")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if f := decode(out); f.Speed.Drafting != nil {
+		t.Errorf("no MTP layer: drafting %+v", f.Speed.Drafting)
 	}
 	if out, err := runSpool(t, "fit", "--config", cfgPath, "--chip", "Z80"); err == nil || !strings.Contains(err.Error(), "Z80") {
 		t.Errorf("unknown chip: %v\n%s", err, out)

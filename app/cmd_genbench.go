@@ -30,6 +30,15 @@ measured on it means something. A synthetic byte-level tokenizer (byte
 tokens, merges of lowercase letters, GLM-5.2's end tokens) comes with it,
 so run, serve and the app take the directory like any model's.
 
+--mtp ACCEPTANCE adds an MTP layer stored as GLM-5.2's (int8 per row, routed
+experts of 37,789,696 bytes), whose drafts are accepted about that
+fraction of the time: the main model then continues any prompt along a
+seeded cycle through the vocabulary, a new token every step, and the MTP
+layer drafts that cycle's next token, unless its token routes to one of
+the MTP layer's loud experts (a seeded set, sized for the acceptance),
+whose output drowns the draft. Drafts cost what GLM-5.2's do; only whether
+they are accepted is chosen, so both sides of speculation can be measured.
+
 --sparse-files writes instead the full 78-layer skeleton of the real artifact
 (MTP layer included) with true headers. The tensors a prompt's routing
 depends on (the embedding, the norms, the routers and their correction
@@ -40,6 +49,7 @@ matrices) is a hole: the files have their real sizes (about 384 GB) but use
 little disk, and the holes read as zeros. It measures the real geometry:
 speed with realistic expert traffic, and bookkeeping at scale.`,
 		Example: `  spool gen-bench --out /tmp/bench --sparse-layers 4 --experts 256
+  spool gen-bench --out /tmp/rare --sparse-layers 8 --experts 64 --mtp 0
   spool gen-bench --out /tmp/skeleton --sparse-files`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -49,6 +59,7 @@ speed with realistic expert traffic, and bookkeeping at scale.`,
 			if opts.SparseFiles {
 				opts.SparseLayers, opts.Experts = 0, 0
 			}
+			opts.MTP = cmd.Flags().Changed("mtp")
 			w := cmd.OutOrStdout()
 			opts.OnShard = func(name string, n int64) {
 				fmt.Fprintf(w, "wrote %s (%s)\n", name, plan.SizeText(n))
@@ -71,6 +82,7 @@ speed with realistic expert traffic, and bookkeeping at scale.`,
 	fl.Uint64Var(&opts.Seed, "seed", 1, "seed of the generated values")
 	fl.Var(codesFlag{&opts.Codes}, "codes", "routed experts' int4 codes: uniform (incompressible) or normal (quantized normal weights, as compressible as GLM-5.2's)")
 	fl.BoolVar(&opts.SparseFiles, "sparse-files", false, "write the full 78-layer header-true skeleton with hole payloads")
+	fl.Float64Var(&opts.MTPAcceptance, "mtp", 0, "add an MTP layer (GLM-5.2's int8 storage) whose drafts are accepted about this fraction of the time: 0 rarely, 1 always")
 	cmd.MarkFlagRequired("out")
 	return cmd
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spoolhq/spool/engine/chat"
+	"github.com/spoolhq/spool/engine/draftgate"
 	"github.com/spoolhq/spool/engine/generate"
 	"github.com/spoolhq/spool/engine/host"
 	"github.com/spoolhq/spool/engine/plan"
@@ -35,6 +36,7 @@ type runFlags struct {
 	noDSA       bool
 	stream      bool
 	speculative bool
+	mtpGate     bool
 	mem         memoryFlags
 	promptCache promptCacheFlags
 	gpu         gpuFlag
@@ -69,7 +71,8 @@ func newRunCmd() *cobra.Command {
 	fl.BoolVar(&f.noMTP, "no-mtp", false, "do not load the MTP draft layer (no speculative decoding)")
 	fl.BoolVar(&f.noDSA, "no-dsa", false, "dense attention even where the DSA indexer would select")
 	fl.BoolVar(&f.stream, "stream", false, "stream routed experts from disk even when they all fit in memory")
-	fl.BoolVar(&f.speculative, "speculative", false, "draft tokens with the MTP layer and verify them in one forward (default: on when experts stream from disk, where a forward costs reads; off when the whole model is in memory, where it costs compute)")
+	fl.BoolVar(&f.speculative, "speculative", false, "draft tokens with the MTP layer and verify them in one forward, in the steps the gate finds that cheaper (default: on when experts stream from disk, where a forward costs reads; off when the whole model is in memory, where it costs compute)")
+	fl.BoolVar(&f.mtpGate, "mtp-gate", true, "draft only while drafting costs less per token than plain decoding, as measured (false: draft in every step)")
 	f.mem.register(fl)
 	f.promptCache.register(fl)
 	f.gpu.register(fl)
@@ -102,8 +105,12 @@ type runResult struct {
 	MTP                    bool    `json:"mtp"`
 	DraftsProposed         int     `json:"mtp_drafts_proposed"`
 	DraftsAccepted         int     `json:"mtp_drafts_accepted"`
-	DSA                    bool    `json:"dsa"`
-	Streamed               bool    `json:"streamed"`
+	// Drafting, when speculating, says what the decode steps cost with
+	// drafting and without (expert bytes and seconds per token, the
+	// acceptance) and which the gate chose.
+	Drafting *draftgate.Report `json:"drafting,omitempty"`
+	DSA      bool              `json:"dsa"`
+	Streamed bool              `json:"streamed"`
 	// Prefill I/O: the chunk size the plan chose, the chunks forwarded,
 	// the distinct (layer, expert) pairs they acquired and the routed
 	// expert bytes read from storage in prefill and in decode.
@@ -116,6 +123,9 @@ type runResult struct {
 	ExpertsTouchedPerLayer float64 `json:"experts_touched_per_layer"`
 	PrefillExpertBytes     int64   `json:"prefill_expert_bytes"`
 	DecodeExpertBytes      int64   `json:"decode_expert_bytes"`
+	// DecodeExpertBytesPerToken is DecodeExpertBytes over the tokens
+	// generated after the first (which comes from the prefill).
+	DecodeExpertBytesPerToken float64 `json:"decode_expert_bytes_per_token"`
 	// Memory: the plan's process bytes and the process's peak resident
 	// set (Linux: VmHWM; macOS: the peak resident size).
 	PlannedProcessBytes int64 `json:"planned_process_bytes"`
@@ -173,6 +183,9 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	loadTime := time.Since(loadStart)
 
 	params := generate.Params{MaxTokens: f.maxTokens, StopTokens: cfg.EOSTokenIDs, Speculative: speculate && m.HasMTP(), PrefillChunk: p.PrefillChunk, PromptCache: cache}
+	if params.Speculative {
+		params.Gate = draftgate.New(draftgate.Config{Always: !f.mtpGate})
+	}
 	params.Sampling = generate.SamplingFor(cfg.Generation)
 	if f.temperature >= 0 {
 		params.Temperature = f.temperature
@@ -210,8 +223,12 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		if res.CachedTokens > 0 {
 			cached = fmt.Sprintf(" (%d from the prompt cache)", res.CachedTokens)
 		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "\n%d prompt tokens%s, %d generated (%s); prefill %.0f tok/s, decode %.1f tok/s\n",
-			len(prompt), cached, len(res.Tokens), res.FinishReason, tokensPerSecond(len(prompt)-res.CachedTokens, res.PrefillTime), res.DecodeTokensPerSecond())
+		drafting := ""
+		if d := res.Drafting; d != nil && res.DraftsProposed > 0 {
+			drafting = fmt.Sprintf("; drafts %d of %d accepted, %s chosen", res.DraftsAccepted, res.DraftsProposed, d.Choice)
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "\n%d prompt tokens%s, %d generated (%s); prefill %.0f tok/s, decode %.1f tok/s%s\n",
+			len(prompt), cached, len(res.Tokens), res.FinishReason, tokensPerSecond(len(prompt)-res.CachedTokens, res.PrefillTime), res.DecodeTokensPerSecond(), drafting)
 		return nil
 	}
 	r := runResult{
@@ -233,6 +250,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		MTP:                    m.HasMTP(),
 		DraftsProposed:         res.DraftsProposed,
 		DraftsAccepted:         res.DraftsAccepted,
+		Drafting:               res.Drafting,
 		DSA:                    m.HasDSA(),
 		Streamed:               streaming,
 		PrefillChunk:           p.PrefillChunk,
@@ -243,6 +261,9 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		DecodeExpertBytes:      res.DecodeExpertBytes,
 		PlannedProcessBytes:    p.PlannedProcessBytes,
 		GPU:                    e.GPU.Status(),
+	}
+	if n := len(res.Tokens) - 1; n > 0 {
+		r.DecodeExpertBytesPerToken = float64(res.DecodeExpertBytes) / float64(n)
 	}
 	if peak, err := peakRSS(); err == nil {
 		r.PeakRSSBytes = peak

@@ -40,10 +40,11 @@ func TestRunMatchesReference(t *testing.T) {
 }
 
 // checkRunGreedy runs the case's prompt resident, with --no-mtp, with
-// --speculative and streamed, and compares each with its greedy tokens.
+// --speculative (gated, and drafting every step) and streamed (which
+// speculates, gated), and compares each with its greedy tokens.
 func checkRunGreedy(t *testing.T, dir string, cs fixtures.Case) {
 	t.Helper()
-	for _, extra := range [][]string{nil, {"--no-mtp"}, {"--speculative"}, {"--stream", "--memory", "8GiB", "--expert-cache", "1MiB"}} {
+	for _, extra := range [][]string{nil, {"--no-mtp"}, {"--speculative"}, {"--speculative", "--mtp-gate=false"}, {"--stream", "--memory", "8GiB", "--expert-cache", "1MiB"}} {
 		args := append([]string{"--model", dir, "--prompt-ids", idsFlag(cs.PromptIDs), "--max-tokens", "16", "--temperature", "0", "--json"}, extra...)
 		out, err := runRunCmd(t, args...)
 		if err != nil {
@@ -70,6 +71,18 @@ func checkRunGreedy(t *testing.T, dir string, cs fixtures.Case) {
 		}
 		if r.FinishReason == "" || r.Text == "" {
 			t.Errorf("%v: result %+v", extra, r)
+		}
+		// Speculating, the report says what each mode cost and which the
+		// gate chose; without a gate, every decode step drafts but the
+		// last (whose draft could not be emitted).
+		speculating := len(extra) > 0 && extra[0] != "--no-mtp"
+		switch d := r.Drafting; {
+		case speculating != (d != nil):
+			t.Errorf("%v: drafting report %+v", extra, d)
+		case d != nil && d.Draft.Tokens+d.Plain.Tokens > len(r.TokenIDs):
+			t.Errorf("%v: the report counts %d+%d tokens of %d", extra, d.Draft.Tokens, d.Plain.Tokens, len(r.TokenIDs))
+		case d != nil && len(extra) == 2 && (d.Choice != "draft" || d.Plain.Steps > 1 || d.Draft.Drafts == 0):
+			t.Errorf("%v: drafting report %+v, want a draft every step", extra, d)
 		}
 	}
 }

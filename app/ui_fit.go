@@ -73,7 +73,7 @@ func (u *uiAPI) planModel(model string) (planInput, string, error) {
 // machine from the probes 'spool bench probe' cached; an unknown chip or
 // missing probes say so in the section rather than failing the plan.
 func (u *uiAPI) planSpeed(in planInput, p *plan.Plan, chip string) *fitSpeed {
-	sp, err := predictSpeed(in.cfg, in.w, p, chip, "")
+	sp, err := predictSpeed(in.cfg, in.w, p, chip, "", nil)
 	if err != nil {
 		return &fitSpeed{Unavailable: err.Error()}
 	}

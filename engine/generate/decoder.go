@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/spoolhq/spool/engine/draftgate"
 	"github.com/spoolhq/spool/engine/kvcache"
 	"github.com/spoolhq/spool/engine/model"
 )
@@ -62,6 +63,7 @@ type Decoder struct {
 	finished  bool
 
 	mtp      *mtpQueue // nil without speculation
+	drafting drafting  // the gate's part: lone steps measured
 	restored bool      // Restore has run
 	pool     []float64 // Params.Embed: the sum of the prompt's hidden states so far
 	touched  model.ExpertSet
@@ -108,6 +110,7 @@ func NewDecoder(r *model.Runner, seq *kvcache.Sequence, prompt []int, p Params, 
 		d.pool = make([]float64, m.Config().HiddenSize)
 	case p.Speculative && m.HasMTP():
 		d.mtp = newMTPQueue(m.Config().HiddenSize)
+		d.drafting.use(p.Gate)
 	}
 	return d, nil
 }
@@ -135,9 +138,6 @@ func (d *Decoder) Done() bool { return d.done }
 // Prefilling reports whether prompt tokens remain to be forwarded.
 func (d *Decoder) Prefilling() bool { return d.next < 0 && !d.done }
 
-// Speculative reports whether the decoder drafts with the MTP layer.
-func (d *Decoder) Speculative() bool { return d.mtp != nil }
-
 // Result is the generation so far (final after Finish).
 func (d *Decoder) Result() *Result { return &d.res }
 
@@ -147,11 +147,12 @@ func (d *Decoder) Seq() *kvcache.Sequence { return d.seq }
 var errDone = errors.New("generate: the generation has ended")
 
 // Next returns the rows this sequence forwards next: the next prompt chunk
-// while prefilling, else the sampled token, followed with speculate (and an
-// MTP layer, and room in the context) by the MTP layer's draft of the token
-// after it, which Next computes. The request must go through one forward
-// and its output to Consume before Next is called again.
-func (d *Decoder) Next(ctx context.Context, speculate bool) (model.Request, error) {
+// while prefilling, else the sampled token, followed (when alone says the
+// sequence is forwarded by itself, the decoder speculates, its gate lets
+// it draft and the draft could be used) by the MTP layer's draft of the
+// token after it, which Next computes. The request must go through one
+// forward and its output to Consume before Next is called again.
+func (d *Decoder) Next(ctx context.Context, alone bool) (model.Request, error) {
 	switch {
 	case d.done:
 		return model.Request{}, errDone
@@ -174,23 +175,49 @@ func (d *Decoder) Next(ctx context.Context, speculate bool) (model.Request, erro
 	d.draft = -1
 	tokens := d.row[:1]
 	tokens[0] = d.next
+	mode := d.stepMode(alone)
+	if mode == draftgate.Draft {
+		if err := d.catchUp(ctx); err != nil {
+			return model.Request{}, fmt.Errorf("generate: MTP layer: %w", err)
+		}
+	}
+	d.drafting.begin(alone && d.mtp != nil, mode)
 	switch {
-	case d.mtp == nil || d.mtp.n == 0:
-	case speculate && d.pos+2 <= d.seq.Limit():
+	case mode == draftgate.Draft:
 		draft, err := d.draftNext(ctx)
 		if err != nil {
 			return model.Request{}, fmt.Errorf("generate: MTP draft: %w", err)
 		}
 		d.draft = draft
 		tokens = append(tokens, draft)
-	case d.mtp.n >= MaxPendingMTP-1:
-		// Not drafting (batched): absorb before the queue overflows.
+	case d.mtp != nil && d.mtp.n >= MaxPendingMTP-1 && d.drafting.keepMTP():
+		// Not drafting now (batched, or re-checking plain steps) while
+		// drafting is the choice: absorb before the queue overflows, so
+		// that the MTP layer keeps its context. While plain steps are the
+		// choice the queue overflows instead and the MTP layer starts
+		// over: a decode that does not draft reads none of its experts.
 		if _, err := d.absorbPending(ctx); err != nil {
 			return model.Request{}, fmt.Errorf("generate: MTP layer: %w", err)
 		}
 	}
 	d.inflight = len(tokens)
 	return model.Request{Seq: d.seq, Tokens: tokens, AllLogits: true}, nil
+}
+
+// stepMode is how the next decode step runs: drafting when the sequence
+// is forwarded alone, speculates, has a hidden state for the MTP layer,
+// its gate drafts and the draft could be used.
+func (d *Decoder) stepMode(alone bool) draftgate.Mode {
+	if d.mtp == nil || d.mtp.n == 0 || !alone || d.drafting.mode() != draftgate.Draft || !d.roomToDraft() {
+		return draftgate.Plain
+	}
+	return draftgate.Draft
+}
+
+// roomToDraft reports whether a draft's token could be emitted: the limit
+// on tokens and the context leave room for two more.
+func (d *Decoder) roomToDraft() bool {
+	return d.pos+2 <= d.seq.Limit() && len(d.res.Tokens)+1 < d.p.MaxTokens
 }
 
 // Consume takes the output of the forward of Next's request and what that
@@ -209,23 +236,35 @@ func (d *Decoder) Consume(ctx context.Context, out model.Output, cost Cost) erro
 	d.res.DecodeTokens += n
 	d.res.DecodeExpertBytes += cost.ExpertBytes
 	d.res.DecodeExpertsRead += cost.ExpertsRead
+	emitted := len(d.res.Tokens)
+	accepted, err := d.consumeDecode(out)
+	d.drafting.end(len(d.res.Tokens)-emitted, accepted, cost.ExpertBytes)
+	return err
+}
+
+// consumeDecode samples the token after the forwarded one and, when the
+// draft was that token, the one after the draft; it reports whether the
+// draft was accepted.
+func (d *Decoder) consumeDecode(out model.Output) (accepted bool, err error) {
 	if d.mtp != nil {
 		d.pushMTP(d.pos, out.Hidden[0])
+		d.mtp.last = 1
 	}
 	if ended, err := d.take(out.Logits[0]); ended || err != nil {
-		return err
+		return false, err
 	}
 	if d.draft < 0 {
-		return nil
+		return false, nil
 	}
 	if d.next != d.draft {
 		d.seq.Trim(d.pos + 1)
-		return nil
+		return false, nil
 	}
 	d.res.DraftsAccepted++
 	d.pushMTP(d.pos+1, out.Hidden[1])
-	_, err := d.take(out.Logits[1])
-	return err
+	d.mtp.last = 2
+	_, err = d.take(out.Logits[1])
+	return true, err
 }
 
 // consumePrefill takes a prompt chunk's output: the MTP layer absorbs the
@@ -354,6 +393,9 @@ func (d *Decoder) Finish(ctx context.Context) {
 	}
 	d.res.CacheCreationTokens = min(d.res.CacheCreationTokens, max(len(d.prompt)-d.res.CachedTokens, 0))
 	d.keepState(ctx)
+	if d.mtp != nil {
+		d.res.Drafting = d.drafting.report()
+	}
 }
 
 // progress reports done of the prompt's tokens cached.

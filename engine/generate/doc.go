@@ -3,7 +3,13 @@
 // logits (logit bias, presence and frequency penalties, logprobs, the
 // constraint's mask), samples, stops (stop tokens, a completed constraint,
 // the token limit, the context limit) and speculates with the model's MTP
-// layer, which also absorbs the prompt chunk by chunk. It restores the
+// layer, which also absorbs the prompt chunk by chunk: in the decode steps
+// the sequence is forwarded alone, those its gate (engine/draftgate) finds
+// drafting cheaper in, timing them on the gate's clock and counting the
+// expert bytes the runner records for their forwards. While the gate
+// chooses plain steps the MTP layer is left behind, and a drafting step
+// that follows catches it up on a few of the latest states (MaxCatchUp),
+// apart from the step's own cost. It restores the
 // prompt's cached prefix from the prompt cache (engine/promptcache) before
 // the prefill and stores the sequence's blocks into it, MTP state included
 // (the MTP cache continues the main one a position behind). Generate

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/spoolhq/spool/engine/draftgate"
 	"github.com/spoolhq/spool/engine/kvcache"
 	"github.com/spoolhq/spool/engine/model"
 )
@@ -32,6 +33,10 @@ type Result struct {
 	// DraftsProposed and DraftsAccepted count MTP speculation.
 	DraftsProposed int
 	DraftsAccepted int
+	// Drafting reports, for a speculative generation, what its lone decode
+	// steps cost with drafting and without and what the gate chose (nil
+	// otherwise).
+	Drafting *draftgate.Report
 
 	// PrefillChunks counts the prompt chunks forwarded.
 	PrefillChunks int
@@ -87,7 +92,8 @@ func (r *Result) DecodeTokensPerSecond() float64 {
 // Generate continues seq with prompt and samples up to p.MaxTokens tokens,
 // calling onToken (may be nil) for each one; an error from onToken stops
 // generation and is returned with the result so far. It drives one Decoder
-// alone in a runner of its own, speculating when p.Speculative.
+// alone in a runner of its own, speculating when p.Speculative (every step
+// alone, drafting those p.Gate lets draft).
 func Generate(ctx context.Context, m *model.Model, seq *kvcache.Sequence, prompt []int, p Params, onToken func(id int) error) (*Result, error) {
 	var emit func(Token) error
 	if onToken != nil {
@@ -107,7 +113,7 @@ func Generate(ctx context.Context, m *model.Model, seq *kvcache.Sequence, prompt
 		if d.Prefilling() {
 			phase = "prefill"
 		}
-		req, err := d.Next(ctx, p.Speculative)
+		req, err := d.Next(ctx, true)
 		if err != nil {
 			d.Finish(ctx)
 			return d.Result(), err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/spoolhq/spool/engine/draftgate"
 	"github.com/spoolhq/spool/engine/promptcache"
 )
 
@@ -27,11 +28,19 @@ type Params struct {
 	// Result.StopToken and not counted as output. Nil means never stop early.
 	StopTokens []int
 	// Speculative drafts tokens with the model's MTP layer (when it has one)
-	// and verifies them in the same forward. The tokens are exactly those of
-	// the plain path: each position is sampled from the main model's logits
-	// with the same random stream, and a draft only saves the forward that
-	// would have produced the same token.
+	// and verifies them in the same forward, in the decode steps the
+	// sequence is forwarded alone (a batched step never drafts), those
+	// Gate lets draft. The tokens are exactly those of the plain path:
+	// each position is sampled from the main model's logits with the same
+	// random stream, and a draft only saves the forward that would have
+	// produced the same token.
 	Speculative bool
+	// Gate, when set, decides which of those steps draft: it measures what
+	// an emitted token costs each way and drafts only while drafting is
+	// cheaper (see engine/draftgate). A driver keeps one per sequence, so
+	// that what it measured carries over the sequence's turns. Nil drafts
+	// in every lone step.
+	Gate *draftgate.Gate
 
 	// PresencePenalty and FrequencyPenalty (-2..2) lower the logits of
 	// tokens already generated: by PresencePenalty once and by

@@ -102,7 +102,8 @@ func (d *Decoder) storeDecoded(ctx context.Context, from, n int) {
 
 // keepState, at the end, lets the MTP layer absorb the pending hidden
 // states whose next token the sequence holds, so that its cache ends one
-// position short of the sequence's and the next turn continues it, then
+// position short of the sequence's and the next turn continues it (unless
+// the gate chose plain steps), then
 // stores the sequence's blocks (with MTP state where the hidden states are
 // at hand) in the prompt cache.
 func (d *Decoder) keepState(ctx context.Context) {
@@ -112,7 +113,10 @@ func (d *Decoder) keepState(ctx context.Context) {
 		if q.n > 0 && q.from == d.seq.MTPEnd() {
 			held := min(q.n, max(n-q.from, 0)) // states of positions the sequence holds
 			hidden = promptcache.Hidden{From: q.from, Rows: q.rows[:held]}
-			if k := min(held, n-1-q.from); k > 0 && ctx.Err() == nil {
+			// While the gate chooses plain steps the MTP layer is left to
+			// start over when drafting resumes: absorbing would read its
+			// experts, which a decode that does not draft never reads.
+			if k := min(held, n-1-q.from); k > 0 && ctx.Err() == nil && d.drafting.keepMTP() {
 				// An error leaves the MTP cache as it was: drafts only.
 				d.absorbMTP(ctx, q.rows[:k], d.seq.Tokens()[q.from+1:q.from+k+1], false)
 			}

@@ -24,10 +24,14 @@ const MaxPendingMTP = 64
 // the MTP cache's end); each pairs with the token one position later.
 type mtpQueue struct {
 	from, n int
-	hidden  int
-	buf     []float32 // [MaxPendingMTP × hidden]
-	rows    [][]float32
-	next    []int
+	// last is the states the latest decode step (or the prompt's last
+	// chunk) queued: those a step that drafts after a drafting step
+	// absorbs.
+	last   int
+	hidden int
+	buf    []float32 // [MaxPendingMTP × hidden]
+	rows   [][]float32
+	next   []int
 }
 
 func newMTPQueue(hidden int) *mtpQueue {
@@ -90,6 +94,7 @@ func (d *Decoder) chargeMTP(prefill bool) {
 	} else {
 		d.res.DecodeExpertBytes += c.Bytes
 		d.res.DecodeExpertsRead += c.Experts
+		d.drafting.read(c.Bytes)
 	}
 }
 
@@ -98,22 +103,77 @@ func (d *Decoder) chargeMTP(prefill bool) {
 // prediction of the token after that one. Blocks whose last hidden state
 // was among them join the prompt cache with their MTP state.
 func (d *Decoder) absorbPending(ctx context.Context) ([]float32, error) {
+	return d.absorbFirst(ctx, d.mtp.n)
+}
+
+// absorbFirst lets the MTP layer absorb the k oldest pending hidden
+// states (each paired with the token one position later: the sequence's,
+// or for the newest the token about to be forwarded) and returns the
+// prediction that follows the last of them.
+func (d *Decoder) absorbFirst(ctx context.Context, k int) ([]float32, error) {
 	q := d.mtp
 	tokens := d.seq.Tokens()
-	for j := range q.n {
+	for j := range k {
 		if p := q.from + j + 1; p < len(tokens) {
 			q.next[j] = tokens[p]
 		} else {
 			q.next[j] = d.next
 		}
 	}
-	logits, err := d.absorbMTP(ctx, q.rows[:q.n], q.next[:q.n], false)
+	logits, err := d.absorbMTP(ctx, q.rows[:k], q.next[:k], false)
 	if err != nil {
 		return nil, err
 	}
-	d.storeDecoded(ctx, q.from, q.n)
-	q.n = 0
+	d.storeDecoded(ctx, q.from, k)
+	q.shift(k)
 	return logits, nil
+}
+
+// shift drops the k oldest pending states (the MTP cache has absorbed
+// them, or starts over after them).
+func (q *mtpQueue) shift(k int) {
+	if k >= q.n {
+		q.from += q.n
+		q.n = 0
+		return
+	}
+	copy(q.buf, q.buf[k*q.hidden:q.n*q.hidden])
+	q.from += k
+	q.n -= k
+}
+
+// MaxCatchUp bounds the hidden states the MTP layer absorbs before a
+// drafting step that follows steps which did not draft (batched ones, or
+// plain ones the gate chose): older ones are dropped and the MTP layer
+// starts over after them. Absorbing them all would read the union of the
+// MTP layer's experts over every one (a decode that never drafts reads
+// none; for GLM-5.2 8 states read about 57 of its 256 experts of 37.8 MB,
+// a fifth of a token's reads, 4 about 31); the newest few give its
+// attention the local context.
+const MaxCatchUp = 4
+
+// catchUp, before a drafting step, lets the MTP layer absorb the hidden
+// states queued before those of the latest step (at most MaxCatchUp of
+// them), so that the step's own MTP forward is the one a step after a
+// drafting step runs. What it reads is no step's cost: it is the price of
+// having switched modes. A decoder without a gate drafts after every step
+// it can and absorbs its queue whole, as it always has.
+func (d *Decoder) catchUp(ctx context.Context) error {
+	q := d.mtp
+	if d.drafting.gate == nil {
+		return nil
+	}
+	older := q.n - q.last
+	if older <= 0 {
+		return nil
+	}
+	if drop := older - MaxCatchUp; drop > 0 {
+		q.shift(drop)
+		d.seq.ResetMTP(q.from)
+		older = MaxCatchUp
+	}
+	_, err := d.absorbFirst(ctx, older)
+	return err
 }
 
 // draftNext absorbs the pending hidden states and returns the MTP layer's
@@ -124,7 +184,11 @@ func (d *Decoder) draftNext(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	d.res.DraftsProposed++
-	return Argmax(logits), nil
+	draft := Argmax(logits)
+	if d.drafting.seam != nil {
+		draft = d.drafting.seam(draft)
+	}
+	return draft, nil
 }
 
 // absorbPrompt runs the MTP layer over a prompt chunk's rows (positions
@@ -136,7 +200,9 @@ func (d *Decoder) absorbPrompt(ctx context.Context, from int, hidden [][]float32
 	if last {
 		n--
 	}
-	if n > 0 {
+	// While the gate chooses plain steps (a sequence's later turn) the MTP
+	// layer is left to start over when drafting resumes.
+	if n > 0 && d.drafting.keepMTP() {
 		_, err := d.absorbMTP(ctx, hidden[:n], d.prompt[from+1:from+n+1], true)
 		if err != nil {
 			return err
@@ -144,6 +210,7 @@ func (d *Decoder) absorbPrompt(ctx context.Context, from int, hidden [][]float32
 	}
 	if last {
 		d.pushMTP(from+n, hidden[n])
+		d.mtp.last = 1
 	}
 	return nil
 }

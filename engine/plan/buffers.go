@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/spoolhq/spool/engine/config"
+	"github.com/spoolhq/spool/engine/draftgate"
 	"github.com/spoolhq/spool/internal/bytesize"
 )
 
@@ -167,8 +168,8 @@ func decoderItems(s Shape) []Item {
 	V, H, T := int64(c.VocabSize), int64(c.HiddenSize), int64(s.Context)
 	per := V*(intBytes+8) + (V+63)/64*8 + min(V, T)*48 + T*(intBytes+40+20*16)
 	if s.MTP {
-		per += MTPPendingRows * (f32Bytes*H + sliceHeader + intBytes)
+		per += MTPPendingRows*(f32Bytes*H+sliceHeader+intBytes) + draftgate.StateBytes
 	}
 	return []Item{{ItemDecoders, int64(s.Sequences) * per,
-		fmt.Sprintf("%d sequence(s) x %s: sampler order and probabilities (vocabulary %d), constraint mask, penalty counts, %d pending MTP states, and up to %d generated tokens with logprobs", s.Sequences, bytesize.IEC(per), V, MTPPendingRows, T)}}
+		fmt.Sprintf("%d sequence(s) x %s: sampler order and probabilities (vocabulary %d), constraint mask, penalty counts, %d pending MTP states and a drafting gate, and up to %d generated tokens with logprobs", s.Sequences, bytesize.IEC(per), V, MTPPendingRows, T)}}
 }

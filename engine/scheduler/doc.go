@@ -6,7 +6,9 @@
 // tokens. Each request is driven by a generate.Decoder — the decode core
 // that samples, processes logits, stops and speculates — so its tokens are
 // exactly those generate.Generate gives, whatever it is batched with; a
-// request alone in the batch speculates with the MTP layer when allowed.
+// request alone in the batch speculates with the MTP layer when allowed,
+// in the steps its sequence's gate (engine/draftgate, one per sequence,
+// kept across a conversation's turns) finds drafting cheaper.
 // A request reuses the longest prefix an idle sequence holds, then
 // restores what the prompt cache (Config.PromptCache) holds beyond it, at
 // admission; its blocks go into the cache as it runs. An embedding

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/spoolhq/spool/engine/draftgate"
 	"github.com/spoolhq/spool/engine/fingerprint"
 	"github.com/spoolhq/spool/engine/generate"
 	"github.com/spoolhq/spool/engine/loader"
@@ -81,7 +82,9 @@ func TestPromptCacheExact(t *testing.T) {
 			}
 
 			cache := open(64 << 20)
-			cfg := scheduler.Config{PromptCache: cache, IdleSequences: -1, PrefillChunk: 40}
+			// Drafts in every lone step, as Generate without a gate: the
+			// drafts are compared with its.
+			cfg := scheduler.Config{PromptCache: cache, IdleSequences: -1, PrefillChunk: 40, Drafting: draftgate.Config{Always: true}}
 			s, stop := startStoppable(m, cfg)
 			// Speculative, so that the prompt's blocks carry MTP state.
 			first, _ := s.Submit(ctx, scheduler.Request{Prompt: prompt, Params: generate.Params{MaxTokens: 3, Speculative: true}})

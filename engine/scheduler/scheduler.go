@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spoolhq/spool/engine/draftgate"
 	"github.com/spoolhq/spool/engine/generate"
 	"github.com/spoolhq/spool/engine/kvcache"
 	"github.com/spoolhq/spool/engine/model"
@@ -41,6 +42,12 @@ type Config struct {
 	// its prompt's cached prefix from and stores its blocks into (see
 	// generate.Params.PromptCache); the caller closes it after Run.
 	PromptCache *promptcache.Cache
+	// Drafting configures the gate each sequence gets, which decides which
+	// of a lone speculative request's decode steps draft (see
+	// engine/draftgate); what it measured carries over the turns of a
+	// conversation that reuses the sequence. The zero value gives the
+	// defaults; Drafting.Always drafts in every lone step.
+	Drafting draftgate.Config
 }
 
 func (c Config) withDefaults(m *model.Model) Config {
@@ -84,7 +91,10 @@ type Scheduler struct {
 	active    []*active
 	idle      []*kvcache.Sequence
 	sequences int // sequences alive: active and idle, at most MaxBatch
-	reqs      []model.Request
+	// gates holds each sequence's drafting gate, made for it when a
+	// speculative request first needs one.
+	gates map[*kvcache.Sequence]*draftgate.Gate
+	reqs  []model.Request
 	// embedAlone: the last step on an accelerated model forwarded an
 	// embedding's chunk alone (the next gives the decoders theirs).
 	embedAlone bool
@@ -100,7 +110,7 @@ type entry struct {
 // New returns a scheduler for m; call Run to start it.
 func New(m *model.Model, cfg Config) *Scheduler {
 	cfg = cfg.withDefaults(m)
-	return &Scheduler{m: m, r: m.NewRunner(), cfg: cfg, wake: make(chan struct{}, 1)}
+	return &Scheduler{m: m, r: m.NewRunner(), cfg: cfg, wake: make(chan struct{}, 1), gates: map[*kvcache.Sequence]*draftgate.Gate{}}
 }
 
 // Config returns the effective configuration.
@@ -186,6 +196,7 @@ func (s *Scheduler) shutdown() {
 	s.active = nil
 	s.idle = nil
 	s.sequences = 0
+	clear(s.gates)
 }
 
 // admit moves queued requests into free sequences, in order.
@@ -264,11 +275,23 @@ func (s *Scheduler) sequenceFor(prompt []int, embed bool) *kvcache.Sequence {
 		return s.m.NewSequence(s.cfg.ContextLength)
 	}
 	if best < 0 {
+		// Another conversation's sequence: its gate measured that one.
 		best = 0
+		delete(s.gates, s.idle[0])
 	}
 	seq := s.idle[best]
 	s.idle = append(s.idle[:best], s.idle[best+1:]...)
 	return seq
+}
+
+// gateFor is seq's drafting gate.
+func (s *Scheduler) gateFor(seq *kvcache.Sequence) *draftgate.Gate {
+	g := s.gates[seq]
+	if g == nil {
+		g = draftgate.New(s.cfg.Drafting)
+		s.gates[seq] = g
+	}
+	return g
 }
 
 // release keeps a finished sequence for prefix reuse, or drops it (an
@@ -276,10 +299,12 @@ func (s *Scheduler) sequenceFor(prompt []int, embed bool) *kvcache.Sequence {
 // vector, and keeping it would evict a chat's).
 func (s *Scheduler) release(seq *kvcache.Sequence, embed bool) {
 	if s.cfg.IdleSequences == 0 || seq.Len() == 0 || embed {
+		delete(s.gates, seq)
 		s.sequences--
 		return
 	}
 	if len(s.idle) >= s.cfg.IdleSequences {
+		delete(s.gates, s.idle[0])
 		s.idle = append(s.idle[:0], s.idle[1:]...)
 		s.sequences--
 	}

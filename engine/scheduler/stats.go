@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"github.com/spoolhq/spool/engine/draftgate"
 	"github.com/spoolhq/spool/engine/generate"
 )
 
@@ -31,6 +32,10 @@ type Stats struct {
 	// Sequences counts the sequences holding state, active and idle (at
 	// most MaxBatch).
 	Sequences int `json:"sequences"`
+	// Drafting sums what the finished speculative requests' lone decode
+	// steps cost with drafting and without, with the choice of the latest
+	// one's gate (nil before the first).
+	Drafting *draftgate.Report `json:"drafting,omitempty"`
 	// LastRequest describes the most recently finished request.
 	LastRequest *Result `json:"-"`
 }
@@ -45,7 +50,29 @@ func (s *Scheduler) Stats() Stats {
 		r := *st.LastRequest
 		st.LastRequest = &r
 	}
+	if st.Drafting != nil {
+		d := *st.Drafting
+		st.Drafting = &d
+	}
 	return st
+}
+
+// recordDrafting adds a finished request's drafting report (nil for one
+// that did not speculate) to the totals; s.mu is held.
+func (s *Scheduler) recordDrafting(r *draftgate.Report) {
+	if r == nil {
+		return
+	}
+	var costs [2]draftgate.Cost
+	switches := r.Switches
+	if t := s.stats.Drafting; t != nil {
+		costs = [2]draftgate.Cost{draftgate.Draft: t.Draft.Cost(), draftgate.Plain: t.Plain.Cost()}
+		switches += t.Switches
+	}
+	costs[draftgate.Draft] = costs[draftgate.Draft].Plus(r.Draft.Cost())
+	costs[draftgate.Plain] = costs[draftgate.Plain].Plus(r.Plain.Cost())
+	total := draftgate.NewReport(r.Choice, switches, costs)
+	s.stats.Drafting = &total
 }
 
 // Sequences is the number of sequences holding state (active and idle),

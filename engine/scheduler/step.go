@@ -28,6 +28,9 @@ func (s *Scheduler) start(e *entry) *active {
 	seq := s.sequenceFor(e.req.Prompt, e.req.Embed)
 	a := &active{entry: e, res: Result{Lane: LaneSingle, QueueWait: now.Sub(e.submitted)}}
 	p := e.req.Params
+	if p.Speculative && p.Gate == nil && !e.req.Embed {
+		p.Gate = s.gateFor(seq)
+	}
 	p.PrefillChunk = s.cfg.PrefillChunk
 	p.PromptCache = s.cfg.PromptCache
 	p.OnPrefill = nil
@@ -60,9 +63,9 @@ func (s *Scheduler) start(e *entry) *active {
 }
 
 // step runs one forward over the active requests: a decode row for each
-// request with a sampled token (and its MTP draft when it is alone and
-// speculative), and the next prompt chunk of the first request still
-// prefilling.
+// request with a sampled token (and its MTP draft when it is alone,
+// speculative and its gate drafts), and the next prompt chunk of the first
+// request still prefilling.
 func (s *Scheduler) step(ctx context.Context) {
 	var members []*active
 	var pre *active
@@ -91,7 +94,9 @@ func (s *Scheduler) step(ctx context.Context) {
 	if pre != nil {
 		members = append(members, pre)
 	}
-	speculate := len(members) == 1 && pre == nil && members[0].dec.Speculative()
+	// A decode row forwarded alone may draft (its gate decides); a batched
+	// one never does.
+	alone := len(members) == 1 && pre == nil
 	s.setBatch(len(members))
 	for _, a := range members {
 		a.res.PeakBatch = max(a.res.PeakBatch, len(members))
@@ -111,7 +116,7 @@ func (s *Scheduler) step(ctx context.Context) {
 	}
 	reqs := s.reqs[:0]
 	for _, a := range members {
-		req, err := a.dec.Next(fctx, speculate)
+		req, err := a.dec.Next(fctx, alone)
 		if err != nil {
 			s.failStep(ctx, members, err)
 			return
@@ -226,6 +231,7 @@ func (s *Scheduler) finish(a *active) {
 	s.mu.Lock()
 	s.stats.Requests++
 	s.stats.LastRequest = &r
+	s.recordDrafting(r.Drafting)
 	s.stats.Active, s.stats.Sequences = live, s.sequences
 	s.mu.Unlock()
 	a.stream.finish(&r)

@@ -57,6 +57,14 @@ func TestModelsAndHealth(t *testing.T) {
 	if status != 200 || jpath(body, "engine", "state") == nil || jpath(body, "last_turn", "lane") != "single" {
 		t.Errorf("/stats: %d %v", status, body)
 	}
+	// The turn speculated: its gate's choice and each mode's cost per
+	// token, for the turn and summed over the scheduler's turns.
+	for _, at := range [][]any{{"last_turn", "drafting"}, {"engine", "scheduler", "drafting"}} {
+		d, _ := jpath(body, at...).(map[string]any)
+		if d == nil || d["choice"] == nil || d["acceptance"] == nil || jpath(d, "draft", "expert_bytes_per_token") == nil || jpath(d, "plain", "seconds_per_token") == nil {
+			t.Errorf("/stats %v: %v, want the gate's choice, acceptance and each mode's cost", at, d)
+		}
+	}
 }
 
 func TestChatCompletion(t *testing.T) {

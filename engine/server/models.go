@@ -6,6 +6,7 @@ import (
 
 	"github.com/spoolhq/spool/engine/api/openai"
 	"github.com/spoolhq/spool/engine/apiwire"
+	"github.com/spoolhq/spool/engine/draftgate"
 	"github.com/spoolhq/spool/engine/turn"
 )
 
@@ -54,6 +55,9 @@ type lastTurn struct {
 	DecodeTPS           float64 `json:"decode_tokens_per_second"`
 	DraftsProposed      int     `json:"mtp_drafts_proposed"`
 	DraftsAccepted      int     `json:"mtp_drafts_accepted"`
+	// Drafting is what the turn's lone decode steps cost with drafting and
+	// without, and what its sequence's gate chose.
+	Drafting *draftgate.Report `json:"drafting,omitempty"`
 }
 
 func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) {
@@ -78,7 +82,7 @@ func (s *Server) stats() map[string]any {
 			RestoredTokens: r.RestoredTokens, RestoreMS: turn.MS(r.RestoreTime), CacheCreationTokens: r.CacheCreationTokens,
 			CompletionTokens: r.CompletionTokens, Lane: r.Lane, PeakBatch: r.PeakBatch,
 			QueueMS: turn.MS(r.QueueWait), PrefillMS: turn.MS(r.PrefillTime), DecodeMS: turn.MS(r.DecodeTime),
-			DraftsProposed: r.DraftsProposed, DraftsAccepted: r.DraftsAccepted,
+			DraftsProposed: r.DraftsProposed, DraftsAccepted: r.DraftsAccepted, Drafting: r.Drafting,
 		}
 		if r.DecodeTime > 0 && r.CompletionTokens > 1 {
 			lt.DecodeTPS = float64(r.CompletionTokens-1) / r.DecodeTime.Seconds()

@@ -13,6 +13,10 @@
 // the probed rate of the experts' own products, plus the reads' CPU time,
 // large where the file system copies them instead of the device: a
 // memory-backed file system). docs/speed.md says why, and how well it
-// predicted. It is a prediction, not a measurement: `spool run --json`
-// measures.
+// predicted. With an MTP layer it predicts decode with drafts beside plain
+// decode, from an assumed acceptance and an assumed union of the experts a
+// verify forward's two positions read (a step reads that union and the MTP
+// layer's experts, and emits 1 + acceptance tokens), and says which the
+// engine's gate would choose by the gate's own rule (engine/draftgate). It
+// is a prediction, not a measurement: `spool run --json` measures.
 package speed

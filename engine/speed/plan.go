@@ -15,15 +15,35 @@ func ModelFromPlan(cfg *config.Config, w plan.Weights, p *plan.Plan) Model {
 		}
 	}
 	// A token reads one row of the embedding table (int8 with a scale per
-	// row in every format planned for): the rest of it is not applied.
+	// row in every format planned for): the rest of it is not applied,
+	// nor is the MTP layer's dense part unless the step drafts.
 	embedding := int64(cfg.VocabSize) * (int64(cfg.HiddenSize) + 4)
+	mtpDense := mtpDenseBytes(cfg, w)
 	return Model{
-		DenseBytes:         max(w.ResidentBytes-embedding, 0),
+		DenseBytes:         max(w.ResidentBytes-embedding-mtpDense, 0),
 		ExpertLayers:       layers,
 		ExpertsPerLayer:    cfg.NumRoutedExperts,
 		ExpertsPerToken:    cfg.ExpertsPerToken,
 		ExpertBytes:        w.MainExpertBytes(),
 		CacheSlotsPerLayer: p.CacheSlotsPerLayer,
 		PrefillChunk:       p.PrefillChunk,
+		MTPExpertBytes:     w.MTPExpertBytes(),
+		MTPDenseBytes:      mtpDense,
 	}
+}
+
+// mtpDenseBytes is the resident part of w's MTP layer (0 without one):
+// what the artifact's format (int8 per row, the pinned one's and the bench
+// models') gives it, the difference between cfg's weights planned with
+// and without it.
+func mtpDenseBytes(cfg *config.Config, w plan.Weights) int64 {
+	if !w.MTP {
+		return 0
+	}
+	with, err1 := plan.FromConfig(cfg, plan.Artifact{})
+	without, err2 := plan.FromConfig(cfg, plan.Artifact{WithoutMTP: true})
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return with.ResidentBytes - without.ResidentBytes
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/spoolhq/spool/engine/draftgate"
 )
 
 // Model is what the prediction needs to know about a model and its plan.
@@ -23,6 +25,53 @@ type Model struct {
 	CacheSlotsPerLayer int
 	// PrefillChunk is the prompt tokens one forward takes (the plan's).
 	PrefillChunk int
+	// MTPExpertBytes is one MTP-layer expert's bytes on disk and
+	// MTPDenseBytes the MTP layer's resident weights a draft applies;
+	// both 0 without an MTP layer (then no drafting is predicted).
+	MTPExpertBytes, MTPDenseBytes int64
+	// Drafting is what drafted decode is predicted under (nil:
+	// DefaultAcceptance and an even routing's union).
+	Drafting *Drafting
+}
+
+// Drafting is what a prediction of decode with MTP drafts assumes.
+type Drafting struct {
+	// Acceptance is the share of drafts accepted (0..1).
+	Acceptance float64 `json:"acceptance"`
+	// Union is the routed experts a verify forward's two positions read
+	// in a layer, in one position's experts (1..2; 0 for 2 - k/E, what
+	// routing that spreads evenly and independently gives); less where
+	// consecutive positions share experts.
+	Union float64 `json:"expert_union"`
+}
+
+// DefaultAcceptance is the drafts' acceptance a prediction assumes when
+// none is given: a trained MTP layer's one-token drafts on chat and code
+// (the demo model's, measured here, run from about half to nearly all).
+// It is an assumption: the engine measures its own and decides.
+const DefaultAcceptance = 0.8
+
+// drafting is what m's drafted decode is predicted under.
+func (m Model) drafting() Drafting {
+	d := Drafting{Acceptance: DefaultAcceptance}
+	if m.Drafting != nil {
+		d = *m.Drafting
+	}
+	if d.Union == 0 {
+		d.Union = 2 - float64(m.ExpertsPerToken)/float64(m.ExpertsPerLayer)
+	}
+	return d
+}
+
+// DraftPrediction is decode with MTP drafts, beside the plain one.
+type DraftPrediction struct {
+	Drafting
+	DecodeTokensPerSecond   float64 `json:"decode_tokens_per_second"`
+	DecodeReadBytesPerToken int64   `json:"decode_read_bytes_per_token"`
+	DecodeBound             string  `json:"decode_bound"`
+	// Choice is what the engine's gate would choose between drafting and
+	// plain decode at these figures: "draft" or "plain".
+	Choice string `json:"choice"`
 }
 
 // Machine is the figures a prediction runs on.
@@ -80,6 +129,9 @@ type Prediction struct {
 	// DecodeBound is "disk" when reading the misses takes longer than
 	// applying the experts, else "compute".
 	DecodeBound string `json:"decode_bound"`
+	// Drafting is decode with MTP drafts (nil without an MTP layer); the
+	// figures above are plain decode's.
+	Drafting *DraftPrediction `json:"drafting,omitempty"`
 	// Assumptions says in words what the figures rest on.
 	Assumptions []string `json:"assumptions"`
 }
@@ -125,17 +177,8 @@ func Predict(m Model, mc Machine) (Prediction, error) {
 	//     kernel rate, plus the CPU time of the reads where the kernel
 	//     copies the bytes (a memory-backed file system): that time is
 	//     taken from the same cores.
-	missBytes := L * k * (1 - hit) * eb
-	dense := float64(m.DenseBytes) / mc.KernelBytesPerSecond
-	diskStream := missBytes/mc.DiskBurstBytesPerSecond + L*eb/mc.KernelBytesPerSecond + dense
-	if missBytes == 0 {
-		diskStream = 0
-	}
-	coreStream := L*k*eb/mc.KernelBytesPerSecond + dense + readCPU(missBytes)
-	token, bound := coreStream, "compute"
-	if diskStream > coreStream {
-		token, bound = diskStream, "disk"
-	}
+	st := m.decodeStep(mc, hit, 1, 0, readCPU)
+	missBytes, diskStream, coreStream, token, bound := st.miss, st.disk, st.cores, st.time, st.bound
 
 	// Prefill: a chunk of B tokens touches, under routing spread evenly,
 	// E(1-(1-k/E)^B) experts of a layer; each is read once (unless cached)
@@ -173,7 +216,28 @@ func Predict(m Model, mc Machine) (Prediction, error) {
 			m.CacheSlotsPerLayer, m.ExpertsPerLayer, 100*hit, m.ExpertsPerToken),
 		decodeWords(bound, missBytes, mc, diskStream, coreStream, readCPU(missBytes)),
 		fmt.Sprintf("The %.2f GB of dense weights (attention, dense and shared MLPs, routers, lm_head) are applied once a token at the experts' kernel rate; attention over a long context, sampling and the OS are not counted.", float64(m.DenseBytes)/1e9),
-		"Speculative decoding (the MTP layer) is not counted: accepted drafts raise decode speed above this.",
+	}
+	if m.MTPExpertBytes > 0 {
+		d := m.drafting()
+		// A step drafts with the MTP layer, which absorbs one position (the
+		// previous draft missed) or two (it was accepted), then verifies
+		// the token and the draft in one forward, emitting 1 + a tokens.
+		ds := m.decodeStep(mc, hit, d.Union, 1+d.Acceptance*(d.Union-1), readCPU)
+		perToken := 1 + d.Acceptance
+		dp := &DraftPrediction{
+			Drafting:                d,
+			DecodeTokensPerSecond:   perToken / ds.time,
+			DecodeReadBytesPerToken: int64(math.Round(ds.miss / perToken)),
+			DecodeBound:             ds.bound,
+			Choice:                  draftgate.Plain.String(),
+		}
+		if draftgate.Compare(draftgate.PerToken{Seconds: ds.time / perToken, Bytes: ds.miss / perToken}, draftgate.PerToken{Seconds: token, Bytes: missBytes}) < 1 {
+			dp.Choice = draftgate.Draft.String()
+		}
+		p.Drafting = dp
+		p.Assumptions = append(p.Assumptions, draftWords(m, d, dp, p))
+	} else {
+		p.Assumptions = append(p.Assumptions, "The model has no MTP layer, so decode drafts nothing.")
 	}
 	p.Assumptions = append(p.Assumptions, mc.Notes...)
 	if mc.GPUFlops > 0 {
@@ -182,6 +246,55 @@ func Predict(m Model, mc Machine) (Prediction, error) {
 		p.Assumptions = append(p.Assumptions, fmt.Sprintf("Prefill of a %d-token prompt touches %.0f experts a layer, read once each, with the products on the CPU at %s of weights per 8 tokens.", int(B), touched, gb(mc.MatMul8BytesPerSecond)))
 	}
 	return p, nil
+}
+
+// step is one decode step's figures: the bytes its misses read, the
+// disk's and the cores' streams, the longer of the two and which it is.
+type step struct {
+	miss, disk, cores, time float64
+	bound                   string
+}
+
+// decodeStep is a decode step whose forward reads union times a token's
+// experts in every layer (1 for a plain step, two positions' union for a
+// verify) and, when mtpUnion is positive, whose MTP layer first reads
+// mtpUnion times a token's experts of its own (cached as every layer's
+// are: the plan gives each expert layer, the MTP layer's included, the
+// same cache slots) and applies its dense weights. A product over two rows
+// takes what one row's does: decode's products are bound by reading their
+// weights.
+func (m Model) decodeStep(mc Machine, hit, union, mtpUnion float64, readCPU func(float64) float64) step {
+	L, k := float64(m.ExpertLayers), float64(m.ExpertsPerToken)
+	eb, mb := float64(m.ExpertBytes), float64(m.MTPExpertBytes)
+	kr := mc.KernelBytesPerSecond
+	miss := L * k * union * (1 - hit) * eb
+	applied := L * k * union * eb
+	lastProducts := L * eb
+	dense := float64(m.DenseBytes)
+	if mtpUnion > 0 {
+		miss += k * mtpUnion * (1 - hit) * mb
+		applied += k * mtpUnion * mb
+		lastProducts += mb
+		dense += float64(m.MTPDenseBytes)
+	}
+	disk := miss/mc.DiskBurstBytesPerSecond + lastProducts/kr + dense/kr
+	if miss == 0 {
+		disk = 0
+	}
+	cores := applied/kr + dense/kr + readCPU(miss)
+	s := step{miss: miss, disk: disk, cores: cores, time: cores, bound: "compute"}
+	if disk > cores {
+		s.time, s.bound = disk, "disk"
+	}
+	return s
+}
+
+// draftWords says what the drafting figure assumed and which mode the
+// gate would choose.
+func draftWords(m Model, d Drafting, dp *DraftPrediction, p Prediction) string {
+	return fmt.Sprintf("With MTP drafts accepted %.0f%% of the time (assumed) and a verify forward's two positions reading %.2fx a token's experts in each layer (assumed: %.2f is routing spread evenly), plus the MTP layer's %d experts of %.1f MB a draft (cached as every layer's are) and its %.2f GB of dense weights: %.2f tok/s reading %.0f MB a token, against %.2f tok/s and %.0f MB without drafts. The engine's gate would choose %s; it measures both as it decodes and drafts only while drafting is cheaper.",
+		100*d.Acceptance, d.Union, 2-float64(m.ExpertsPerToken)/float64(m.ExpertsPerLayer), m.ExpertsPerToken, float64(m.MTPExpertBytes)/1e6, float64(m.MTPDenseBytes)/1e9,
+		dp.DecodeTokensPerSecond, float64(dp.DecodeReadBytesPerToken)/1e6, p.DecodeTokensPerSecond, float64(p.DecodeReadBytesPerToken)/1e6, dp.Choice)
 }
 
 // decodeWords says how the decode figure came about.
@@ -203,6 +316,12 @@ func (m Model) validate() error {
 		return fmt.Errorf("speed: %d experts per token of %d per layer", m.ExpertsPerToken, m.ExpertsPerLayer)
 	case m.DenseBytes < 0 || m.CacheSlotsPerLayer < 0 || m.PrefillChunk <= 0:
 		return fmt.Errorf("speed: bad plan figures (dense %d bytes, %d cache slots, chunk %d)", m.DenseBytes, m.CacheSlotsPerLayer, m.PrefillChunk)
+	case m.MTPExpertBytes < 0 || m.MTPDenseBytes < 0:
+		return fmt.Errorf("speed: bad MTP layer figures (%d bytes an expert, %d dense)", m.MTPExpertBytes, m.MTPDenseBytes)
+	case m.Drafting != nil && !(m.Drafting.Acceptance >= 0 && m.Drafting.Acceptance <= 1):
+		return fmt.Errorf("speed: a draft acceptance of %g is outside 0..1", m.Drafting.Acceptance)
+	case m.Drafting != nil && m.Drafting.Union != 0 && !(m.Drafting.Union >= 1 && m.Drafting.Union <= 2):
+		return fmt.Errorf("speed: an expert union of %g is outside 1..2 (two positions read at least one's experts and at most twice theirs)", m.Drafting.Union)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package speed
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -166,6 +167,10 @@ func TestPredictRefusesBadInput(t *testing.T) {
 		"negative copy":  {p2, Machine{DiskBytesPerSecond: 1, DiskBurstBytesPerSecond: 1, KernelBytesPerSecond: 1, MatMul8BytesPerSecond: 1, ReadCPUSecondsPerByte: -1, Cores: 2}},
 		"copy, no cores": {p2, Machine{DiskBytesPerSecond: 1, DiskBurstBytesPerSecond: 1, KernelBytesPerSecond: 1, MatMul8BytesPerSecond: 1, ReadCPUSecondsPerByte: 1e-9}},
 		"negative slots": {Model{ExpertLayers: 1, ExpertsPerLayer: 4, ExpertsPerToken: 2, ExpertBytes: 1, PrefillChunk: 1, CacheSlotsPerLayer: -1}, ok},
+		"acceptance 2":   {withMTP(&Drafting{Acceptance: 2}), ok},
+		"union 3":        {withMTP(&Drafting{Acceptance: 0.5, Union: 3}), ok},
+		"union 0.5":      {withMTP(&Drafting{Acceptance: 0.5, Union: 0.5}), ok},
+		"negative MTP":   {Model{ExpertLayers: 1, ExpertsPerLayer: 4, ExpertsPerToken: 2, ExpertBytes: 1, PrefillChunk: 1, MTPExpertBytes: -1}, ok},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := Predict(tc.m, tc.mc); err == nil || !strings.HasPrefix(err.Error(), "speed: ") {
@@ -288,4 +293,89 @@ func FuzzLoad(f *testing.F) {
 			t.Fatalf("valid probes %+v do not predict: %v", p, err)
 		}
 	})
+}
+
+// withMTP is p2 with an MTP layer of GLM-5.2's storage (int8 experts of
+// 37,789,696 bytes, 100 MB dense) and drafting assumed d.
+func withMTP(d *Drafting) Model {
+	m := p2
+	m.MTPExpertBytes, m.MTPDenseBytes, m.Drafting = 37_789_696, 100_000_000, d
+	return m
+}
+
+// TestPredictDrafting works drafted decode out by hand on P2 with an MTP
+// layer: a step reads union times a token's experts in each of the 4
+// layers, and the MTP layer's 8 experts times 1 + a(union-1) (one
+// position after a missed draft, two after an accepted one), each less the
+// cached share, and applies the MTP layer's dense weights too; it emits
+// 1 + a tokens. The gate's rule picks the mode.
+func TestPredictDrafting(t *testing.T) {
+	eb, mb := 18_915_328.0, 37_789_696.0
+	vm := Machine{Name: "vm", DiskBytesPerSecond: 1e9, DiskBurstBytesPerSecond: 0.8e9, KernelBytesPerSecond: 4e9, MatMul8BytesPerSecond: 1e9}
+	fast := Machine{Name: "memory", DiskBytesPerSecond: 1e12, DiskBurstBytesPerSecond: 1e12, KernelBytesPerSecond: 4e9, MatMul8BytesPerSecond: 1e9}
+	for _, tc := range []struct {
+		name       string
+		d          *Drafting
+		mc         Machine
+		a, u       float64 // the assumptions the prediction must state
+		wantChoice string
+	}{
+		// The default: 0.8 accepted, two positions reading 2 - 8/64 of a
+		// token's experts; on a disk-bound machine the union costs more
+		// than the accepted drafts save.
+		{"default, disk-bound", nil, vm, 0.8, 1.875, "plain"},
+		{"rarely accepted", &Drafting{Acceptance: 0.05}, vm, 0.05, 1.875, "plain"},
+		// Consecutive positions sharing their experts: drafts cost the
+		// MTP layer alone, and pay.
+		{"shared experts, always accepted", &Drafting{Acceptance: 1, Union: 1}, vm, 1, 1, "draft"},
+		// Reads are free: a step costs its products, two positions'
+		// union and the MTP layer's, for 1.9 tokens.
+		{"compute-bound, mostly shared", &Drafting{Acceptance: 0.9, Union: 1.2}, fast, 0.9, 1.2, "draft"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Predict(withMTP(tc.d), tc.mc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := p.Drafting
+			if d == nil {
+				t.Fatal("no drafting prediction")
+			}
+			a, u := tc.a, tc.u
+			hit := 2.0 / 64
+			mtp := 8 * (1 + a*(u-1)) * mb
+			miss := 4*8*u*(1-hit)*eb + mtp*(1-hit)
+			kr := tc.mc.KernelBytesPerSecond
+			disk := miss/tc.mc.DiskBurstBytesPerSecond + (4*eb+mb)/kr + 235e6/kr
+			cores := (4*8*u*eb+mtp)/kr + 235e6/kr
+			step := math.Max(disk, cores)
+			if d.Acceptance != a || d.Union != u {
+				t.Errorf("assumed acceptance %g union %g, want %g %g", d.Acceptance, d.Union, a, u)
+			}
+			if got, want := d.DecodeTokensPerSecond, (1+a)/step; math.Abs(got-want) > 1e-9*want {
+				t.Errorf("drafted %.6g tok/s, want %.6g", got, want)
+			}
+			if got, want := d.DecodeReadBytesPerToken, int64(math.Round(miss/(1+a))); got != want {
+				t.Errorf("drafted %d bytes a token, want %d", got, want)
+			}
+			if d.Choice != tc.wantChoice {
+				t.Errorf("choice %s (drafted %.3f tok/s, %d B/token; plain %.3f tok/s, %d B/token), want %s",
+					d.Choice, d.DecodeTokensPerSecond, d.DecodeReadBytesPerToken, p.DecodeTokensPerSecond, p.DecodeReadBytesPerToken, tc.wantChoice)
+			}
+			words := strings.Join(p.Assumptions, " ")
+			for _, w := range []string{fmt.Sprintf("accepted %.0f%%", 100*a), fmt.Sprintf("%.2fx a token's experts", u), "would choose " + tc.wantChoice} {
+				if !strings.Contains(words, w) {
+					t.Errorf("assumptions do not say %q: %s", w, words)
+				}
+			}
+		})
+	}
+	// Without an MTP layer nothing is drafted, and the words say so.
+	p, err := Predict(p2, vm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Drafting != nil || !strings.Contains(strings.Join(p.Assumptions, " "), "no MTP layer") {
+		t.Errorf("drafting %+v without an MTP layer; assumptions %q", p.Drafting, p.Assumptions)
+	}
 }

@@ -12,7 +12,7 @@ import (
 // keep a weight's standard deviation at 1/sqrt(cols).
 func TestNormalCodes(t *testing.T) {
 	chunk := make([]byte, 3072*256)
-	fillChunk(chunk, tensor{fill: fillNormalInt4, row: 3072}, rand.NewPCG(1, 2))
+	fillChunk(chunk, tensor{fill: fillNormalInt4, row: 3072}, rand.NewPCG(1, 2), 0)
 	var h [16]float64
 	for _, b := range chunk {
 		h[b&15]++

@@ -78,6 +78,9 @@ func modelConfig(o *Options) *config.Config {
 	c.QLoraRank = smallQLoraRank
 	c.NumRoutedExperts = o.Experts
 	c.NumNextNPredictLayers = 0
+	if o.MTP {
+		c.NumNextNPredictLayers = 1
+	}
 	c.EOSTokenIDs = []int{smallVocab - 3, smallVocab - 2, smallVocab - 1}
 	c.PadTokenID = smallVocab - 3
 	setSchedules(c, 1)

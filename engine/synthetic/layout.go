@@ -20,6 +20,9 @@ const (
 	fillOnes                   // F32 ones (norm weights)
 	fillZeros                  // F32 zeros (router correction bias of the small models)
 	fillNormalInt4             // int4 codes of normal weights (CodesNormal), row bytes apart
+	fillEye                    // int8 rows of the identity (1 at column r of row r, scaled by 1/127), row bytes apart
+	fillConst                  // F32 values all base
+	fillBigram                 // int8 codes, with the rows of bigram copied from the embedding's (a bench MTP's lm_head)
 )
 
 // biasStd is the standard deviation of the skeleton's router correction
@@ -41,6 +44,12 @@ type tensor struct {
 	// embedding, the norms, the routers and their correction biases): the
 	// sparse-files skeleton writes their values and leaves the rest holes.
 	routing bool
+	// hole leaves the payload a hole whatever the shard's holes (tests).
+	hole bool
+	// bigram is fillBigram's rows.
+	bigram *bigramRows
+	// loud marks the tensors of a bench MTP layer's loud experts.
+	loud bool
 }
 
 // quant is the storage of one quantized matrix.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/internal/atomicfile"
@@ -42,6 +43,18 @@ type Options struct {
 	// payload (the experts, the big matrices) is a hole: the files have
 	// their real sizes, use little disk, and the holes read as zeros.
 	SparseFiles bool
+	// MTP adds an MTP layer with GLM-5.2's storage (int8 per row, routed
+	// experts of ExpertBytesMTPInt8) to a small model, whose drafts are
+	// accepted about MTPAcceptance (0..1) of the time: the seed picks
+	// which tokens' drafts miss. The main model then continues any prompt
+	// along a seeded cycle through the vocabulary (a new token every step),
+	// whatever MTPAcceptance. Not used with SparseFiles, whose MTP layer
+	// is GLM-5.2's.
+	MTP           bool
+	MTPAcceptance float64
+	// expertHoles leaves every routed expert's payload a hole but the loud
+	// MTP experts': for tests of what the rest decides.
+	expertHoles bool
 	// allHoles makes SparseFiles leave every payload a hole (the routers
 	// then tie on the same experts): for tests of the headers alone.
 	allHoles bool
@@ -77,7 +90,16 @@ func (o *Options) normalize() error {
 	if o.GroupSize != 0 && o.GroupSize != 64 {
 		return fmt.Errorf("synthetic: group size %d is not supported (0 for per-row scales, or 64)", o.GroupSize)
 	}
+	if !(o.MTPAcceptance >= 0 && o.MTPAcceptance <= 1) {
+		return fmt.Errorf("synthetic: MTP acceptance %g is outside 0..1", o.MTPAcceptance)
+	}
+	if o.MTPAcceptance != 0 && !o.MTP {
+		return errors.New("synthetic: an MTP acceptance without an MTP layer")
+	}
 	if o.SparseFiles {
+		if o.MTP {
+			return errors.New("synthetic: the sparse-files skeleton has GLM-5.2's MTP layer (its payload holes); a bench MTP layer is for the small models")
+		}
 		if o.SparseLayers != 0 || o.Experts != 0 {
 			return errors.New("synthetic: the sparse-files skeleton has GLM-5.2's 75 sparse layers of 256 experts; leave SparseLayers and Experts unset")
 		}
@@ -132,6 +154,18 @@ func writeModel(ctx context.Context, dir string, cfg *config.Config, opts Option
 	if opts.Codes == CodesNormal {
 		useNormalCodes(shards, cfg)
 		meta["spool_bench"] += " codes=normal"
+	}
+	if opts.MTP {
+		useBenchMTP(shards, cfg, &opts)
+		meta["spool_bench"] += fmt.Sprintf(" mtp_acceptance=%g", opts.MTPAcceptance)
+	}
+	if opts.expertHoles {
+		for i := range shards {
+			for j := range shards[i].tensors {
+				t := &shards[i].tensors[j]
+				t.hole = strings.Contains(t.name, ".mlp.experts.") && !t.loud
+			}
+		}
 	}
 	h := holesNone
 	switch {

@@ -221,6 +221,9 @@ func TestOptionErrors(t *testing.T) {
 		{"too many layers", Options{SparseLayers: 300}, "sparse layers"},
 		{"negative layers", Options{SparseLayers: -1}, "sparse layers"},
 		{"skeleton with layers", Options{SparseFiles: true, SparseLayers: 3}, "sparse-files"},
+		{"skeleton with a bench MTP layer", Options{SparseFiles: true, MTP: true}, "MTP layer"},
+		{"acceptance above 1", Options{MTP: true, MTPAcceptance: 1.5}, "outside 0..1"},
+		{"acceptance without MTP", Options{MTPAcceptance: 0.5}, "without an MTP layer"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "m")

@@ -26,7 +26,7 @@ const (
 )
 
 func (h holes) hole(t tensor) bool {
-	return h == holesAll || h == holesRouting && !t.routing
+	return t.hole || h == holesAll || h == holesRouting && !t.routing
 }
 
 // writeShard writes one safetensors file and returns its size and the
@@ -78,7 +78,7 @@ func tensorRNG(seed uint64, name string) *rand.PCG {
 // writePayload generates t's payload chunk by chunk into buf and writes it.
 func writePayload(ctx context.Context, w io.Writer, t tensor, seed uint64, buf []byte) error {
 	rng := tensorRNG(seed, t.name)
-	for left := t.size; left > 0; {
+	for off, left := int64(0), t.size; left > 0; {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -87,19 +87,34 @@ func writePayload(ctx context.Context, w io.Writer, t tensor, seed uint64, buf [
 			n = min(left, int64(len(buf))/t.row*t.row)
 		}
 		chunk := buf[:n]
-		fillChunk(chunk, t, rng)
+		fillChunk(chunk, t, rng, off)
 		if _, err := w.Write(chunk); err != nil {
 			return err
 		}
+		off += n
 		left -= n
 	}
 	return nil
 }
 
-// fillChunk generates the next len(chunk) bytes of t (a multiple of 4 for
-// float tensors, since chunks are 4-aligned).
-func fillChunk(chunk []byte, t tensor, rng *rand.PCG) {
+// fillChunk generates the len(chunk) bytes of t from byte off on (a
+// multiple of 4 for float tensors, since chunks are 4-aligned, and of the
+// row for fills drawn row by row), the next ones rng draws.
+func fillChunk(chunk []byte, t tensor, rng *rand.PCG, off int64) {
 	switch t.fill {
+	case fillEye:
+		fillEyeRows(chunk, t.row, off/t.row)
+		return
+	case fillConst:
+		fillConstF32(chunk, t.base)
+		return
+	case fillBigram:
+		// The random codes first, so that the rows not copied are those
+		// of the plain lm_head.
+		t.fill = fillInt8
+		fillChunk(chunk, t, rng, off)
+		t.bigram.fill(chunk, off/t.row)
+		return
 	case fillInt4, fillInt8:
 		next := func() uint64 {
 			if t.fill == fillInt4 {
