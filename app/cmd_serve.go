@@ -20,7 +20,7 @@ const maxDefaultContext = 32768
 type serveFlags struct {
 	model        string
 	modelID      string
-	host         string
+	bind         string
 	port         int
 	apiKey       string
 	context      int
@@ -73,7 +73,7 @@ only.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.model, "model", "", "model directory (default $SPOOL_MODEL or the demo model)")
 	fl.StringVar(&f.modelID, "model-id", "", `model id clients send (default: the directory's name; "spool" is always accepted)`)
-	fl.StringVar(&f.host, "host", "127.0.0.1", "address to listen on")
+	fl.StringVar(&f.bind, "host", "127.0.0.1", "address to listen on")
 	fl.IntVar(&f.port, "port", 8484, "port to listen on (0 picks a free one)")
 	fl.StringVar(&f.apiKey, "api-key", "", "require this key as 'Authorization: Bearer KEY' or 'x-api-key' (default $SPOOL_API_KEY)")
 	fl.IntVar(&f.context, "context", 0, "context length per sequence in tokens, at most the model's (default: the largest the memory plan allows, up to 32768)")
@@ -107,16 +107,16 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 		f.apiKey = os.Getenv("SPOOL_API_KEY")
 	}
 	// Check the security settings before the (slow) model load.
-	if err := server.CheckBind(f.host, f.apiKey); err != nil {
+	if err := server.CheckBind(f.bind, f.apiKey); err != nil {
 		return err
 	}
 	pc, err := f.promptCache.resolve()
 	if err != nil {
 		return err
 	}
-	cfg := hostConfig{
+	cfg := supervisorConfig{
 		Server: server.Config{
-			Host: f.host, Port: f.port, APIKey: f.apiKey, ModelID: f.modelID,
+			Host: f.bind, Port: f.port, APIKey: f.apiKey, ModelID: f.modelID,
 			AllowedOrigins: f.origins, AllowedHosts: f.allowedHosts, MaxTokens: f.maxTokens,
 		},
 		Config: host.Config{
@@ -143,13 +143,13 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 		}
 	}
 	assets, _ := frontend.Assets()
-	var eh *engineHost
+	var eh *supervisor
 	downloads := newDownloadManager(func(ev server.Event) {
 		if eh != nil {
 			eh.publish(ev)
 		}
 	})
 	defer downloads.Close()
-	eh = newEngineHost(cfg, assets, newUIAPI(dir, newSettingsStore(settingsPath()), downloads), nil)
+	eh = newSupervisor(cfg, assets, newUIAPI(dir, newSettingsStore(settingsPath()), downloads), nil)
 	return runHeadless(cmd.Context(), eh, cmd.ErrOrStderr())
 }

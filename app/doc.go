@@ -7,8 +7,8 @@
 // It owns three things. The flags, and what they resolve to
 // (engineflags.go): engine/host opens the engine from the resulting
 // host.Config, and engine/bench runs the benchmark harnesses. The desktop
-// shell: the host that runs, stops and restarts the engine and its server
-// on a new configuration (host.go, remote.go), the window, the menu bar,
+// shell: the supervisor that runs, stops and restarts the engine and its server
+// on a new configuration (supervisor.go, remote.go), the window, the menu bar,
 // the login item and the saved settings. And the web UI's own HTTP API,
 // beside the inference API engine/server serves on the same listener.
 //

@@ -117,19 +117,19 @@ func (t *tray) onReady() {
 	t.mu.Unlock()
 	// The line follows the engine's status board: it turns to ready the
 	// moment a reply ends.
-	changed, stop := t.rt.host.Board().Subscribe()
+	changed, stop := t.rt.engine.Board().Subscribe()
 	defer stop()
 	last := ""
 	for {
-		st := t.rt.host.Status()
+		st := t.rt.engine.Status()
 		var srv *status.Status
-		if s, ok := t.rt.host.serverStatus(); ok {
+		if s, ok := t.rt.engine.serverStatus(); ok {
 			srv = &s
 		}
 		if line := statusLine(st, srv); line != last {
 			last = line
 			stateItem.SetTitle(line)
-			if t.rt.host.Running() {
+			if t.rt.engine.Running() {
 				toggle.SetTitle("Stop model")
 			} else {
 				toggle.SetTitle("Start model")
@@ -140,15 +140,15 @@ func (t *tray) onReady() {
 			return
 		case <-changed:
 		case <-toggle.ClickedCh:
-			if t.rt.host.Running() {
-				go t.rt.host.Stop()
+			if t.rt.engine.Running() {
+				go t.rt.engine.Stop()
 			} else if err := t.rt.restart(context.Background()); err != nil {
 				stateItem.SetTitle("Cannot start: " + err.Error())
 			}
 		case <-open.ClickedCh:
 			wailsShow(wctx)
 		case <-copyURL.ClickedCh:
-			wruntime.ClipboardSetText(wctx, t.rt.host.URL()+"/v1")
+			wruntime.ClipboardSetText(wctx, t.rt.engine.URL()+"/v1")
 		case <-login.ClickedCh:
 			on := !login.Checked()
 			if err := setLoginItem(on); err != nil {

@@ -25,7 +25,7 @@ func (t *tray) addEngineMenu() {
 		// board (the remote's reachability is on it).
 		saved, stopSaved := t.rt.settings.Changes()
 		defer stopSaved()
-		changed, stop := t.rt.host.Board().Subscribe()
+		changed, stop := t.rt.engine.Board().Subscribe()
 		defer stop()
 		var last engineMenuView
 		for {
@@ -34,10 +34,10 @@ func (t *tray) addEngineMenu() {
 				s = appSettings{}
 			}
 			var rs *remote.Status
-			if st, ok := t.rt.host.remoteStatus(); ok {
+			if st, ok := t.rt.engine.remoteStatus(); ok {
 				rs = &st
 			}
-			v := engineMenu(s, t.rt.host.Status(), rs)
+			v := engineMenu(s, t.rt.engine.Status(), rs)
 			if v != last {
 				last = v
 				item.SetTitle(v.Title)

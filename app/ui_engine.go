@@ -33,7 +33,7 @@ type engineView struct {
 	RemoteURL    string `json:"remote_url"`
 	RemoteKeySet bool   `json:"remote_key_set"`
 	// Running is the engine serving now (it changes at the next start).
-	Running *hostStatus `json:"running,omitempty"`
+	Running *engineStatus `json:"running,omitempty"`
 	// Remote is the remote engine's state while Spool forwards to one.
 	Remote *remote.Status `json:"remote,omitempty"`
 	Path   string         `json:"path"`
@@ -50,10 +50,10 @@ func (u *uiAPI) engineView(s appSettings) engineView {
 	if v.Engine == "" {
 		v.Engine = engineLocal
 	}
-	if u.host != nil {
-		st := u.host.Status()
+	if u.engine != nil {
+		st := u.engine.Status()
 		v.Running = &st
-		if rs, ok := u.host.remoteStatus(); ok {
+		if rs, ok := u.engine.remoteStatus(); ok {
 			v.Remote = &rs
 		}
 	}

@@ -42,10 +42,10 @@ func glm52PlanInput() (planInput, error) {
 // the ones a plan for this machine must use.
 func (u *uiAPI) planShape() (context, sequences int) {
 	context, sequences = plan.DefaultContext, appSequences
-	if u.host == nil {
+	if u.engine == nil {
 		return context, sequences
 	}
-	cfg := u.host.Config()
+	cfg := u.engine.Config()
 	if cfg.Context > 0 {
 		context = cfg.Context
 	}

@@ -10,23 +10,23 @@ import (
 // serverStatus is the serving engine's own status (requests in flight,
 // the last reply's figures), the one the UI's sidebar shows; false when
 // no server runs.
-func (h *engineHost) serverStatus() (status.Status, bool) {
+func (h *supervisor) serverStatus() (status.Status, bool) {
 	if !h.serving() {
 		return status.Status{}, false
 	}
 	return h.board.Status(), true
 }
 
-// statusLine is the menu bar's first line: the host's state, and while it
+// statusLine is the menu bar's first line: the supervisor's state, and while it
 // serves, what the server says (ready the moment a request ends, and one
 // tok/s figure per reply, the request's own).
-func statusLine(st hostStatus, srv *status.Status) string {
+func statusLine(st engineStatus, srv *status.Status) string {
 	switch st.State {
-	case hostLoading:
+	case engineLoading:
 		return fmt.Sprintf("Loading… %d%%", int(st.Progress*100))
-	case hostFailed:
+	case engineFailed:
 		return "Failed: " + st.Detail
-	case hostStopped:
+	case engineStopped:
 		return "Stopped"
 	}
 	if srv == nil {

@@ -51,16 +51,16 @@ func TestGLM52Plan(t *testing.T) {
 }
 
 func TestStatusLine(t *testing.T) {
-	ready := hostStatus{State: hostReady, URL: "http://127.0.0.1:8484"}
+	ready := engineStatus{State: engineReady, URL: "http://127.0.0.1:8484"}
 	last := &status.RequestSummary{DecodeTokensPerSecond: 12.345}
 	tests := []struct {
-		host hostStatus
+		host engineStatus
 		srv  *status.Status
 		want string
 	}{
-		{hostStatus{State: hostStopped}, nil, "Stopped"},
-		{hostStatus{State: hostLoading, Progress: 0.2}, nil, "Loading… 20%"},
-		{hostStatus{State: hostFailed, Detail: "no model"}, nil, "Failed: no model"},
+		{engineStatus{State: engineStopped}, nil, "Stopped"},
+		{engineStatus{State: engineLoading, Progress: 0.2}, nil, "Loading… 20%"},
+		{engineStatus{State: engineFailed, Detail: "no model"}, nil, "Failed: no model"},
 		{ready, nil, "Ready · http://127.0.0.1:8484"},
 		{ready, &status.Status{State: status.Ready, Model: "glm52-mini"}, "Ready · glm52-mini"},
 		{ready, &status.Status{State: status.Ready, Model: "glm52-mini", Last: last}, "Ready · glm52-mini · last reply 12.3 tok/s"},
@@ -69,7 +69,7 @@ func TestStatusLine(t *testing.T) {
 		{ready, &status.Status{State: status.Generating, TokensPerSecond: 199.4}, "Generating · 199 tok/s"},
 		// A generating host whose server has just finished says ready: the
 		// server's word wins over the scheduler's rate window.
-		{hostStatus{State: hostGenerating, TokensPerSecond: 199}, &status.Status{State: status.Ready, Model: "m"}, "Ready · m"},
+		{engineStatus{State: engineGenerating, TokensPerSecond: 199}, &status.Status{State: status.Ready, Model: "m"}, "Ready · m"},
 	}
 	for _, tc := range tests {
 		if got := statusLine(tc.host, tc.srv); got != tc.want {
@@ -212,8 +212,8 @@ func TestLoadModelRefuses(t *testing.T) {
 	if err := rt.loadModel(model); err == nil {
 		t.Error("a model that does not fit in 1 GiB was loaded")
 	}
-	if rt.flags.model != model || rt.host.Running() {
-		t.Errorf("after the refusals: model %q, running %v", rt.flags.model, rt.host.Running())
+	if rt.flags.model != model || rt.engine.Running() {
+		t.Errorf("after the refusals: model %q, running %v", rt.flags.model, rt.engine.Running())
 	}
 	if s, _ := loadSettings(rt.settings.path); s.ModelDir != "" {
 		t.Errorf("a refused model was saved: %q", s.ModelDir)

@@ -269,7 +269,7 @@ func (b *prefillRun) config(mode string, allKeys bool, chunk int) host.Config {
 				if err != nil {
 					return err
 				}
-				opts.ExpertCache = int64(f.CacheSlots) * probe.SlotRowBytes
+				opts.ExpertCache = int64(f.CacheSlots) * probe.SlotSetBytes
 			}
 			return nil
 		},

@@ -78,7 +78,7 @@ func PromptCache(ctx context.Context, modelFlag string, mem host.Memory, stream 
 		return nil, fmt.Errorf("--tokens %d + --turn %d exceed the model's %d positions", tokens, turn, pv.Model.MaxPositionEmbeddings)
 	}
 	if stream {
-		cfg.Memory.ExpertCache = strconv.FormatInt(pv.Plan.SlotRowBytes, 10)
+		cfg.Memory.ExpertCache = strconv.FormatInt(pv.Plan.SlotSetBytes, 10)
 	}
 
 	rng := rand.New(rand.NewPCG(seed, 0x9c))

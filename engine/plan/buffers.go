@@ -77,7 +77,7 @@ func (p *Plan) sizeBuffers(cfg *config.Config, w Weights, chunk int, dev *GPUDev
 	if chunk == 0 {
 		least := min(MinPrefillChunk, p.Context)
 		floor := total(BufferItems(p.shape(cfg, w, least, dev)))
-		p.ActivationBudgetBytes = max(floor, (p.MemoryLimitBytes-fixed-p.SlotRowBytes)/2)
+		p.ActivationBudgetBytes = max(floor, (p.MemoryLimitBytes-fixed-p.SlotSetBytes)/2)
 		lo, hi := least, p.Context
 		for lo < hi {
 			mid := lo + (hi-lo+1)/2

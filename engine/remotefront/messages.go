@@ -219,4 +219,3 @@ func (f *Front) sendChat(ctx context.Context, oreq *ChatRequest) (*http.Response
 		oreq.MaxTokens = ov.Limit - ov.Prompt
 	}
 }
-

@@ -16,19 +16,19 @@ import (
 	"github.com/spoolhq/spool/engine/status"
 )
 
-// Engine host states, as the tray and the UI show them: the engine's
+// Engine states, as the tray and the UI show them: the engine's
 // phases (engine/status).
 const (
-	hostStopped    = string(status.Stopped)
-	hostLoading    = string(status.Loading)
-	hostReady      = string(status.Ready)
-	hostGenerating = string(status.Generating)
-	hostFailed     = string(status.Failed)
+	engineStopped    = string(status.Stopped)
+	engineLoading    = string(status.Loading)
+	engineReady      = string(status.Ready)
+	engineGenerating = string(status.Generating)
+	engineFailed     = string(status.Failed)
 )
 
-// hostConfig is what an engineHost runs: the engine, and the server in
-// front of it.
-type hostConfig struct {
+// supervisorConfig is what a supervisor runs: the engine, and the server
+// in front of it.
+type supervisorConfig struct {
 	host.Config
 	Server server.Config
 	// Remote, when its URL is set, is a remote engine to forward to
@@ -39,9 +39,9 @@ type hostConfig struct {
 	OllamaPort int
 }
 
-// hostStatus is where the engine stands: its status board's lifecycle,
+// engineStatus is where the engine stands: its status board's lifecycle,
 // and while it serves the phase of its requests.
-type hostStatus struct {
+type engineStatus struct {
 	// State is the engine's phase: stopped, loading, failed, or ready,
 	// queued, prefilling and generating while it serves.
 	State           string  `json:"state"`
@@ -53,59 +53,60 @@ type hostStatus struct {
 	Remote          string  `json:"remote,omitempty"`  // the remote engine's URL when forwarding to one
 }
 
-// engineHost runs the engine in-process for the desktop shell (and for
+// supervisor runs the engine in-process for the desktop shell (and for
 // `spool app --no-window`): it plans memory, loads the model with the
 // streamed expert tier, and serves the API, the events websocket and the
 // UI on the local listener. It can be stopped and started again; Start and
 // Stop are safe for concurrent use.
-type engineHost struct {
+type supervisor struct {
 	assets   fs.FS
 	ui       *uiAPI
-	onChange func(hostStatus)
+	onChange func(engineStatus)
 	// board is the engine's status, one for the process: the servers of
 	// every start report to it, and the tray and the shell read it.
 	board *status.Board
 
 	mu     sync.Mutex
-	cfg    hostConfig
+	cfg    supervisorConfig
 	cancel context.CancelFunc
 	done   chan struct{}
 	sched  *scheduler.Scheduler
 	srv    *server.Server
 }
 
-// newEngineHost returns a stopped host serving assets and ui; onChange,
-// when set, is called (on the host's goroutine) after every state change.
-func newEngineHost(cfg hostConfig, assets fs.FS, ui *uiAPI, onChange func(hostStatus)) *engineHost {
-	h := &engineHost{cfg: cfg, assets: assets, ui: ui, onChange: onChange, board: status.NewBoard(nil)}
+// newSupervisor returns a stopped supervisor serving assets and ui;
+// onChange, when set, is called (on the supervisor's goroutine) after
+// every state change.
+func newSupervisor(cfg supervisorConfig, assets fs.FS, ui *uiAPI, onChange func(engineStatus)) *supervisor {
+	h := &supervisor{cfg: cfg, assets: assets, ui: ui, onChange: onChange, board: status.NewBoard(nil)}
 	h.board.SetEngine(status.Engine{Phase: status.Stopped, ModelDir: cfg.ModelDir})
 	ui.attach(h)
 	return h
 }
 
 // SetConfig replaces the configuration used by the next Start.
-func (h *engineHost) SetConfig(cfg hostConfig) {
+func (h *supervisor) SetConfig(cfg supervisorConfig) {
 	h.mu.Lock()
 	h.cfg = cfg
 	h.mu.Unlock()
 }
 
 // Config is the configuration the next Start uses.
-func (h *engineHost) Config() hostConfig {
+func (h *supervisor) Config() supervisorConfig {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.cfg
 }
 
 // ModelDir is the configured model directory.
-func (h *engineHost) ModelDir() string {
+func (h *supervisor) ModelDir() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.cfg.ModelDir
 }
 
 // APIKey is the configured API key.
-func (h *engineHost) APIKey() string {
+func (h *supervisor) APIKey() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.cfg.Server.APIKey
@@ -113,33 +114,33 @@ func (h *engineHost) APIKey() string {
 
 // URL is the API's base URL for the configured address (a wildcard bind
 // is reached on loopback).
-func (h *engineHost) URL() string {
+func (h *supervisor) URL() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return baseURL(h.cfg.Server.Host, h.cfg.Server.Port)
 }
 
-func baseURL(host string, port int) string {
-	if host == "" || host == "0.0.0.0" || host == "::" {
-		host = "127.0.0.1"
+func baseURL(bind string, port int) string {
+	if bind == "" || bind == "0.0.0.0" || bind == "::" {
+		bind = "127.0.0.1"
 	}
 	if port == 0 {
 		port = 8484
 	}
-	return "http://" + net.JoinHostPort(host, strconv.Itoa(port))
+	return "http://" + net.JoinHostPort(bind, strconv.Itoa(port))
 }
 
-// Assets is the UI the host serves.
-func (h *engineHost) Assets() fs.FS { return h.assets }
+// Assets is the UI the supervisor serves.
+func (h *supervisor) Assets() fs.FS { return h.assets }
 
 // Board is the engine's status board.
-func (h *engineHost) Board() *status.Board { return h.board }
+func (h *supervisor) Board() *status.Board { return h.board }
 
 // Status returns the current state; while ready it reports the phase of
 // the requests in flight and their decode rate.
-func (h *engineHost) Status() hostStatus {
+func (h *supervisor) Status() engineStatus {
 	e := h.board.Engine()
-	st := hostStatus{State: string(e.Phase), Detail: e.Detail, Progress: e.Progress, URL: e.URL, Model: e.ModelDir, Remote: e.Remote}
+	st := engineStatus{State: string(e.Phase), Detail: e.Detail, Progress: e.Progress, URL: e.URL, Model: e.ModelDir, Remote: e.Remote}
 	if e.Phase == status.Ready && h.serving() {
 		s := h.board.Status()
 		st.State, st.TokensPerSecond = string(s.State), s.TokensPerSecond
@@ -148,13 +149,13 @@ func (h *engineHost) Status() hostStatus {
 }
 
 // serving reports whether a server runs.
-func (h *engineHost) serving() bool {
+func (h *supervisor) serving() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.srv != nil
 }
 
-func (h *engineHost) set(st hostStatus) {
+func (h *supervisor) set(st engineStatus) {
 	h.mu.Lock()
 	st.Model = h.cfg.ModelDir
 	h.mu.Unlock()
@@ -166,7 +167,7 @@ func (h *engineHost) set(st hostStatus) {
 
 // Start loads the model and serves it in the background; it does nothing
 // while the engine runs or loads. ctx bounds the whole run.
-func (h *engineHost) Start(ctx context.Context) {
+func (h *supervisor) Start(ctx context.Context) {
 	h.mu.Lock()
 	if h.done != nil {
 		h.mu.Unlock()
@@ -179,9 +180,9 @@ func (h *engineHost) Start(ctx context.Context) {
 	go func() {
 		defer close(done)
 		err := h.run(ctx, cfg)
-		final := hostStatus{State: hostStopped}
+		final := engineStatus{State: engineStopped}
 		if err != nil && ctx.Err() == nil {
-			final = hostStatus{State: hostFailed, Detail: err.Error()}
+			final = engineStatus{State: engineFailed, Detail: err.Error()}
 		}
 		cancel()
 		// The final state is visible before Running turns false.
@@ -194,7 +195,7 @@ func (h *engineHost) Start(ctx context.Context) {
 }
 
 // Stop stops serving and unloads the model, and waits for it.
-func (h *engineHost) Stop() {
+func (h *supervisor) Stop() {
 	h.mu.Lock()
 	cancel, done := h.cancel, h.done
 	h.mu.Unlock()
@@ -206,14 +207,14 @@ func (h *engineHost) Stop() {
 }
 
 // Running reports whether the engine is loading or serving.
-func (h *engineHost) Running() bool {
+func (h *supervisor) Running() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.done != nil
 }
 
 // publish sends an event to the UI's websocket clients, if serving.
-func (h *engineHost) publish(ev server.Event) {
+func (h *supervisor) publish(ev server.Event) {
 	h.mu.Lock()
 	srv := h.srv
 	h.mu.Unlock()
@@ -223,25 +224,25 @@ func (h *engineHost) publish(ev server.Event) {
 }
 
 // run plans, loads and serves until ctx ends or serving fails.
-func (h *engineHost) run(ctx context.Context, cfg hostConfig) error {
+func (h *supervisor) run(ctx context.Context, cfg supervisorConfig) error {
 	if cfg.Remote.URL != "" {
 		return h.runRemote(ctx, cfg)
 	}
-	h.set(hostStatus{State: hostLoading, Detail: "planning memory", Progress: 0.05})
+	h.set(engineStatus{State: engineLoading, Detail: "planning memory", Progress: 0.05})
 	if err := server.CheckBind(cfg.Server.Host, cfg.Server.APIKey); err != nil {
 		return err
 	}
 	hc := cfg.Config
 	hc.WatchPressure = true
 	e, err := host.Open(ctx, hc, func(detail string, progress float64) {
-		h.set(hostStatus{State: hostLoading, Detail: detail, Progress: progress})
+		h.set(engineStatus{State: engineLoading, Detail: detail, Progress: progress})
 	})
 	if err != nil {
 		return err
 	}
 	defer e.Close()
 
-	h.set(hostStatus{State: hostLoading, Detail: "starting the server", Progress: 0.9})
+	h.set(engineStatus{State: engineLoading, Detail: "starting the server", Progress: 0.9})
 	eng, err := e.Serving()
 	if err != nil {
 		return err
@@ -256,16 +257,16 @@ func (h *engineHost) run(ctx context.Context, cfg hostConfig) error {
 		return err
 	}
 	sched := e.Scheduler
-	return h.serve(ctx, srv, sched, func(ctx context.Context) { sched.Run(ctx) }, func(_ context.Context, url string) hostStatus {
-		return hostStatus{State: hostReady, Progress: 1, URL: url}
+	return h.serve(ctx, srv, sched, func(ctx context.Context) { sched.Run(ctx) }, func(_ context.Context, url string) engineStatus {
+		return engineStatus{State: engineReady, Progress: 1, URL: url}
 	})
 }
 
 // serve runs srv, with the UI, until ctx ends or serving fails. Beside it
 // runs background (the scheduler, or the remote's probes), which is waited
 // for; ready says the status to show once the server listens at url.
-// sched is nil when the host forwards to a remote engine.
-func (h *engineHost) serve(ctx context.Context, srv *server.Server, sched *scheduler.Scheduler, background func(context.Context), ready func(ctx context.Context, url string) hostStatus) error {
+// sched is nil when the supervisor forwards to a remote engine.
+func (h *supervisor) serve(ctx context.Context, srv *server.Server, sched *scheduler.Scheduler, background func(context.Context), ready func(ctx context.Context, url string) engineStatus) error {
 	srv.WithUI(server.UI{Assets: h.assets, API: h.ui})
 	ln, err := srv.Listen()
 	if err != nil {
