@@ -6,6 +6,7 @@ require (
 	fyne.io/systray v1.12.2
 	github.com/dustin/go-humanize v1.0.1
 	github.com/gorilla/websocket v1.5.3
+	github.com/lmittmann/tint v1.2.1
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,7 +59,7 @@ memory budget, context) apply at the next start; flags override them.`,
 	fl.BoolVar(&f.noWindow, "no-window", false, "no menu bar and no window: serve the engine and the web UI only")
 	fl.StringVar(&f.bind, "host", "", "address to listen on (default: the saved setting or 127.0.0.1)")
 	fl.IntVar(&f.port, "port", 0, "port to listen on (default: the saved setting or 8484)")
-	fl.StringVar(&f.apiKey, "api-key", "", "require this API key (default: the saved setting or $SPOOL_API_KEY)")
+	fl.StringVar(&f.apiKey, "api-key", "", "require this API key (default: the saved setting or $SPOOL_API_KEY; prefer those: every local user can read a flag in the process list)")
 	fl.StringVar(&f.memory, "memory", "", "memory budget, e.g. 24GiB (default: the saved setting or the machine's memory)")
 	fl.IntVar(&f.context, "context", 0, "context length per sequence in tokens (default: the saved setting or 4096)")
 	f.promptCache.register(fl)
@@ -197,9 +198,11 @@ func (rt *appRuntime) config() (supervisorConfig, error) {
 	if err != nil {
 		return supervisorConfig{}, err
 	}
+	log := newLogger(rt.stderr, slog.LevelInfo)
+	pc.Logger = log
 	return supervisorConfig{
 		Remote: rcfg,
-		Server: server.Config{Host: s.Host, Port: s.Port, APIKey: s.APIKey, ModelID: modelIDFor(dir)},
+		Server: server.Config{Host: s.Host, Port: s.Port, APIKey: s.APIKey, ModelID: modelIDFor(dir), Logger: log},
 		Config: host.Config{
 			ModelDir:    dir,
 			Memory:      host.Memory{Budget: s.Memory},
@@ -235,6 +238,7 @@ func (rt *appRuntime) restart(ctx context.Context) error {
 
 func runApp(cmd *cobra.Command, f *appFlags) error {
 	stderr := cmd.ErrOrStderr()
+	warnSecretFlags(cmd, stderr)
 	rt, err := newAppRuntime(f, stderr)
 	if err != nil {
 		return err
@@ -272,6 +276,9 @@ func serveHeadless(ctx context.Context, h *supervisor, stderr io.Writer, restart
 	for {
 		select {
 		case <-ctx.Done():
+			if h.Running() {
+				fmt.Fprintf(stderr, "spool: stopping: the requests in flight have %s to finish (a second Ctrl-C quits at once)\n", h.ShutdownGrace())
+			}
 			return nil
 		case st := <-changes:
 			switch st.State {

@@ -148,7 +148,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		return err
 	}
 	// Only trouble is worth a line on a one-shot command's terminal.
-	pc.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	pc.Logger = newLogger(cmd.ErrOrStderr(), slog.LevelWarn)
 	gpuMode, err := f.gpu.check()
 	if err != nil {
 		return err

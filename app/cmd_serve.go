@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -32,6 +34,7 @@ type serveFlags struct {
 	noMTP        bool
 	noDSA        bool
 	ollamaPort   int
+	grace        time.Duration
 	mem          memoryFlags
 	promptCache  promptCacheFlags
 	gpu          gpuFlag
@@ -47,7 +50,9 @@ func newServeCmd() *cobra.Command {
 /v1/responses, /v1/messages (Anthropic), /v1/models, Ollama's /api/chat,
 /api/generate, /api/tags, /api/show, /api/ps and /api/version, /health,
 /stats and the /v1/events websocket, and the web UI at /. It binds 127.0.0.1 by default;
-binding any other address requires --api-key (or $SPOOL_API_KEY).
+binding any other address requires an API key: $SPOOL_API_KEY, or --api-key
+(a flag's value is visible to every user of this machine in the process list,
+/proc/PID/cmdline or ps; the variable is not).
 
 Memory is planned before loading (--memory, --expert-cache): routed experts
 stream from disk through the expert cache the plan leaves.
@@ -63,8 +68,8 @@ OpenAI-compatible server (vLLM, SGLang, another Spool; see docs/remote.md),
 (loopback bind, --api-key, Host guard). --remote-key is sent to the server
 only.`,
 		Example: `  spool serve --model assets/models/glm52-demo
-  spool serve --host 0.0.0.0 --port 8484 --api-key "$(openssl rand -hex 16)"
-  spool serve --remote http://gpu-box:8000 --remote-key "$VLLM_API_KEY"`,
+  SPOOL_API_KEY="$(openssl rand -hex 16)" spool serve --host 0.0.0.0 --port 8484
+  SPOOL_REMOTE_KEY="$VLLM_API_KEY" spool serve --remote http://gpu-box:8000`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runServe(cmd, &f)
@@ -75,7 +80,7 @@ only.`,
 	fl.StringVar(&f.modelID, "model-id", "", `model id clients send (default: the directory's name; "spool" is always accepted)`)
 	fl.StringVar(&f.bind, "host", "127.0.0.1", "address to listen on")
 	fl.IntVar(&f.port, "port", 8484, "port to listen on (0 picks a free one)")
-	fl.StringVar(&f.apiKey, "api-key", "", "require this key as 'Authorization: Bearer KEY' or 'x-api-key' (default $SPOOL_API_KEY)")
+	fl.StringVar(&f.apiKey, "api-key", "", "require this key as 'Authorization: Bearer KEY' or 'x-api-key' (default $SPOOL_API_KEY; prefer it: every local user can read a flag in the process list)")
 	fl.IntVar(&f.context, "context", 0, "context length per sequence in tokens, at most the model's (default: the largest the memory plan allows, up to 32768)")
 	fl.IntVar(&f.maxBatch, "max-batch", scheduler.DefaultMaxBatch, "requests generating at once (continuous batching)")
 	fl.IntVar(&f.maxQueue, "max-queue", scheduler.DefaultMaxQueue, "requests waiting for a slot before answering 429")
@@ -84,6 +89,7 @@ only.`,
 	fl.StringSliceVar(&f.allowedHosts, "allowed-host", nil, "extra Host header name accepted (DNS-rebinding guard)")
 	fl.BoolVar(&f.noMTP, "no-mtp", false, "do not load the MTP draft layer (no speculative decoding)")
 	fl.BoolVar(&f.noDSA, "no-dsa", false, "dense attention even where the DSA indexer would select")
+	fl.DurationVar(&f.grace, "shutdown-grace", server.DefaultShutdownGrace, "on a stop (Ctrl-C, SIGTERM, SIGHUP), how long the requests in flight may run before they are ended with an error (503, a stream's error event)")
 	fl.IntVar(&f.ollamaPort, "ollama-port", 0, fmt.Sprintf("also answer on this port of --host when it is free, for clients that assume Ollama's address (%d); 0: off", server.OllamaDefaultPort))
 	f.mem.register(fl)
 	f.promptCache.register(fl)
@@ -93,6 +99,7 @@ only.`,
 }
 
 func runServe(cmd *cobra.Command, f *serveFlags) error {
+	warnSecretFlags(cmd, cmd.ErrOrStderr())
 	rcfg, err := f.remote.config()
 	if err != nil {
 		return err
@@ -114,10 +121,12 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
+	log := newLogger(cmd.ErrOrStderr(), slog.LevelInfo)
+	pc.Logger = log
 	cfg := supervisorConfig{
 		Server: server.Config{
 			Host: f.bind, Port: f.port, APIKey: f.apiKey, ModelID: f.modelID,
-			AllowedOrigins: f.origins, AllowedHosts: f.allowedHosts, MaxTokens: f.maxTokens,
+			AllowedOrigins: f.origins, AllowedHosts: f.allowedHosts, MaxTokens: f.maxTokens, Logger: log, ShutdownGrace: f.grace,
 		},
 		Config: host.Config{
 			ModelDir:    dir,

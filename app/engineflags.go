@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/spoolhq/spool/engine/host"
@@ -117,4 +118,15 @@ func engineBuild() string {
 		}
 	}
 	return b
+}
+
+// warnSecretFlags says, for each secret given as a flag of cmd (the API
+// key, the remote's key), that every local user can read it (the process
+// list, /proc/PID/cmdline) and which variable keeps it out of sight.
+func warnSecretFlags(cmd *cobra.Command, stderr io.Writer) {
+	for _, f := range [][2]string{{"api-key", "SPOOL_API_KEY"}, {"remote-key", "SPOOL_REMOTE_KEY"}} {
+		if fl := cmd.Flags().Lookup(f[0]); fl != nil && fl.Changed {
+			fmt.Fprintf(stderr, "spool: --%s can be read by every user of this machine in the process list; set $%s instead\n", f[0], f[1])
+		}
+	}
 }

@@ -18,7 +18,13 @@ import (
 var version = "dev"
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// Ctrl-C, a kill and the hang-up of the terminal that runs it
+	// (closing the terminal of a `spool serve`) end a command through its
+	// context, so that it stops on its own terms: serve lets the requests
+	// in flight finish and saves the prompt cache and the usage history.
+	// A second signal while it stops ends the process at once.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	context.AfterFunc(ctx, stop) // the next signal takes its default action
 	err := newRootCmd().ExecuteContext(ctx)
 	stop()
 	if err != nil {

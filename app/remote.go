@@ -35,7 +35,7 @@ type remoteFlags struct {
 
 func (f *remoteFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.url, "remote", "", "forward to this OpenAI-compatible server (vLLM, SGLang, another Spool) instead of running the model here, e.g. http://gpu-box:8000")
-	fl.StringVar(&f.key, "remote-key", "", "the remote server's API key, sent to it and nowhere else (default $SPOOL_REMOTE_KEY)")
+	fl.StringVar(&f.key, "remote-key", "", "the remote server's API key, sent to it and nowhere else (default $SPOOL_REMOTE_KEY; prefer it: every local user can read a flag in the process list)")
 	fl.DurationVar(&f.timeout, "remote-timeout", remote.DefaultTimeout, "longest wait for the remote's answer to begin, and longest silence within a stream")
 }
 

@@ -28,7 +28,10 @@ type settingsStore struct {
 	mu      sync.Mutex
 }
 
-func newSettingsStore(path string) *settingsStore { return &settingsStore{path: path} }
+func newSettingsStore(path string) *settingsStore {
+	atomicfile.Sweep(path) // the leftovers of saves a kill cut short
+	return &settingsStore{path: path}
+}
 
 // errSettingsChanged is a compare-and-swap that lost: the file is not
 // the version the change was made against.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/spoolhq/spool/engine/host"
 	"github.com/spoolhq/spool/engine/remote"
@@ -103,6 +104,16 @@ func (h *supervisor) ModelDir() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.cfg.ModelDir
+}
+
+// ShutdownGrace is how long a stop lets the requests in flight finish.
+func (h *supervisor) ShutdownGrace() time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if g := h.cfg.Server.ShutdownGrace; g > 0 {
+		return g
+	}
+	return server.DefaultShutdownGrace
 }
 
 // APIKey is the configured API key.
@@ -279,7 +290,10 @@ func (h *supervisor) serve(ctx context.Context, srv *server.Server, sched *sched
 	h.sched, h.srv = sched, srv
 	h.mu.Unlock()
 
-	runCtx, stop := context.WithCancel(ctx)
+	// The engine outlives ctx until the server has stopped: a stopping
+	// server lets the generations in flight finish (or ends them with an
+	// error a client can act on), which needs the scheduler running.
+	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
 	st := ready(runCtx, "http://"+ln.Addr().String())
 	done := make(chan struct{})
@@ -288,7 +302,7 @@ func (h *supervisor) serve(ctx context.Context, srv *server.Server, sched *sched
 		background(runCtx)
 	}()
 	h.set(st)
-	err = srv.Serve(runCtx, ln)
+	err = srv.Serve(ctx, ln)
 	stop()
 	<-done
 	if errors.Is(err, context.Canceled) {

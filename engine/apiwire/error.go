@@ -20,9 +20,48 @@ type Error struct {
 	Message string
 	// RetryAfter, when positive, is sent as the Retry-After header (seconds).
 	RetryAfter int
+	// Cause is the failure behind a server error, for the server's log:
+	// it may name local paths, which Message never does. Clients are not
+	// told it.
+	Cause error
 }
 
 func (e *Error) Error() string { return e.Message }
+
+// Unwrap is the cause of a server error.
+func (e *Error) Unwrap() error { return e.Cause }
+
+// PublicError is an error that can say what failed in terms a client may
+// be told: no local paths, user names or other detail of the machine
+// (for example an expert that failed its checksum, named by layer and
+// index). Internal tells a client the PublicError of its cause.
+type PublicError interface {
+	error
+	PublicError() string
+}
+
+// Public is an error whose text is fit for a client (a PublicError).
+func Public(format string, args ...any) error {
+	return publicError(fmt.Sprintf(format, args...))
+}
+
+type publicError string
+
+func (e publicError) Error() string       { return string(e) }
+func (e publicError) PublicError() string { return string(e) }
+
+// PublicMessage is the PublicError text of err's chain, or "".
+func PublicMessage(err error) string {
+	var pe PublicError
+	if errors.As(err, &pe) {
+		return pe.PublicError()
+	}
+	return ""
+}
+
+// internalMessage is what a client is told of an internal failure whose
+// cause says nothing fit for it.
+const internalMessage = "the server failed to answer this request (an internal error: the server's log has its cause)"
 
 // Invalid reports a bad request parameter.
 func Invalid(param, format string, args ...any) *Error {
@@ -34,9 +73,15 @@ func NotFound(code, format string, args ...any) *Error {
 	return &Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// Internal reports a failure of the server itself.
+// Internal reports a failure of the server itself: err is its Cause, for
+// the log; the client is told the PublicError of err's chain, or only
+// that the server failed.
 func Internal(err error) *Error {
-	return &Error{Status: http.StatusInternalServerError, Type: "server_error", Code: "internal_error", Message: err.Error()}
+	msg := internalMessage
+	if pub := PublicMessage(err); pub != "" {
+		msg = "the server failed to answer this request: " + pub
+	}
+	return &Error{Status: http.StatusInternalServerError, Type: "server_error", Code: "internal_error", Message: msg, Cause: err}
 }
 
 // BodyError is the answer to a request whose body could not be read: 413
@@ -61,6 +106,30 @@ func Forbidden(format string, args ...any) *Error {
 // client may retry in a second.
 func Unavailable(format string, args ...any) *Error {
 	return &Error{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "unavailable", Message: fmt.Sprintf(format, args...), RetryAfter: 1}
+}
+
+// ShuttingDownRetryAfter is the Retry-After of a request refused or cut
+// by a stopping server: long enough for a restart (the app's settings, an
+// update) to load the model again.
+const ShuttingDownRetryAfter = 30
+
+// ShuttingDown is the answer to a generation a stopping server (or
+// engine) refuses or cuts.
+func ShuttingDown() *Error {
+	e := Unavailable("the server is shutting down; retry once it is back")
+	e.Code, e.RetryAfter = "shutting_down", ShuttingDownRetryAfter
+	return e
+}
+
+// StatusClientClosed is the status logged for a request whose client left
+// before its answer (nginx's 499).
+const StatusClientClosed = 499
+
+// ClientClosed is the error of a request whose client left (err, its
+// context's error): nobody reads the answer, and it is not a failure of
+// the server.
+func ClientClosed(err error) *Error {
+	return &Error{Status: StatusClientClosed, Type: "invalid_request_error", Code: "client_closed_request", Message: "the client closed the request", Cause: err}
 }
 
 // ContextLength refuses a request the context of limit tokens cannot

@@ -2,9 +2,13 @@ package apiwire
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -74,8 +78,16 @@ func TestEnvelopes(t *testing.T) {
 	if got := Unavailable("busy"); got.RetryAfter != 1 {
 		t.Errorf("Unavailable's Retry-After = %d, want 1", got.RetryAfter)
 	}
-	if got := Internal(errString("disk gone")); got.Status != http.StatusInternalServerError || got.Code != "internal_error" || got.Error() != "disk gone" {
+	// An internal error keeps its cause for the log and tells the client
+	// only what the cause's chain says is fit for it.
+	cause := &fs.PathError{Op: "read", Path: "/Users/bob/models/glm/out-00001.safetensors", Err: io.ErrUnexpectedEOF}
+	if got := Internal(fmt.Errorf("layer 3: %w", cause)); got.Status != http.StatusInternalServerError || got.Code != "internal_error" ||
+		strings.Contains(got.Message, "/Users") || strings.Contains(got.Message, "unexpected EOF") || !errors.Is(got, io.ErrUnexpectedEOF) {
 		t.Errorf("Internal = %+v", got)
+	}
+	public := fmt.Errorf("reading %s: %w", cause.Path, Public("expert 12 of layer 3 failed its checksum"))
+	if got := Internal(public); !strings.HasSuffix(got.Message, ": expert 12 of layer 3 failed its checksum") || strings.Contains(got.Message, "/Users") {
+		t.Errorf("Internal of a public cause = %q", got.Message)
 	}
 }
 
@@ -114,7 +126,7 @@ func TestSSE(t *testing.T) {
 	s.Data(map[string]int{"a": 1})
 	s.Event("ping", map[string]string{"type": "ping"})
 	s.Done()
-	want := ": spool\n\ndata: {\"a\":1}\n\nevent: ping\ndata: {\"type\":\"ping\"}\n\ndata: [DONE]\n\n"
+	want := "data: {\"a\":1}\n\nevent: ping\ndata: {\"type\":\"ping\"}\n\ndata: [DONE]\n\n"
 	if rec.Body.String() != want || rec.Header().Get("Content-Type") != "text/event-stream; charset=utf-8" {
 		t.Errorf("stream %q (%q), want %q", rec.Body.String(), rec.Header().Get("Content-Type"), want)
 	}

@@ -16,8 +16,11 @@ type SSE struct {
 	rc *http.ResponseController
 }
 
-// StartSSE commits a 200 event-stream response and flushes a first
-// comment, so that clients see headers before the prompt is prefilled.
+// StartSSE commits a 200 event-stream response and flushes its headers,
+// so that clients see the answer begin before the prompt is prefilled.
+// The body starts with the first event: OpenAI's streams do, and a client
+// that dispatches an event on every blank line (openai-go v1.x) fails on
+// anything else.
 func StartSSE(w http.ResponseWriter) (*SSE, error) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
@@ -26,13 +29,17 @@ func StartSSE(w http.ResponseWriter) (*SSE, error) {
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	s := &SSE{w: w, rc: http.NewResponseController(w)}
-	return s, s.Comment("spool")
+	return s, s.rc.Flush()
 }
 
-// Comment writes an SSE comment (clients ignore it; it keeps the
-// connection alive).
+// Comment writes an SSE comment line, a keep-alive while the stream waits
+// (queue, prefill). No blank line follows it: a blank line after a
+// comment dispatches nothing to a spec parser, but clients that dispatch
+// every blank line read it as an empty event and end the stream. Alone,
+// the line is ignored by every parser, and the next event's blank line
+// ends it with that event. text must be one line.
 func (s *SSE) Comment(text string) error {
-	return s.Write([]byte(": " + text + "\n\n"))
+	return s.Write([]byte(": " + text + "\n"))
 }
 
 // Data writes a "data:" event with v as JSON.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/engine/download/hub"
+	"github.com/spoolhq/spool/internal/atomicfile"
 	"github.com/spoolhq/spool/internal/bytesize"
 )
 
@@ -190,6 +191,7 @@ func (j *Job) inspect(f hub.File) (*plannedBlob, error) {
 	if err != nil {
 		return nil, fmt.Errorf("download: inspect partial %s: %w", partial, err)
 	}
+	atomicfile.Sweep(recordPath(partial)) // records whose save a kill cut short
 	rec, err := os.ReadFile(recordPath(partial))
 	switch {
 	case err == nil:

@@ -49,8 +49,10 @@ func NewUsage(layers, experts int) *Usage {
 }
 
 // LoadUsage reads the history at path; a missing or empty file is an
-// empty history.
+// empty history. The leftovers of saves that did not finish are swept.
 func LoadUsage(path string, layers, experts int) (*Usage, error) {
+	// A save that a kill cut short left its temporary file.
+	atomicfile.Sweep(path)
 	// A regular file of bounded size: a FIFO or a huge file is refused,
 	// not waited on or read whole.
 	data, err := regularfile.Read(path, maxUsageFile)

@@ -47,6 +47,7 @@ func loadStore(path string, log *slog.Logger) *store {
 	if path == "" {
 		return s
 	}
+	atomicfile.Sweep(path) // the leftovers of saves a kill cut short
 	read, err := readStore(path)
 	var old *versionError
 	switch {

@@ -104,7 +104,8 @@ type Embedded struct {
 }
 
 // Embed computes the vectors of inputs, one after another through the
-// scheduler, each cut to dims dimensions.
+// scheduler, each cut to dims dimensions. When ctx ends first, its cause
+// is the error.
 func (e *Engine) Embed(ctx context.Context, inputs [][]int, dims int) (*Embedded, error) {
 	out := &Embedded{Vectors: make([][]float32, len(inputs))}
 	for i, ids := range inputs {
@@ -115,15 +116,20 @@ func (e *Engine) Embed(ctx context.Context, inputs [][]int, dims int) (*Embedded
 		}
 		res := waitResult(ctx, st)
 		if res == nil {
+			// ctx's cause: the client left, or the caller's reason (a
+			// server that stops ends its requests with an answer).
 			e.observe.End(id, nil, scheduler.FinishCancelled)
-			return nil, ctx.Err()
+			return nil, context.Cause(ctx)
 		}
 		e.observe.End(id, res, res.FinishReason)
+		if res.FinishReason == scheduler.FinishCancelled {
+			return nil, apiwire.ShuttingDown() // the engine stopped
+		}
 		if res.Err != nil {
 			return nil, schedulerError(res.Err)
 		}
 		if len(res.Embedding) == 0 {
-			return nil, apiwire.Internal(fmt.Errorf("embedding %d: the engine returned no vector (%s)", i, res.FinishReason))
+			return nil, apiwire.Internal(apiwire.Public("embedding %d: the engine returned no vector (%s)", i, res.FinishReason))
 		}
 		out.Vectors[i] = cutDimensions(res.Embedding, dims)
 		out.Tokens += len(ids)

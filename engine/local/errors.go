@@ -21,7 +21,7 @@ func schedulerError(err error) error {
 		return &apiwire.Error{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Code: "queue_full",
 			Message: "the server is busy: every generation slot is taken and the queue is full; retry later", RetryAfter: 1}
 	case errors.Is(err, scheduler.ErrClosed):
-		return apiwire.Unavailable("the engine is stopping")
+		return apiwire.ShuttingDown()
 	case errors.As(err, &ce):
 		return &turn.ContextError{Prompt: ce.Have + ce.Add, Limit: ce.Limit}
 	case errors.As(err, &re):
@@ -44,7 +44,7 @@ func engineError(err error) *apiwire.Error {
 // intact: the model's files (named in the model's directory, no local
 // path) are at fault, not the request.
 func expertUnreadable(re *experts.ReadError) *apiwire.Error {
-	e := &apiwire.Error{Status: http.StatusInternalServerError, Type: "server_error", Code: "model_read_failed",
+	e := &apiwire.Error{Status: http.StatusInternalServerError, Type: "server_error", Code: "model_read_failed", Cause: re,
 		Message: fmt.Sprintf("the model's file %s could not be read (layer %d, expert %d): a disk or file system error", re.File, re.Layer, re.Expert)}
 	if re.Damaged() {
 		e.Code = "model_file_damaged"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"sync/atomic"
 
 	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/glm"
@@ -34,6 +35,8 @@ type Stream struct {
 	last   *turn.Piece
 	err    error
 	closed bool
+	// stopped is the error Stop ended the turn with.
+	stopped atomic.Pointer[error]
 }
 
 func (e *Engine) start(ctx context.Context, p *prepared) (*Stream, error) {
@@ -80,7 +83,7 @@ func (s *Stream) Next(ctx context.Context) (turn.Piece, error) {
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
-				return turn.Piece{}, ctx.Err()
+				return turn.Piece{}, context.Cause(ctx)
 			}
 			if errors.Is(err, context.DeadlineExceeded) {
 				return turn.Piece{Idle: true}, nil
@@ -193,7 +196,7 @@ func (s *Stream) finish(res *scheduler.Result) {
 	var err error
 	switch {
 	case res == nil:
-		err = s.ctx.Err()
+		err = context.Cause(s.ctx)
 		if err == nil {
 			err = context.Canceled
 		}
@@ -201,8 +204,13 @@ func (s *Stream) finish(res *scheduler.Result) {
 	case res.FinishReason == scheduler.FinishError:
 		err = engineError(res.Err)
 	case res.FinishReason == scheduler.FinishCancelled:
-		if err = s.ctx.Err(); err == nil {
-			err = apiwire.Unavailable("the generation was cancelled: the engine is stopping")
+		// Cancelled, not by its client: Stop's error, or the engine's
+		// own stop.
+		if err = context.Cause(s.ctx); err == nil {
+			err = apiwire.ShuttingDown()
+			if cause := s.stopped.Load(); cause != nil {
+				err = *cause
+			}
 		}
 	case res.FinishReason == scheduler.FinishLength:
 		end.Finish = turn.FinishLength
@@ -233,6 +241,26 @@ func (s *Stream) fail(res *scheduler.Result, err error) error {
 		s.e.observe.End(s.p.id, res, finish)
 	}
 	return err
+}
+
+// Queued reports whether the turn still waits for the scheduler (its
+// prefill has not begun). Safe to call from any goroutine.
+func (s *Stream) Queued() bool {
+	select {
+	case <-s.st.Admitted():
+		return false
+	default:
+		return true
+	}
+}
+
+// Stop ends a running turn with err, which the reader's Next returns
+// after the output before it (a server that stops ends its turns with
+// apiwire.ShuttingDown). Safe to call from any goroutine, while another
+// reads the stream.
+func (s *Stream) Stop(err error) {
+	s.stopped.CompareAndSwap(nil, &err)
+	s.st.Cancel()
 }
 
 // Close ends the turn, cancelling it if it still runs.

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spoolhq/spool/engine/access"
+	"github.com/spoolhq/spool/engine/api/anthropic"
 	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/remote"
 	"github.com/spoolhq/spool/engine/status"
@@ -49,8 +51,23 @@ func New(cfg Config) (*Front, error) {
 
 // writeError answers err in the envelope of the request's path.
 func (f *Front) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	apiwire.WriteError(w, r.URL.Path, turn.Error(err))
+	apiwire.WriteError(w, r.URL.Path, f.failed(r, turn.Error(err)))
 }
+
+// failed notes e, answered to r's client (in a body or as a stream's
+// error event), in the request's access record, and returns it. A request
+// whose context the server ended with an answer (a stopping server:
+// turn.Stopped) is answered that instead.
+func (f *Front) failed(r *http.Request, e *apiwire.Error) *apiwire.Error {
+	if stop := stopCause(r); stop != nil {
+		e = stop
+	}
+	return access.Fail(r.Context(), e)
+}
+
+// stopCause is the answer the server ended r's context with (it is
+// stopping), or nil: a client that left is not answered.
+func stopCause(r *http.Request) *apiwire.Error { return turn.Stopped(r.Context()) }
 
 // Stats answers GET /stats of a remote server. There is no memory plan
 // or expert map: those describe a local engine.
@@ -150,11 +167,25 @@ func ModelObject(m remote.Model) map[string]any {
 	return out
 }
 
-// Models answers GET /v1/models: the remote's models.
+// anthropicModel is a remote model in Anthropic's shape.
+func anthropicModel(m remote.Model) anthropic.Model {
+	return anthropic.NewModel(m.ID, time.Unix(m.Created, 0), m.ContextLength, 0)
+}
+
+// Models answers GET /v1/models: the remote's models, in Anthropic's
+// shape to an Anthropic client (apiwire.WantsAnthropic).
 func (f *Front) Models(w http.ResponseWriter, r *http.Request) {
 	models, err := f.rc.Models(r.Context())
 	if err != nil {
-		f.writeError(w, r, f.apiError(err))
+		apiwire.WriteModelError(w, r, f.failed(r, f.apiError(err)))
+		return
+	}
+	if apiwire.WantsAnthropic(r) {
+		list := make([]anthropic.Model, len(models))
+		for i, m := range models {
+			list[i] = anthropicModel(m)
+		}
+		apiwire.WriteJSON(w, http.StatusOK, anthropic.NewModelList(list))
 		return
 	}
 	data := make([]map[string]any, 0, len(models))
@@ -169,14 +200,18 @@ func (f *Front) Model(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	models, err := f.rc.Models(r.Context())
 	if err != nil {
-		f.writeError(w, r, f.apiError(err))
+		apiwire.WriteModelError(w, r, f.failed(r, f.apiError(err)))
 		return
 	}
 	for _, m := range models {
 		if m.ID == id {
+			if apiwire.WantsAnthropic(r) {
+				apiwire.WriteJSON(w, http.StatusOK, anthropicModel(m))
+				return
+			}
 			apiwire.WriteJSON(w, http.StatusOK, ModelObject(m))
 			return
 		}
 	}
-	f.writeError(w, r, apiwire.NotFound("model_not_found", "the model %q does not exist on the remote engine", id))
+	apiwire.WriteModelError(w, r, f.failed(r, apiwire.NotFound("model_not_found", "the model %q does not exist on the remote engine", id)))
 }

@@ -125,8 +125,8 @@ func (f *Front) forward(w http.ResponseWriter, r *http.Request, call *remote.Cal
 // the request's path, unless the client has gone.
 func (f *Front) failCall(w http.ResponseWriter, r *http.Request, call *remote.Call, err error) {
 	call.End(err)
-	if r.Context().Err() != nil {
-		return
+	if r.Context().Err() != nil && stopCause(r) == nil {
+		return // the client left
 	}
 	f.writeError(w, r, f.apiError(err))
 }
@@ -225,7 +225,8 @@ func (c *streamChunk) terminal() bool {
 
 // passStream passes an event stream through as it arrives: event by
 // event, flushed at once, with keep-alive comments while the remote is
-// silent. A vLLM error event is rewritten in the OpenAI error shape; a
+// silent (the remote's own comments and events without data are not
+// passed on). A vLLM error event is rewritten in the OpenAI error shape; a
 // stream that ends early, falls silent past the remote's timeout or
 // breaks ends with an error event. The client leaving closes the remote's
 // stream, which ends the generation there.
@@ -246,6 +247,9 @@ func (f *Front) passStream(w http.ResponseWriter, r *http.Request, resp *http.Re
 	for {
 		select {
 		case <-r.Context().Done():
+			if stop := stopCause(r); stop != nil {
+				f.streamError(r, sse, responses, stop)
+			}
 			call.End(context.Canceled)
 			return
 		case <-tick.C:
@@ -263,7 +267,7 @@ func (f *Front) passStream(w http.ResponseWriter, r *http.Request, resp *http.Re
 					err = &remote.Error{Kind: remote.KindProtocol, Message: "the remote engine's stream ended before its end"}
 				}
 				if err != nil {
-					f.streamError(sse, responses, err)
+					f.streamError(r, sse, responses, err)
 					call.End(err)
 					return
 				}
@@ -271,11 +275,19 @@ func (f *Front) passStream(w http.ResponseWriter, r *http.Request, resp *http.Re
 				return
 			}
 			raw := ev.Raw
+			if ev.Data == nil {
+				// A comment or an event without data (a keep-alive, an
+				// older Spool's opening comment): a spec client
+				// dispatches nothing, but one that dispatches every blank
+				// line (openai-go v1.x) reads an empty event and ends the
+				// stream. The front's own keep-alives cover the silence.
+				continue
+			}
 			var c streamChunk
 			if d := bytes.TrimSpace(ev.Data); len(d) > 0 && d[0] == '{' && json.Unmarshal(d, &c) == nil {
 				switch {
 				case c.Object == "error" || (len(c.Error) > 0 && !responses):
-					e := f.apiError(remote.ParseError(http.StatusInternalServerError, d))
+					e := f.failed(r, f.apiError(remote.ParseError(http.StatusInternalServerError, d)))
 					failure = e
 					raw = sseData(e.OpenAI())
 				case dropUsage && c.Usage != nil && len(c.Choices) == 0:
@@ -315,8 +327,8 @@ func sseData(v any) []byte {
 
 // streamError ends a passed-through stream with an error event: the
 // OpenAI shape, or the Responses "error" event.
-func (f *Front) streamError(sse *apiwire.SSE, responses bool, err error) {
-	e := f.apiError(err)
+func (f *Front) streamError(r *http.Request, sse *apiwire.SSE, responses bool, err error) {
+	e := f.failed(r, f.apiError(err))
 	if responses {
 		sse.Event("error", map[string]any{"type": "error", "code": e.Code, "message": e.Message, "param": nil})
 		return

@@ -140,7 +140,7 @@ func (s *stream) Next(ctx context.Context) (turn.Piece, error) {
 	for {
 		select {
 		case <-ctx.Done():
-			return turn.Piece{}, ctx.Err()
+			return turn.Piece{}, context.Cause(ctx)
 		case <-wait.C:
 			s.last = time.Now()
 			return turn.Piece{Idle: true}, nil

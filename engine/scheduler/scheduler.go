@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -139,13 +140,35 @@ func (s *Scheduler) Submit(ctx context.Context, req Request) (*Stream, error) {
 		return nil, ErrQueueFull
 	}
 	st := newStream(ctx)
-	s.queue = append(s.queue, &entry{req: req, stream: st, submitted: time.Now()})
+	e := &entry{req: req, stream: st, submitted: time.Now()}
+	s.queue = append(s.queue, e)
 	s.stats.Queued = len(s.queue)
+	// A request whose client gives up while it waits leaves the queue
+	// at once, not when a sequence frees: its slot goes to the next.
+	context.AfterFunc(st.ctx, func() { s.dequeue(e) })
 	select {
 	case s.wake <- struct{}{}:
 	default:
 	}
 	return st, nil
+}
+
+// dequeue takes a cancelled request out of the queue and finishes it; a
+// request already admitted (or finished) is not there, and is left alone.
+func (s *Scheduler) dequeue(e *entry) {
+	s.mu.Lock()
+	i := slices.Index(s.queue, e)
+	if i >= 0 {
+		s.queue = slices.Delete(s.queue, i, i+1)
+		s.stats.Queued = len(s.queue)
+	}
+	s.mu.Unlock()
+	if i < 0 {
+		return
+	}
+	r := &Result{Err: e.stream.ctx.Err(), Lane: LaneSingle, QueueWait: time.Since(e.submitted)}
+	r.FinishReason, r.StopToken, r.PromptTokens = FinishCancelled, -1, len(e.req.Prompt)
+	e.stream.finish(r)
 }
 
 // Run serves requests until ctx ends, then finishes every pending request
@@ -221,6 +244,7 @@ func (s *Scheduler) admit() {
 			continue
 		}
 		s.active = append(s.active, a)
+		e.stream.markAdmitted()
 	}
 	s.mu.Lock()
 	s.stats.Active, s.stats.Sequences = len(s.active), s.sequences

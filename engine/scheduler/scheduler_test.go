@@ -191,6 +191,54 @@ func TestQueueFullAndValidation(t *testing.T) {
 	}
 }
 
+// TestQueuedCancelLeavesQueue: a client that gives up while its request
+// waits in the queue takes its slot with it. Nothing is admitted (the
+// scheduler does not run), so only a cancellation can free a slot; the
+// streams end with FinishCancelled, Stats no longer counts them, and new
+// requests are taken instead of refused with ErrQueueFull.
+func TestQueuedCancelLeavesQueue(t *testing.T) {
+	m := openMini(t)
+	s := scheduler.New(m, scheduler.Config{MaxBatch: 1, MaxQueue: 4})
+	prompt := prompts(t)[0]
+	req := scheduler.Request{Prompt: prompt, Params: generate.Params{MaxTokens: 1}}
+	var streams []*scheduler.Stream
+	var cancels []context.CancelFunc
+	for range 4 {
+		ctx, cancel := context.WithCancel(context.Background())
+		st, err := s.Submit(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams, cancels = append(streams, st), append(cancels, cancel)
+	}
+	if _, err := s.Submit(context.Background(), req); !errors.Is(err, scheduler.ErrQueueFull) {
+		t.Fatalf("fifth request: %v, want ErrQueueFull", err)
+	}
+	// Three give up: one by its context, two by Cancel.
+	cancels[0]()
+	streams[1].Cancel()
+	streams[2].Cancel()
+	for i, st := range streams[:3] {
+		if _, res := collect(t, st); res.FinishReason != scheduler.FinishCancelled {
+			t.Errorf("stream %d: %+v, want cancelled", i, res)
+		}
+	}
+	if q := s.Stats().Queued; q != 1 {
+		t.Errorf("queued after three gave up: %d, want 1", q)
+	}
+	for i := range 3 {
+		if _, err := s.Submit(context.Background(), req); err != nil {
+			t.Fatalf("request %d after the others gave up: %v", i, err)
+		}
+	}
+	if _, err := s.Submit(context.Background(), req); !errors.Is(err, scheduler.ErrQueueFull) {
+		t.Errorf("a request past the bound again: %v, want ErrQueueFull", err)
+	}
+	for _, c := range cancels {
+		c()
+	}
+}
+
 // TestCancel: a cancelled stream finishes before its next token and its
 // sequence is free for the next request.
 func TestCancel(t *testing.T) {

@@ -11,15 +11,17 @@ type Stream struct {
 	ctx    context.Context // ends when the request is cancelled
 	cancel context.CancelFunc
 
-	mu     sync.Mutex
-	tokens []Token
-	result *Result
-	notify chan struct{} // capacity 1: something new to read
+	mu       sync.Mutex
+	tokens   []Token
+	result   *Result
+	notify   chan struct{} // capacity 1: something new to read
+	admitted chan struct{} // closed when a sequence is assigned
+	admitOne sync.Once
 }
 
 func newStream(ctx context.Context) *Stream {
 	ctx, cancel := context.WithCancel(ctx)
-	return &Stream{ctx: ctx, cancel: cancel, notify: make(chan struct{}, 1)}
+	return &Stream{ctx: ctx, cancel: cancel, notify: make(chan struct{}, 1), admitted: make(chan struct{})}
 }
 
 // Next blocks until tokens or the result are available and returns the
@@ -43,6 +45,10 @@ func (s *Stream) Next(ctx context.Context) (toks []Token, res *Result, err error
 	}
 }
 
+// Admitted is closed when the request leaves the queue and its prefill
+// starts.
+func (s *Stream) Admitted() <-chan struct{} { return s.admitted }
+
 // Cancel stops the request; it finishes with FinishCancelled (unless it has
 // already finished) before its next token and frees its sequence.
 func (s *Stream) Cancel() { s.cancel() }
@@ -58,9 +64,12 @@ func (s *Stream) finish(r *Result) {
 	s.mu.Lock()
 	s.result = r
 	s.mu.Unlock()
+	s.markAdmitted()
 	s.cancel() // release the context's resources
 	s.wake()
 }
+
+func (s *Stream) markAdmitted() { s.admitOne.Do(func() { close(s.admitted) }) }
 
 func (s *Stream) wake() {
 	select {

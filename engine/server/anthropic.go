@@ -2,7 +2,6 @@ package server
 
 import (
 	"net/http"
-	"strings"
 
 	"github.com/spoolhq/spool/engine/api/anthropic"
 	"github.com/spoolhq/spool/engine/apiwire"
@@ -27,7 +26,7 @@ func (s *Server) messagesTurn(r *http.Request, req *anthropic.MessagesRequest, c
 	}
 	t, err := req.Turn(newID("msg_"), count)
 	if d := req.Dropped(); len(d) > 0 {
-		s.logf("/v1/messages: left out tools the model cannot call: %s", strings.Join(d, ", "))
+		s.noteDropped(r.Context(), "/v1/messages tools", d)
 	}
 	return t, err
 }
@@ -60,7 +59,7 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		st.Close()
 		return
 	}
-	turn.Pump(r.Context(), st, as)
+	pump(r, st, as)
 }
 
 func (s *Server) handleCountTokens(w http.ResponseWriter, r *http.Request) {
@@ -75,7 +74,7 @@ func (s *Server) handleCountTokens(w http.ResponseWriter, r *http.Request) {
 	}
 	n, err := s.counter.CountTokens(r.Context(), t)
 	if err != nil {
-		if r.Context().Err() == nil {
+		if !gone(r) {
 			writeError(w, r, err)
 		}
 		return

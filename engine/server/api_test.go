@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gorilla/websocket"
 
@@ -32,6 +33,47 @@ func greedyText(t *testing.T, maxTokens int) string {
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(d.tok.Decode(res.Tokens, true))
+}
+
+// TestModelsAnthropicShape: an Anthropic client (the anthropic-version
+// header its SDKs send) lists and retrieves models in Anthropic's shape,
+// and is told of an unknown model in Anthropic's envelope.
+func TestModelsAnthropicShape(t *testing.T) {
+	ts := newTestServer(t, serverOpts{sched: schedulerConfig{ContextLength: 512}, cfg: Config{MaxTokens: 100}})
+	av := []string{"anthropic-version", "2023-06-01"}
+	status, body, _ := ts.do(t, "GET", "/v1/models", nil, av...)
+	m, _ := jpath(body, "data", 0).(map[string]any)
+	if status != 200 || body["has_more"] != false || body["first_id"] != "glm52-mini" || body["last_id"] != "glm52-mini" || body["object"] != nil || len(toSlice(body["data"])) != 1 {
+		t.Fatalf("/v1/models: %d %v", status, body)
+	}
+	checkModel := func(m map[string]any, id string) {
+		t.Helper()
+		created, err := time.Parse(time.RFC3339, fmt.Sprint(m["created_at"]))
+		if m["id"] != id || m["type"] != "model" || m["display_name"] != "glm52-mini" || err != nil || created.Unix() != ts.srv.created ||
+			m["max_input_tokens"] != 512.0 || m["max_tokens"] != 100.0 || m["lifecycle"] != "active" || m["object"] != nil {
+			t.Errorf("model %v (created: %v)", m, err)
+		}
+	}
+	checkModel(m, "glm52-mini")
+	status, body, _ = ts.do(t, "GET", "/v1/models/spool", nil, av...)
+	if status != 200 {
+		t.Fatalf("/v1/models/spool: %d %v", status, body)
+	}
+	checkModel(body, "glm52-mini")
+	// A Claude name is served, as /v1/messages serves it.
+	status, body, _ = ts.do(t, "GET", "/v1/models/claude-sonnet-4-6", nil, av...)
+	if status != 200 {
+		t.Fatalf("/v1/models/claude-sonnet-4-6: %d %v", status, body)
+	}
+	checkModel(body, "claude-sonnet-4-6")
+	status, body, _ = ts.do(t, "GET", "/v1/models/gpt-9", nil, av...)
+	if status != 404 || body["type"] != "error" || jpath(body, "error", "type") != "not_found_error" {
+		t.Errorf("/v1/models/gpt-9: %d %v", status, body)
+	}
+	// Without the header, OpenAI's shape.
+	if status, body, _ = ts.do(t, "GET", "/v1/models/claude-sonnet-4-6", nil); status != 404 || jpath(body, "error", "code") != "model_not_found" {
+		t.Errorf("OpenAI /v1/models/claude-sonnet-4-6: %d %v", status, body)
+	}
 }
 
 func TestModelsAndHealth(t *testing.T) {

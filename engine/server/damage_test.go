@@ -118,4 +118,10 @@ func TestDamagedExpertAnswer(t *testing.T) {
 	if !sawErr {
 		t.Errorf("the stream ended without the damage: %+v", events)
 	}
+	// /health says the engine is degraded, and why, without the path.
+	status, h, _ := ts.do(t, "GET", "/health", nil)
+	reason, _ := h["error"].(string)
+	if status != http.StatusServiceUnavailable || h["status"] != "degraded" || !strings.Contains(reason, "damaged") || strings.Contains(reason, dir) {
+		t.Errorf("/health after the damage: %d %v", status, h)
+	}
 }

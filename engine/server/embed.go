@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 
+	"github.com/spoolhq/spool/engine/access"
 	"github.com/spoolhq/spool/engine/api/openai"
 	"github.com/spoolhq/spool/engine/httpguard"
 	"github.com/spoolhq/spool/engine/local"
@@ -26,14 +27,19 @@ func embedRequest[R any](s *Server, w http.ResponseWriter, r *http.Request, req 
 		return nil, false
 	}
 	httpguard.EndParsing(r.Context())
-	e, err := s.local.Embed(r.Context(), inputs, dims)
-	if err != nil {
-		if r.Context().Err() == nil {
-			writeError(w, r, err)
+	var e *local.Embedded
+	// A stopping server waits for the embedding, and cuts it with an
+	// answer at the end of the grace period (withStop).
+	withStop(func(s *Server, w http.ResponseWriter, r *http.Request) {
+		if e, err = s.local.Embed(r.Context(), inputs, dims); err != nil {
+			if !gone(r) {
+				writeError(w, r, err)
+			}
+			return
 		}
-		return nil, false
-	}
-	return e, true
+		access.From(r.Context()).SetTokens(s.cfg.ModelID, e.Tokens, 0, "")
+	})(s, w, r)
+	return e, err == nil && e != nil
 }
 
 func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {

@@ -1,10 +1,13 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spoolhq/spool/internal/ssecheck"
 )
 
 // TestErrorCases: every refused request answers the right status, the
@@ -135,8 +138,8 @@ func TestQueueFull(t *testing.T) {
 	}
 }
 
-// TestKeepAlive: a stream waiting in the queue gets headers, a first
-// comment and keep-alive comments.
+// TestKeepAlive: a stream waiting in the queue gets headers at once and
+// keep-alive comment lines.
 func TestKeepAlive(t *testing.T) {
 	ts := newTestServer(t, serverOpts{sched: schedulerConfig{MaxBatch: 1, MaxQueue: 2}, noRun: true, cfg: Config{KeepAlive: 20 * time.Millisecond}})
 	req, _ := http.NewRequest("POST", ts.URL+"/v1/chat/completions", strings.NewReader(`{"messages":[{"role":"user","content":"hi"}],"stream":true}`))
@@ -154,7 +157,47 @@ func TestKeepAlive(t *testing.T) {
 		}
 		buf = append(buf, chunk[:n]...)
 	}
-	if !strings.HasPrefix(string(buf), ": spool\n\n") {
-		t.Errorf("stream starts with %q", buf)
+	// Comment lines alone: no blank line, which a client that
+	// dispatches every blank line would read as an empty event.
+	if _, err := ssecheck.Check(buf); err != nil || !strings.Contains(string(buf), "}\n\n: keep-alive\n: keep-alive\n") {
+		t.Errorf("stream %q: %v", buf, err)
+	}
+}
+
+// TestQueuedClientsGiveUp: clients that hang up while their requests wait
+// in the queue take their places with them: /stats stops counting them
+// and the next request is queued, not refused with queue_full (issue 33:
+// 16 that gave up kept every later request out until a generation ended).
+func TestQueuedClientsGiveUp(t *testing.T) {
+	ts := newTestServer(t, serverOpts{sched: schedulerConfig{MaxBatch: 1, MaxQueue: 2}, noRun: true})
+	queue := func(ctx context.Context) *http.Response {
+		req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+"/v1/chat/completions", strings.NewReader(`{"messages":[{"role":"user","content":"hi"}],"stream":true}`))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != 200 {
+			t.Fatalf("queued stream: status %d", resp.StatusCode)
+		}
+		return resp
+	}
+	for range 2 {
+		ctx, hangUp := context.WithCancel(context.Background())
+		resp := queue(ctx)
+		hangUp()
+		resp.Body.Close()
+	}
+	for ts.sched.Stats().Queued != 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if status, body, _ := ts.do(t, "GET", "/stats", nil); status != 200 || jpath(body, "engine", "scheduler", "queued") != 0.0 {
+		t.Errorf("/stats after the clients gave up: %d %v", status, jpath(body, "engine", "scheduler"))
+	}
+	for range 2 {
+		resp := queue(context.Background())
+		defer resp.Body.Close()
+	}
+	if status, body, _ := ts.do(t, "POST", "/v1/chat/completions", chatBody(nil)); status != http.StatusTooManyRequests {
+		t.Errorf("past the bound again: %d %v", status, body)
 	}
 }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -21,6 +20,7 @@ import (
 	"github.com/spoolhq/spool/internal/fixturemodel"
 	"github.com/spoolhq/spool/internal/fixtures"
 	"github.com/spoolhq/spool/internal/jsonvalue"
+	"github.com/spoolhq/spool/internal/ssecheck"
 )
 
 // demo is the glm52-mini model with its tokenizer and template, loaded once.
@@ -68,6 +68,8 @@ type serverOpts struct {
 	noRun     bool // leave the scheduler stopped (requests stay queued)
 	noAccess  bool // no constrained decoder
 	footprint ModelFootprint
+	// constraints, when set, replaces the grammar's constrained decoder.
+	constraints ConstraintCompiler
 }
 
 func newTestServer(t *testing.T, o serverOpts) *testServer {
@@ -85,7 +87,9 @@ func newTestServer(t *testing.T, o serverOpts) *testServer {
 		}()
 	}
 	eng := Engine{Scheduler: sched, Tokenizer: d.tok, Template: d.tmpl, Footprint: o.footprint}
-	if !o.noAccess {
+	if o.constraints != nil {
+		eng.Constraints = o.constraints
+	} else if !o.noAccess {
 		var err error
 		if eng.Constraints, err = GrammarConstraints(d.tok, d.dir.Config.EOSTokenIDs); err != nil {
 			t.Fatal(err)
@@ -209,28 +213,22 @@ func (ts *testServer) stream(t *testing.T, path string, body any) []sseEvent {
 	return readSSE(t, resp.Body)
 }
 
+// readSSE reads an event stream to its end as the strictest clients do
+// (internal/ssecheck): a blank line that dispatches no data, which
+// openai-go v1.x reads as an empty event and fails on, fails the test.
 func readSSE(t *testing.T, r io.Reader) []sseEvent {
 	t.Helper()
-	var out []sseEvent
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	var ev sseEvent
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "":
-			if ev.data != "" || ev.name != "" {
-				out = append(out, ev)
-			}
-			ev = sseEvent{}
-		case strings.HasPrefix(line, ":"):
-		case strings.HasPrefix(line, "event: "):
-			ev.name = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: "):
-			ev.data = strings.TrimPrefix(line, "data: ")
-		default:
-			t.Fatalf("unexpected SSE line %q", line)
-		}
+	raw, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := ssecheck.Check(raw)
+	if err != nil {
+		t.Fatalf("%v\nstream:\n%s", err, raw)
+	}
+	out := make([]sseEvent, len(evs))
+	for i, ev := range evs {
+		out[i] = sseEvent{name: ev.Name, data: ev.Data}
 	}
 	return out
 }

@@ -3,7 +3,11 @@ package server
 import (
 	"net/http"
 	"runtime"
+	"strings"
+	"time"
 
+	"github.com/spoolhq/spool/engine/access"
+	"github.com/spoolhq/spool/engine/api/anthropic"
 	"github.com/spoolhq/spool/engine/api/openai"
 	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/draftgate"
@@ -17,22 +21,52 @@ func (s *Server) modelObject() openai.Model {
 		Template: s.local.Template() != nil, Constrained: s.local.Constrained(), MTP: m.HasMTP(), DSA: m.HasDSA()})
 }
 
+// anthropicModel is the served model in Anthropic's shape.
+func (s *Server) anthropicModel() anthropic.Model {
+	m := s.modelObject()
+	return anthropic.NewModel(m.ID, time.Unix(m.Created, 0), m.ContextLength, m.MaxOutput)
+}
+
+// handleModels lists the served model, in Anthropic's shape to an
+// Anthropic client (the anthropic-version header), else OpenAI's.
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	if apiwire.WantsAnthropic(r) {
+		writeJSON(w, http.StatusOK, anthropic.NewModelList([]anthropic.Model{s.anthropicModel()}))
+		return
+	}
 	writeJSON(w, http.StatusOK, openai.ModelList(s.modelObject()))
 }
 
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if err := s.checkModel(id, false); err != nil || id == "" {
-		writeError(w, r, apiwire.NotFound("model_not_found", "the model %q does not exist; this server serves %q", id, s.cfg.ModelID))
+	wantsAnthropic := apiwire.WantsAnthropic(r)
+	if err := s.checkModel(id, wantsAnthropic); err != nil || id == "" {
+		apiwire.WriteModelError(w, r, apiwire.NotFound("model_not_found", "the model %q does not exist; this server serves %q", id, s.cfg.ModelID))
+		return
+	}
+	if wantsAnthropic {
+		// A Claude name is the served model, as /v1/messages takes it.
+		m := s.anthropicModel()
+		if strings.HasPrefix(id, "claude-") {
+			m.ID = id
+		}
+		writeJSON(w, http.StatusOK, m)
 		return
 	}
 	writeJSON(w, http.StatusOK, s.modelObject())
 }
 
-// handleHealth is public and minimal.
+// handleHealth is public and minimal: {"status": "ok"}, or 503 with
+// "degraded" and what a client may be told of the internal errors since
+// the server started (the log has their causes).
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	access.From(r.Context()).SetQuiet()
+	rep, ok := s.health.Report()
+	if !ok {
+		writeJSON(w, http.StatusServiceUnavailable, rep)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
 }
 
 // lastTurn is the timing of the most recently finished request.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -96,7 +97,7 @@ func (s *Server) handleOllamaChat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	t, err := s.ollamaTurn(req.Model, c, func() (*turn.Request, error) { return req.Turn(newID("ollama-"), c) })
+	t, err := s.ollamaTurn(r.Context(), req.Model, c, func() (*turn.Request, error) { return req.Turn(newID("ollama-"), c) })
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -111,7 +112,7 @@ func (s *Server) handleOllamaGenerate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	t, err := s.ollamaTurn(req.Model, c, func() (*turn.Request, error) {
+	t, err := s.ollamaTurn(r.Context(), req.Model, c, func() (*turn.Request, error) {
 		return req.Turn(newID("ollama-"), s.local.ModelConfig().VocabSize, c)
 	})
 	if err != nil {
@@ -123,13 +124,13 @@ func (s *Server) handleOllamaGenerate(w http.ResponseWriter, r *http.Request) {
 
 // ollamaTurn checks the model name and translates a request with build
 // (nil without an error: a load request).
-func (s *Server) ollamaTurn(model string, c *ollama.Call, build func() (*turn.Request, error)) (*turn.Request, error) {
+func (s *Server) ollamaTurn(ctx context.Context, model string, c *ollama.Call, build func() (*turn.Request, error)) (*turn.Request, error) {
 	if err := s.ollamaModelName(model); err != nil {
 		return nil, err
 	}
 	t, err := build()
 	if len(c.Options.Ignored) > 0 {
-		s.logf("ollama: options %v have no effect in Spool and were ignored", c.Options.Ignored)
+		s.noteDropped(ctx, "Ollama options", c.Options.Ignored)
 	}
 	return t, err
 }
@@ -155,7 +156,7 @@ func (s *Server) ollamaAnswer(w http.ResponseWriter, r *http.Request, c *ollama.
 		}
 		return
 	}
-	turn.Pump(r.Context(), st, a.Stream(ollama.StartNDJSON(w), st.Prompt()))
+	pump(r, st, a.Stream(ollama.StartNDJSON(w), st.Prompt()))
 }
 
 func (s *Server) handleOllamaEmbed(w http.ResponseWriter, r *http.Request) {

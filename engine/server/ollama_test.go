@@ -401,7 +401,7 @@ func FuzzOllamaChatRequest(f *testing.F) {
 		if err := decodeJSON(body, &req); err != nil {
 			return err
 		}
-		t, err := s.ollamaTurn(req.Model, &ollama.Call{}, func() (*turn.Request, error) { return req.Turn("ollama-1", &ollama.Call{}) })
+		t, err := s.ollamaTurn(context.Background(), req.Model, &ollama.Call{}, func() (*turn.Request, error) { return req.Turn("ollama-1", &ollama.Call{}) })
 		if t == nil {
 			return err
 		}
@@ -419,7 +419,7 @@ func FuzzOllamaGenerateRequest(f *testing.F) {
 		if err := decodeJSON(body, &req); err != nil {
 			return err
 		}
-		t, err := s.ollamaTurn(req.Model, &ollama.Call{}, func() (*turn.Request, error) {
+		t, err := s.ollamaTurn(context.Background(), req.Model, &ollama.Call{}, func() (*turn.Request, error) {
 			return req.Turn("ollama-1", s.local.ModelConfig().VocabSize, &ollama.Call{})
 		})
 		if t == nil {

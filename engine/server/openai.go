@@ -39,7 +39,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		st.Close()
 		return
 	}
-	turn.Pump(r.Context(), st, cs)
+	pump(r, st, cs)
 }
 
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
@@ -77,7 +77,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		st.Close()
 		return
 	}
-	turn.Pump(r.Context(), st, cs)
+	pump(r, st, cs)
 }
 
 // answer names the answer of the turn st: its id, the served model, now.

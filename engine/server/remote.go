@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/spoolhq/spool/engine/access"
 	"github.com/spoolhq/spool/engine/remote"
 	"github.com/spoolhq/spool/engine/remotefront"
 )
@@ -34,6 +35,9 @@ func NewRemote(cfg Config, rc *remote.Client) (*Server, error) {
 		hub:     newHub(),
 		board:   cfg.Status,
 		remote:  rc,
+		log:     cfg.Logger,
+		health:  &access.Health{},
+		stop:    newStopper(),
 	}
 	s.board.Serve("", rc)
 	front, err := remotefront.New(remotefront.Config{Client: rc, Names: s.ids, MaxTokens: cfg.MaxTokens, KeepAlive: cfg.KeepAlive})

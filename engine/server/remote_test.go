@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -32,6 +33,9 @@ const (
 func newRemoteFront(t *testing.T, url string, cfg Config, rcfg remote.Config) *remoteFront {
 	t.Helper()
 	rcfg.URL = url
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
 	rc, err := remote.New(rcfg)
 	if err != nil {
 		t.Fatal(err)
@@ -95,6 +99,19 @@ func TestRemoteModels(t *testing.T) {
 	}
 	if status, m, _ := ts.do(t, "GET", "/v1/models/gpt-9", nil); status != 404 || jpath(m, "error", "code") != "model_not_found" {
 		t.Fatalf("%d %v", status, m)
+	}
+	// An Anthropic client gets Anthropic's shape.
+	av := []string{"anthropic-version", "2023-06-01"}
+	status, list, _ = ts.do(t, "GET", "/v1/models", nil, av...)
+	if status != 200 || jpath(list, "data", 0, "id") != "glm-5.2-fp8" || jpath(list, "data", 0, "type") != "model" ||
+		jpath(list, "data", 0, "max_input_tokens") != 131072.0 || list["has_more"] != false || list["first_id"] != "glm-5.2-fp8" {
+		t.Fatalf("anthropic list: %d %v", status, list)
+	}
+	if status, m, _ := ts.do(t, "GET", "/v1/models/glm-5.2-fp8", nil, av...); status != 200 || m["display_name"] != "glm-5.2-fp8" || m["created_at"] == nil {
+		t.Fatalf("anthropic model: %d %v", status, m)
+	}
+	if status, m, _ := ts.do(t, "GET", "/v1/models/gpt-9", nil, av...); status != 404 || jpath(m, "error", "type") != "not_found_error" {
+		t.Fatalf("anthropic unknown model: %d %v", status, m)
 	}
 }
 
@@ -168,6 +185,18 @@ func TestRemoteChatStream(t *testing.T) {
 		if st := ts.srv.Status(); st.Engine != "remote" || st.State != status.Ready || st.Last == nil || st.Last.CompletionTokens != 5 || st.Last.DecodeTokensPerSecond <= 0 || st.Model != "glm-5.2-fp8" {
 			t.Fatalf("status %+v", st)
 		}
+	}
+	// A remote's comments and events without data (an older Spool's
+	// opening comment) are not passed on: ts.stream reads strictly.
+	var said string
+	for _, ev := range ts.stream(t, "/v1/chat/completions", userChat("four five [[comments]]", map[string]any{"stream": true})) {
+		if ev.data != "[DONE]" {
+			c, _ := jpath(decode(t, ev.data), "choices", 0, "delta", "content").(string)
+			said += c
+		}
+	}
+	if said != "You said: four five" {
+		t.Fatalf("through a remote sending comments: %q", said)
 	}
 	// Tool-call deltas pass through as the remote split them.
 	var frags []string

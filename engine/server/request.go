@@ -1,7 +1,7 @@
 package server
 
 import (
-	"fmt"
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -25,11 +25,10 @@ func decodeJSON(body []byte, v any) error { return apiwire.DecodeJSON(body, v) }
 // newID returns prefix followed by 24 random hex digits.
 func newID(prefix string) string { return apiwire.NewID(prefix) }
 
-// logf notes how a request was adjusted to what the model can do.
-func (s *Server) logf(format string, args ...any) {
-	l := s.cfg.Logger
-	if l == nil {
-		l = slog.Default()
-	}
-	l.Info(fmt.Sprintf(format, args...))
+// noteDropped notes, in the log, a request's tools (or options) that
+// were left out because the model cannot use them: what names the
+// endpoint, and names are the client's (attribute values, quoted by the
+// log's handler; never part of the message).
+func (s *Server) noteDropped(ctx context.Context, what string, names []string) {
+	s.log.LogAttrs(ctx, slog.LevelInfo, "left out what the model cannot use", slog.String("what", what), slog.Any("names", names))
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/spoolhq/spool/engine/api/responses"
@@ -39,7 +38,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		}
 		t, err := req.Turn(newID("resp_"), prev)
 		if d := req.Dropped(); len(d) > 0 {
-			s.logf("/v1/responses: left out hosted tools the model cannot run: %s", strings.Join(d, ", "))
+			s.noteDropped(r.Context(), "/v1/responses hosted tools", d)
 		}
 		return t, err
 	})
@@ -60,8 +59,8 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		st.Close()
 		return
 	}
-	if _, err := turn.Pump(r.Context(), st, a); err != nil {
-		if r.Context().Err() == nil && sse == nil {
+	if _, err := pump(r, st, a); err != nil {
+		if !gone(r) && sse == nil {
 			writeError(w, r, err)
 		}
 		return

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/spoolhq/spool/engine/access"
 	"github.com/spoolhq/spool/engine/api/responses"
 	"github.com/spoolhq/spool/engine/apiwire"
 )
@@ -30,6 +31,11 @@ func (s *Server) handleResponsesSocket(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
+	if !s.stop.addSocket() {
+		writeError(w, r, apiwire.ShuttingDown())
+		return
+	}
+	defer s.stop.socketDone()
 	up := websocket.Upgrader{CheckOrigin: s.guard.ValidOrigin}
 	conn, err := up.Upgrade(w, r, nil)
 	if err != nil {
@@ -53,7 +59,7 @@ func (s *Server) handleResponsesSocket(w http.ResponseWriter, r *http.Request) {
 			// A reader held back by a long response starts its wait
 			// afresh.
 			alive()
-			_, data, err := conn.ReadMessage()
+			_, data, err := readMessage(conn)
 			if err != nil {
 				return
 			}
@@ -69,6 +75,11 @@ func (s *Server) handleResponsesSocket(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-s.stop.draining:
+			// Between responses: a response in progress ended first
+			// (drained or cut with an error event).
+			closeSocket(conn)
+			return
 		case data := <-frames:
 			if s.responseFrame(ctx, conn, r, data) != nil {
 				return
@@ -80,13 +91,19 @@ func (s *Server) handleResponsesSocket(w http.ResponseWriter, r *http.Request) {
 // responseFrame answers one client frame; an error means the socket failed.
 func (s *Server) responseFrame(ctx context.Context, conn *websocket.Conn, upgrade *http.Request, data []byte) error {
 	rs := responses.NewSocket(conn)
+	// Each response is a request of its own in the access log.
+	rec := access.NewRecord(upgrade, "WS", s.health)
+	rec.SetEndpoint("WS /v1/responses response.create")
+	ctx = access.With(ctx, rec)
+	defer func() { rec.Log(s.log, rs.Status()) }()
+	fail := func(err error) error { return rs.SendError(failed(upgrade.WithContext(ctx), err)) }
 	body, err := responses.Frame(data)
 	if err != nil {
-		return rs.SendError(err)
+		return fail(err)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "/v1/responses", nil)
 	if err != nil {
-		return rs.SendError(apiwire.Internal(err))
+		return fail(apiwire.Internal(err))
 	}
 	req.Header = upgrade.Header.Clone()
 	req.Header.Set("Content-Type", "application/json")

@@ -122,3 +122,30 @@ func TestResponsesSocket(t *testing.T) {
 		t.Errorf("continuation response %s", raw)
 	}
 }
+
+// TestSocketsRefuseInvalidUTF8: a text frame that is not UTF-8 fails the
+// connection with 1007 (invalid frame payload data), as RFC 6455 requires
+// of an endpoint, on the Responses WebSocket and on the events websocket.
+func TestSocketsRefuseInvalidUTF8(t *testing.T) {
+	ts := newTestServer(t, serverOpts{})
+	for _, path := range []string{"/v1/responses", eventsPath} {
+		conn, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(ts.URL, "http")+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := conn.WriteMessage(websocket.TextMessage, []byte("{\"type\":\"response.create\",\"input\":\"\xff\xfe\"}")); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			_, _, err := conn.ReadMessage()
+			if err == nil {
+				continue // the events socket's hello and state
+			}
+			if !websocket.IsCloseError(err, websocket.CloseInvalidFramePayloadData) {
+				t.Errorf("%s: the connection ended with %v, want a 1007 close", path, err)
+			}
+			break
+		}
+		conn.Close()
+	}
+}

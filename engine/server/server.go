@@ -14,6 +14,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/spoolhq/spool/engine/access"
 	"github.com/spoolhq/spool/engine/api/responses"
 	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/chat"
@@ -71,8 +72,15 @@ type Config struct {
 	// StoredResponses bounds the /v1/responses kept for
 	// previous_response_id (default 128).
 	StoredResponses int
-	// Logger receives notes about requests served with adjustments, such
-	// as hosted tools left out (default slog.Default()).
+	// ShutdownGrace is how long a stopping server lets the generations in
+	// flight run before it ends them with an error (default
+	// DefaultShutdownGrace; see shutdown.go).
+	ShutdownGrace time.Duration
+	// Logger receives the access record of every request (AccessMessage),
+	// with the cause of every server error, and notes about requests
+	// served with adjustments, such as hosted tools left out (default
+	// slog.Default()). Client-chosen strings are attribute values, never
+	// part of a message.
 	Logger *slog.Logger
 	// Status is the engine's status board the server's requests report to
 	// (default: one of its own).
@@ -115,6 +123,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Status == nil {
 		c.Status = status.NewBoard(nil)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.ShutdownGrace <= 0 {
+		c.ShutdownGrace = DefaultShutdownGrace
 	}
 	return c
 }
@@ -198,6 +212,11 @@ type Server struct {
 	remote *remote.Client
 	// front answers the remote column of the route table (NewRemote).
 	front *remotefront.Front
+	// log is cfg.Logger; health is what /health reports; stop is the
+	// server's stop (shutdown.go).
+	log    *slog.Logger
+	health *access.Health
+	stop   *stopper
 }
 
 // New checks the configuration and builds the server.
@@ -214,6 +233,9 @@ func New(cfg Config, eng Engine) (*Server, error) {
 		hub:       newHub(),
 		board:     cfg.Status,
 		responses: responses.NewStore(cfg.StoredResponses),
+		log:       cfg.Logger,
+		health:    &access.Health{},
+		stop:      newStopper(),
 	}
 	s.board.Serve(cfg.ModelID, nil)
 	if err := CheckBind(cfg.Host, cfg.APIKey); err != nil {
@@ -254,8 +276,13 @@ func (s *Server) newGuard() *httpguard.Guard {
 // NewRemote; either is also a turn.Counter.
 func (s *Server) Turns() turn.Engine { return s.turns }
 
-// Handler returns the HTTP handler with every route and guard.
-func (s *Server) Handler() http.Handler { return s.handler }
+// Handler returns the HTTP handler with every route and guard, which logs
+// an access record for every request (AccessMessage).
+func (s *Server) Handler() http.Handler { return access.Handler(s.log, s.health, s.handler) }
+
+// AccessMessage is the message of the access record logged when a
+// request ends (engine/access).
+const AccessMessage = access.Message
 
 // Addr is the configured listen address.
 func (s *Server) Addr() string { return net.JoinHostPort(s.cfg.Host, strconv.Itoa(s.cfg.Port)) }
@@ -269,16 +296,22 @@ func (s *Server) Listen() (net.Listener, error) {
 	return ln, nil
 }
 
-// Serve answers requests on ln until ctx ends, then shuts down gracefully
-// (open streams are given a few seconds).
+// Serve answers requests on ln until ctx ends, then stops (shutdown.go):
+// it takes no new generation, refuses the queued ones, lets the running
+// ones go on for Config.ShutdownGrace and ends the rest with an error a
+// client can act on (503 with Retry-After, or a stream's error event).
+// The engine must keep running until Serve returns.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	// Request contexts end with their client, not with ctx: a stop is
+	// the server's to tell the client about.
+	base := context.WithoutCancel(ctx)
 	srv := &http.Server{
-		Handler:           s.handler,
+		Handler:           s.Handler(),
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		ReadTimeout:       s.cfg.ReadTimeout,
 		IdleTimeout:       s.cfg.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		BaseContext:       func(net.Listener) context.Context { return base },
 	}
 	hubCtx, stopHub := context.WithCancel(ctx)
 	defer stopHub()
@@ -294,9 +327,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	srv.Shutdown(shutdown)
+	s.shutdown(srv)
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
@@ -365,7 +396,15 @@ func (s *Server) routes() http.Handler {
 		if h == nil {
 			continue // not served in this mode: the fallback answers 404
 		}
-		mux.HandleFunc(e.pattern, func(w http.ResponseWriter, r *http.Request) { h(s, w, r) })
+		if s.remote != nil && strings.HasPrefix(e.pattern, "POST ") {
+			h = withStop(h) // the local engine's turns are the stopper's already
+		}
+		mux.HandleFunc(e.pattern, func(w http.ResponseWriter, r *http.Request) {
+			if e.pattern != "/" { // the fallback's requests are logged by their path
+				access.From(r.Context()).SetEndpoint(e.pattern)
+			}
+			h(s, w, r)
+		})
 	}
 	return mux
 }

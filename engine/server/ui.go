@@ -6,6 +6,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/spoolhq/spool/engine/access"
 	"github.com/spoolhq/spool/engine/apiwire"
 )
 
@@ -49,6 +50,7 @@ func (s *Server) WithUI(ui UI) {
 				writeError(w, r, apiwire.Forbidden("host %q is not allowed (DNS-rebinding guard); add it with --allowed-host", r.Host))
 				return
 			}
+			access.From(r.Context()).SetQuiet()
 			h := w.Header()
 			h.Set("X-Content-Type-Options", "nosniff")
 			h.Set("Referrer-Policy", "no-referrer")

@@ -3,18 +3,22 @@ package server
 import (
 	"io"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/spoolhq/spool/engine/access"
 )
 
 // uiTestServer is a Server with only what WithUI touches: a stub API
 // handler behind the guard, and an API key.
 func uiTestServer(t *testing.T) *Server {
 	t.Helper()
-	s := &Server{cfg: Config{APIKey: "k"}.withDefaults()}
+	cfg := Config{APIKey: "k", Logger: slog.New(slog.DiscardHandler)}.withDefaults()
+	s := &Server{cfg: cfg, log: cfg.Logger, health: &access.Health{}}
 	s.guard = s.newGuard()
 	s.handler = s.guard.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "api "+r.URL.Path)

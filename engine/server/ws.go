@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
 
@@ -178,6 +180,11 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.hub.unsubscribe(ch)
+	if !s.stop.addSocket() {
+		writeError(w, r, apiwire.ShuttingDown())
+		return
+	}
+	defer s.stop.socketDone()
 	up := websocket.Upgrader{CheckOrigin: s.guard.ValidOrigin}
 	conn, err := up.Upgrade(w, r, nil)
 	if err != nil {
@@ -195,7 +202,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		defer close(gone)
 		conn.SetReadLimit(4096)
 		for {
-			if _, _, err := conn.NextReader(); err != nil {
+			if _, _, err := readMessage(conn); err != nil {
 				return
 			}
 			alive()
@@ -213,6 +220,9 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		case <-ctx.Done():
 			return
 		case <-gone:
+			return
+		case <-s.stop.draining:
+			closeSocket(conn)
 			return
 		case ev := <-ch:
 			if write(ev) != nil {
@@ -247,6 +257,23 @@ func (h *hub) keepAlive(ctx context.Context, conn *websocket.Conn) (alive func()
 		}
 	}()
 	return alive
+}
+
+// errInvalidUTF8 is a text frame whose payload is not UTF-8.
+var errInvalidUTF8 = errors.New("server: a websocket text frame is not valid UTF-8")
+
+// readMessage reads conn's next message. A text message that is not UTF-8
+// fails the connection with 1007 (invalid frame payload data), as RFC
+// 6455 requires of an endpoint (gorilla/websocket leaves the check to its
+// caller).
+func readMessage(conn *websocket.Conn) (int, []byte, error) {
+	typ, data, err := conn.ReadMessage()
+	if err == nil && typ == websocket.TextMessage && !utf8.Valid(data) {
+		msg := websocket.FormatCloseMessage(websocket.CloseInvalidFramePayloadData, "a text frame is not valid UTF-8")
+		conn.WriteControl(websocket.CloseMessage, msg, time.Now().Add(wsWriteTimeout))
+		return typ, nil, errInvalidUTF8
+	}
+	return typ, data, err
 }
 
 // acquireSocket takes one of max places for a Responses WebSocket-mode

@@ -101,6 +101,7 @@ var ErrNoProbes = errors.New("no speed probes on this machine yet: run `spool be
 
 // Load reads and validates the probe file at path.
 func Load(path string) (Probes, error) {
+	atomicfile.Sweep(path) // the leftovers of saves a kill cut short
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return Probes{}, ErrNoProbes

@@ -24,7 +24,10 @@
 // started it: submit it under a context of your own (the app's, not the
 // request's), read its pieces from a goroutine of your own, keep them as
 // they come (Reply.Add gathers them; the tokens are in each piece), and
-// let any number of readers follow what you kept. The stream is read by
+// let any number of readers follow what you kept. To end a turn with an
+// answer for its client rather than as a client that left, cancel its
+// context with an *apiwire.Error as the cause (Stopped; a stopping server
+// does, with apiwire.ShuttingDown). The stream is read by
 // one goroutine; an Idle piece comes each keep-alive interval the engine
 // waits (a queue, a long prefill), so a reader that forwards pieces can
 // keep its own client alive, and one that does not skips them. Stream.ID

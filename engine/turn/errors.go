@@ -1,6 +1,7 @@
 package turn
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -39,7 +40,8 @@ func (e *ContextError) APIError() *apiwire.Error {
 
 // Error is err as answered to a client: an *apiwire.Error as it is, a
 // *ContextError in its shared wording, a request body over the limit as
-// a 413, anything else as an internal error.
+// a 413, a context's end as the client having left (499, logged only),
+// anything else as an internal error.
 func Error(err error) *apiwire.Error {
 	var ae *apiwire.Error
 	var ce *ContextError
@@ -51,6 +53,8 @@ func Error(err error) *apiwire.Error {
 		return ce.APIError()
 	case errors.As(err, &mb):
 		return apiwire.BodyError(mb)
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return apiwire.ClientClosed(err)
 	}
 	return apiwire.Internal(err)
 }

@@ -4,8 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"github.com/spoolhq/spool/native/diskio"
 )
 
 // WriteFile replaces path with data, atomically and durably, creating the
@@ -45,17 +49,93 @@ type File struct {
 	done bool
 }
 
-// Create starts a replacement for path in path's directory.
+// Create starts a replacement for path in path's directory. Its
+// temporary file is locked while it is written (until Commit or Abort, or
+// the process's end), so that Sweep leaves it alone; leftovers of earlier
+// replacements of path are swept first.
 func Create(path string, perm os.FileMode) (*File, error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create directory for %s: %w", path, err)
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return nil, fmt.Errorf("create temporary file for %s: %w", path, err)
+	Sweep(path)
+	for try := 0; ; try++ {
+		f, err := os.CreateTemp(dir, tempPrefix(path)+"*"+tempSuffix)
+		if err != nil {
+			return nil, fmt.Errorf("create temporary file for %s: %w", path, err)
+		}
+		// A sweep between its creation and its lock may have taken it:
+		// then it is made again. Where files cannot be locked, Sweep
+		// removes nothing, and the file is used unlocked.
+		ok, err := diskio.TryLock(f)
+		if err != nil || (ok && sameFile(f)) || try == 8 {
+			return &File{File: f, path: path, perm: perm}, nil
+		}
+		name := f.Name()
+		f.Close()
+		os.Remove(name)
 	}
-	return &File{File: f, path: path, perm: perm}, nil
+}
+
+// The temporary file of a replacement of path is named
+// "." + base + "." + random digits + ".tmp", in path's directory.
+const tempSuffix = ".tmp"
+
+func tempPrefix(path string) string { return "." + filepath.Base(path) + "." }
+
+// sameFile reports whether f's name still names f.
+func sameFile(f *os.File) bool {
+	a, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	b, err := os.Stat(f.Name())
+	return err == nil && os.SameFile(a, b)
+}
+
+// Sweep removes the temporary files that replacements of path left
+// behind when their process died before Commit or Abort (a kill, a power
+// cut): every owner of an atomic write calls it when it starts, and
+// Create does before each write. A temporary file still being written,
+// by this process or another, is locked and left alone; where the system
+// cannot lock files, none is removed. It returns the paths removed.
+func Sweep(path string) ([]string, error) {
+	dir, prefix := filepath.Dir(path), tempPrefix(path)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("sweep %s: %w", path, err)
+	}
+	var removed []string
+	for _, e := range ents {
+		name := e.Name()
+		mid, ok := strings.CutPrefix(name, prefix)
+		if !ok {
+			continue
+		}
+		if mid, ok = strings.CutSuffix(mid, tempSuffix); !ok || mid == "" || strings.Trim(mid, "0123456789") != "" || !e.Type().IsRegular() {
+			continue
+		}
+		tmp := filepath.Join(dir, name)
+		if orphaned(tmp) && os.Remove(tmp) == nil {
+			removed = append(removed, tmp)
+		}
+	}
+	return removed, nil
+}
+
+// orphaned reports whether no one holds the lock of the temporary file
+// at path (no writer is alive).
+func orphaned(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	ok, err := diskio.TryLock(f)
+	return ok && err == nil
 }
 
 // Path is the path the file replaces when committed.

@@ -31,6 +31,7 @@ var rules = []rule{
 	{"engine/glm", []string{"engine/turn", "engine/local", "engine/server", "engine/scheduler"}, "the GLM dialect is the model's markup, not a way of serving it"},
 	{"engine/api/...", []string{"engine/server", "engine/local", "engine/remotefront", "engine/host", "engine/scheduler"}, "an API package translates between its wire and the turn, whichever engine answers"},
 	{"engine/apiwire", []string{"engine/server", "engine/local", "engine/remotefront", "engine/turn", "engine/scheduler"}, "the wire shapes know no engine"},
+	{"engine/access", []string{"engine/server", "engine/local", "engine/remotefront", "engine/turn", "engine/api/..."}, "a request's access record is what the server and the remote front note in it, below both"},
 	{"engine/status", []string{"engine/server", "engine/local", "engine/host"}, "the status is read by the server and the app, not the other way"},
 	{"engine/server", []string{"engine/host", "engine/bench"}, "the server serves what the composition root built"},
 	{"engine/scheduler", []string{"engine/server", "engine/local", "engine/turn", "engine/host"}, "the scheduler batches tokens; it knows no turn or API"},

@@ -9,7 +9,7 @@
 //   - the bounded read worker pool that serves expert misses (ReadPool;
 //     read-ahead requests wait behind every other one);
 //   - write-through files (WriteThrough) and advisory cross-process file
-//     locks (LockFile).
+//     locks (LockFile, and TryLock on an open file).
 //
 // It does not allocate the memory it reads into (native/offheap does) and
 // knows nothing about models, tensors, experts or caching policy: it moves

@@ -5,6 +5,7 @@ package diskio
 import (
 	"errors"
 	"fmt"
+	"os"
 )
 
 // ErrLocked reports that another process holds a lock file.
@@ -14,4 +15,10 @@ var ErrLocked = errors.New("locked by another process")
 // errors.ErrUnsupported.
 func LockFile(path string) (unlock func() error, err error) {
 	return nil, fmt.Errorf("diskio: lock %s: %w", path, errors.ErrUnsupported)
+}
+
+// TryLock is unsupported on this system: it returns an error wrapping
+// errors.ErrUnsupported.
+func TryLock(f *os.File) (bool, error) {
+	return false, fmt.Errorf("diskio: lock %s: %w", f.Name(), errors.ErrUnsupported)
 }

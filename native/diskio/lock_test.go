@@ -2,6 +2,7 @@ package diskio
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 )
@@ -24,5 +25,28 @@ func TestLockFile(t *testing.T) {
 	}
 	if err := unlock2(); err != nil {
 		t.Fatalf("unlock: %v", err)
+	}
+}
+
+func TestTryLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f.tmp")
+	a, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := TryLock(a); !ok || err != nil {
+		t.Fatalf("first lock: %v %v", ok, err)
+	}
+	b, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if ok, err := TryLock(b); ok || err != nil {
+		t.Fatalf("second descriptor while held: %v %v, want false", ok, err)
+	}
+	a.Close()
+	if ok, err := TryLock(b); !ok || err != nil {
+		t.Fatalf("after the holder closed: %v %v", ok, err)
 	}
 }

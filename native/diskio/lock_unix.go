@@ -49,3 +49,23 @@ func LockFile(path string) (unlock func() error, err error) {
 		return nil
 	}, nil
 }
+
+// TryLock takes an exclusive, non-blocking flock(2) on the open file f; it
+// reports false when another descriptor holds one. The lock lasts until f
+// is closed (or the process dies, even by SIGKILL): a writer that holds it
+// on its temporary file tells a sweeper that the file is still being
+// written (internal/atomicfile).
+func TryLock(f *os.File) (bool, error) {
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		switch err {
+		case nil:
+			return true, nil
+		case unix.EINTR:
+			continue
+		case unix.EWOULDBLOCK:
+			return false, nil
+		}
+		return false, fmt.Errorf("diskio: lock %s: %w", f.Name(), err)
+	}
+}

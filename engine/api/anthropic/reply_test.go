@@ -74,7 +74,8 @@ func TestError(t *testing.T) {
 		{apiwire.ContextLength(256, "the request has 300 messages"), "prompt is too long: this model's context length is 256 tokens, but the request has 300 messages"},
 		{&apiwire.Error{Status: 400, Code: "context_length_exceeded", Message: "prompt is too long: already"}, "prompt is too long: already"},
 		{apiwire.Invalid("x", "bad"), "bad"},
-		{errors.New("boom"), "boom"},
+		{errors.New("boom /home/x"), "the server failed to answer this request (an internal error: the server's log has its cause)"},
+		{apiwire.Public("expert 3 of layer 4 is damaged"), "the server failed to answer this request: expert 3 of layer 4 is damaged"},
 	} {
 		if got := Error(tt.err); got.Message != tt.want {
 			t.Errorf("%v: %q, want %q", tt.err, got.Message, tt.want)

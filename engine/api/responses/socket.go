@@ -142,6 +142,10 @@ func (rs *Socket) Finish() error {
 	return rs.sendError(rs.status, rs.buf)
 }
 
+// Status is the status of the frame's response: the handler's, or the
+// error event's (0 while neither was sent).
+func (rs *Socket) Status() int { return rs.status }
+
 // SendError sends the error event of a frame refused before its response
 // ran.
 func (rs *Socket) SendError(err error) error {
@@ -153,6 +157,9 @@ func (rs *Socket) SendError(err error) error {
 // sendError sends an error event: {"type":"error","status":N,"error":{...}}
 // with the body of an OpenAI error envelope.
 func (rs *Socket) sendError(status int, body []byte) error {
+	if rs.status == 0 {
+		rs.status = status
+	}
 	var env struct {
 		Error json.RawMessage `json:"error"`
 	}

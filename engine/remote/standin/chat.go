@@ -264,6 +264,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := startSSE(w)
+	out.comments = sc.comments
 	chunk := func(delta map[string]any, finish, stop any) map[string]any {
 		return map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": s.opts.Model,
 			"choices": []any{map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish, "stop_reason": stop}}}

@@ -18,7 +18,9 @@
 // [[status N]] answers error status N, [[sleep 2s]] waits before answering,
 // [[stall]] sends a first chunk and then nothing until the client leaves,
 // [[cut]] breaks the connection mid-stream, [[stream-error]] sends an error
-// event mid-stream, [[think]] reasons first, [[two-tools]] calls two tools.
+// event mid-stream, [[think]] reasons first, [[two-tools]] calls two tools,
+// [[comments]] sends a comment and an event without data (each with its
+// blank line) before every chunk of a chat stream.
 // Otherwise it replies "You said: <text>" word by word, or calls the first
 // (or the forced) tool when tools are given, or reports a tool's result.
 package standin

@@ -179,6 +179,7 @@ type script struct {
 	streamError bool
 	think       bool
 	twoTools    bool
+	comments    bool
 }
 
 var directive = regexp.MustCompile(`\[\[([a-z-]+)(?: ([^\]]+))?\]\]`)
@@ -201,6 +202,8 @@ func parseScript(text string) script {
 			sc.think = true
 		case "two-tools":
 			sc.twoTools = true
+		case "comments":
+			sc.comments = true
 		}
 	}
 	sc.text = strings.Join(strings.Fields(directive.ReplaceAllString(text, "")), " ")
@@ -276,6 +279,9 @@ func (s *Server) pause(ctx context.Context) bool {
 type sse struct {
 	w http.ResponseWriter
 	f http.Flusher
+	// comments sends blocks without data before every data event
+	// (the [[comments]] directive).
+	comments bool
 }
 
 func startSSE(w http.ResponseWriter) *sse {
@@ -295,6 +301,11 @@ func (s *sse) flush() {
 
 func (s *sse) data(v any) {
 	b, _ := json.Marshal(v)
+	if s.comments {
+		// Legal SSE that dispatches nothing to a spec client: a comment
+		// and an event without data, each ended by a blank line.
+		fmt.Fprint(s.w, ": keep-alive\n\nevent: ping\n\n")
+	}
 	fmt.Fprintf(s.w, "data: %s\n\n", b)
 	s.flush()
 }

@@ -42,6 +42,21 @@ test('models list and retrieve', async () => {
   await assert.rejects(openai.models.retrieve('gpt-9'), OpenAI.NotFoundError);
 });
 
+test('anthropic models list and retrieve in Anthropic\'s shape', async () => {
+  const page = await anthropic.models.list();
+  assert.equal(page.data.length, 1);
+  const m = page.data[0];
+  assert.equal(m.id, 'glm52-demo');
+  assert.equal(m.type, 'model');
+  assert.equal(m.display_name, 'glm52-demo');
+  assert.ok(!Number.isNaN(Date.parse(m.created_at)), `created_at ${m.created_at}`);
+  assert.equal(m.max_input_tokens, 8192);
+  assert.equal(page.has_more, false);
+  const one = await anthropic.models.retrieve('glm52-demo');
+  assert.equal(one.display_name, 'glm52-demo');
+  await assert.rejects(anthropic.models.retrieve('gpt-9'), Anthropic.NotFoundError);
+});
+
 test('chat completion, non-streaming, with usage', async () => {
   const r = await openai.chat.completions.create(ask());
   assert.equal(r.object, 'chat.completion');

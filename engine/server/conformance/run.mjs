@@ -6,4 +6,4 @@
 // (with SPOOL_API_KEY) uses a server already running instead.
 import { runSuites } from './spool.mjs';
 
-await runSuites(['conformance.test.js', 'aisdk.test.js', 'langchain.test.js', 'ollama.test.js', 'agents-ws.test.js'], ['--max-batch', '4', '--context', '8192']);
+await runSuites(['conformance.test.js', 'aisdk.test.js', 'langchain.test.js', 'ollama.test.js', 'agents-ws.test.js', 'openaigo.test.js'], ['--max-batch', '4', '--context', '8192']);
