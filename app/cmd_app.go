@@ -205,7 +205,7 @@ func (rt *appRuntime) config() (supervisorConfig, error) {
 		Server: server.Config{Host: s.Host, Port: s.Port, APIKey: s.APIKey, ModelID: modelIDFor(dir), Logger: log},
 		Config: host.Config{
 			ModelDir:    dir,
-			Memory:      host.Memory{Budget: s.Memory},
+			Memory:      host.Memory{Budget: s.Memory, KVCache: s.KVCache},
 			Context:     s.Context,
 			MaxBatch:    appSequences,
 			UsageDir:    usageDir(),

@@ -22,6 +22,7 @@ func newBenchCmd() *cobra.Command {
 	cmd.AddCommand(newBenchPromptCacheCmd())
 	cmd.AddCommand(newBenchPrefillCmd())
 	cmd.AddCommand(newBenchProbeCmd())
+	cmd.AddCommand(newBenchReserveCmd())
 	return cmd
 }
 

@@ -29,20 +29,27 @@ func newBenchPrefillCmd() *cobra.Command {
 		Use:   "prefill --model DIR",
 		Short: "Measure prefill speed, expert bytes read and peak memory against the plan",
 		Long: `Prefill runs one prompt of --tokens seeded random ids through the model the
-way spool run does (chunked prefill, the plan's buffers) and reports prefill
-tok/s, the process's peak footprint against the plan's planned process bytes,
+way spool run does (in the plan's prefill segments, each layer over every
+token of a segment, with the plan's buffers) and reports prefill tok/s, the process's peak footprint against the plan's planned process bytes,
 and with streamed experts (--stream, or when the plan cannot keep every
 expert) the expert bytes read from storage: per prompt token, per byte of
 the model's routed experts, and as a multiple of the experts the prompt was
 routed to (1 = each read once).
+
+--compare-chunk N adds the chunked leg in the same run: the same prompt
+forwarded in chunks of N rows, each chunk reading every routed expert it
+needs (how prefill read a prompt before segments), with the same plan and
+expert cache. segment_speedup is the chunked time over the segment's
+(best of --repeat runs each, alternated); both legs report the expert bytes
+they read and their first token.
 
 --compare-all-keys runs the same prefill a second way in the same run: DSA
 layers compute every causal key and mask the unselected ones, as attention
 did before it was sparse. dsa_speedup is that time over the sparse time
 (best of --repeat runs each, alternated).
 
---gpu adds a GPU leg in the same run: the same prompt in chunks of the same
-size with their heavy steps on the GPU (Vulkan). auto (the default) adds it
+--gpu adds a GPU leg in the same run: the same prompt in segments of the
+same length with their heavy steps on the GPU (Vulkan). auto (the default) adds it
 when a GPU whose memory holds the plan's GPU lines is found (not a CPU
 implementation of Vulkan), on requires one (lavapipe counts) and fails
 without it, off runs the CPU alone. gpu_speedup is the CPU time over the
@@ -108,6 +115,7 @@ real geometry.`,
 	fl.IntVar(&f.CacheSlots, "cache-slots", 0, "expert cache slots per expert layer (instead of --expert-cache)")
 	fl.BoolVar(&f.Stream, "stream", false, "stream experts from disk even when the plan could keep them all")
 	fl.BoolVar(&f.AllKeys, "compare-all-keys", false, "also run the prefill with every key computed on DSA layers and report the speedup")
+	fl.IntVar(&f.CompareChunk, "compare-chunk", 0, "also run the prefill in chunks of this many rows, each reading its routed experts, and report the segment's speedup over it")
 	fl.StringVar(&f.gpu.mode, "gpu", host.GPUAuto, "also run the prefill on the GPU and report the speedup: auto (when a GPU, not a CPU Vulkan device, holds the plan), on (any Vulkan device; fail without one), off")
 	fl.StringVar(&f.Warm, "warm", "", "prefill the prompt once, untimed, before each timed run (warm expert cache and GPU pipelines); --warm=gpu: the GPU leg only")
 	fl.Lookup("warm").NoOptDefVal = "all"
@@ -127,7 +135,7 @@ func printPrefillBench(cmd *cobra.Command, r *bench.PrefillResult, asJSON bool) 
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "model\t%s (%d expert layers x %d experts, DSA %v)\n", r.Model, r.ExpertLayers, r.ExpertsPerLayer, r.DSA)
-	fmt.Fprintf(tw, "prompt\t%d tokens, context %d, chunks of %d rows, warm %v\n", r.PromptTokens, r.Context, r.ChunkRows, r.Warm)
+	fmt.Fprintf(tw, "prompt\t%d tokens, context %d, segments of %d rows (steps of %d), warm %v\n", r.PromptTokens, r.Context, r.SegmentRows, r.ScratchRows, r.Warm)
 	leg := func(name string, l *bench.PrefillLeg) {
 		fmt.Fprintf(tw, "%s\t%.2fs: %.1f tok/s (runs %v); %.1f experts routed per expert layer\n", name, l.Seconds, l.TokensPerSecond, l.RunSeconds, l.ExpertsTouchedPerLayer)
 		if r.Streamed && l.ExpertBytesRead > 0 {
@@ -139,6 +147,10 @@ func printPrefillBench(cmd *cobra.Command, r *bench.PrefillResult, asJSON bool) 
 	}
 	if r.Prefill.Seconds > 0 {
 		leg("prefill", &r.Prefill)
+	}
+	if r.Chunked != nil {
+		leg(fmt.Sprintf("chunks of %d", r.ChunkRows), r.Chunked)
+		fmt.Fprintf(tw, "segment speedup\t%.2fx\t(chunked / segment; same first token %v)\n", r.SegmentSpeedup, *r.ChunkedSameFirstToken)
 	}
 	if r.AllKeys != nil {
 		leg("all keys computed", r.AllKeys)

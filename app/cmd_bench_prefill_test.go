@@ -10,8 +10,9 @@ import (
 
 // TestBenchPrefill runs spool bench prefill on the demo model: past
 // index_topk with the all-keys comparison (both legs sample the same first
-// token), and with streamed experts and two cache slots per layer (the
-// expert I/O figures are filled in and consistent).
+// token), with streamed experts and two cache slots per layer (the expert
+// I/O figures are filled in and consistent), and a 16k-token prompt in one
+// segment against chunks of 2,048.
 func TestBenchPrefill(t *testing.T) {
 	const model = "../assets/models/glm52-demo"
 	out, err := runSpool(t, "bench", "prefill", "--model", model, "--tokens", "200", "--memory", "4GiB", "--compare-all-keys", "--json")
@@ -57,6 +58,30 @@ func TestBenchPrefill(t *testing.T) {
 	// reads' alignment adds bytes to the demo model's small experts).
 	if l.ExpertsRead != int64(l.ExpertsTouched) || l.ReadOverTouched < 1 {
 		t.Errorf("%d reads, %d bytes for %d routed experts of %d bytes (%.3fx)", l.ExpertsRead, l.ExpertBytesRead, l.ExpertsTouched, l.TouchedExpertBytes, l.ReadOverTouched)
+	}
+
+	// A 16k-token prompt (an agent's) in one layer-major segment reads
+	// each routed expert it reaches once (1.0x, with the direct reads'
+	// alignment of the demo's small experts), where chunks of 2,048 read
+	// them again each; both sample the same first token, and the peak
+	// stays within the plan.
+	out, err = runSpool(t, "bench", "prefill", "--model", model, "--tokens", "16384", "--context", "16400", "--stream", "--cache-slots", "2", "--compare-chunk", "2048", "--gpu", "off", "--json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	r = bench.PrefillResult{}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("output is not one JSON object: %v\n%s", err, out)
+	}
+	seg, ch := r.Prefill, r.Chunked
+	if r.SegmentRows < 16384 || ch == nil || r.ChunkRows != 2048 || r.ChunkedSameFirstToken == nil || !*r.ChunkedSameFirstToken || !(r.SegmentSpeedup > 0) {
+		t.Fatalf("segment %d rows, chunked leg %+v: %s", r.SegmentRows, ch, out)
+	}
+	if seg.ReadOverTouched < 1 || seg.ReadOverTouched > 1.25 || ch.ReadOverTouched < 6*seg.ReadOverTouched {
+		t.Errorf("the segment read %.3fx the routed experts, the chunks %.3fx", seg.ReadOverTouched, ch.ReadOverTouched)
+	}
+	if r.PeakRSSBytes > r.PlannedProcessBytes {
+		t.Errorf("peak RSS %d exceeds the plan's %d", r.PeakRSSBytes, r.PlannedProcessBytes)
 	}
 
 	if out, err := runSpool(t, "bench", "prefill", "--model", model, "--tokens", "8", "--context", "8"); err == nil || !strings.Contains(err.Error(), "--context 8 must exceed --tokens 8") {

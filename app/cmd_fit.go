@@ -29,7 +29,7 @@ type fitFlags struct {
 	noMTP       bool
 	context     int
 	sequences   int
-	batchRows   int
+	segment     int
 	threads     int
 	jsonOut     bool
 	chip        string
@@ -79,7 +79,7 @@ converter's group-64 int4 instead.`,
 	fl.BoolVar(&f.noMTP, "no-mtp", false, "with --config: plan without the MTP layer")
 	fl.IntVar(&f.context, "context", plan.DefaultContext, "context length in tokens")
 	fl.IntVar(&f.sequences, "sequences", 1, "sequences decoded together (KV slots)")
-	fl.IntVar(&f.batchRows, "batch-rows", 0, "prompt tokens one forward carries (default: the largest chunk the memory allows)")
+	fl.IntVar(&f.segment, "segment", 0, "prompt tokens one forward takes through the model, layer by layer (default: the longest segment the memory allows)")
 	fl.IntVar(&f.threads, "threads", runtime.GOMAXPROCS(0), "worker threads planned for (default: this machine's)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print one JSON object")
 	fl.StringVar(&f.chip, "chip", "", "predict speed for this Apple chip from its published figures (e.g. \"M4 Pro\") instead of this machine's probes")
@@ -114,12 +114,12 @@ func runFit(cmd *cobra.Command, f *fitFlags) error {
 	if err != nil {
 		return err
 	}
-	opts.Context, opts.Sequences, opts.BatchRows, opts.Threads = f.context, f.sequences, f.batchRows, f.threads
+	opts.Context, opts.Sequences, opts.Segment, opts.Threads = f.context, f.sequences, f.segment, f.threads
 	if a, u := f.drafting.Acceptance, f.drafting.Union; !(a >= 0 && a <= 1) || u != 0 && !(u >= 1 && u <= 2) {
 		return fmt.Errorf("--mtp-acceptance must be in 0..1 and --mtp-union in 1..2 (got %g, %g)", a, u)
 	}
-	if f.context <= 0 || f.sequences <= 0 || f.threads <= 0 || f.batchRows < 0 {
-		return fmt.Errorf("--context, --sequences and --threads must be positive and --batch-rows not negative (got %d, %d, %d, %d)", f.context, f.sequences, f.threads, f.batchRows)
+	if f.context <= 0 || f.sequences <= 0 || f.threads <= 0 || f.segment < 0 {
+		return fmt.Errorf("--context, --sequences and --threads must be positive and --segment not negative (got %d, %d, %d, %d)", f.context, f.sequences, f.threads, f.segment)
 	}
 	pc, err := f.promptCache.resolve()
 	if err != nil {
@@ -184,10 +184,22 @@ func (s *fitSpeed) text() string {
 		fmt.Fprintf(&b, "speed with MTP drafts: decode %.2f tok/s at %.0f%% accepted, %.2fx a token's experts a verify (%.0f MB read a token, %.0f MB without drafts); the engine would choose %s\n",
 			d.DecodeTokensPerSecond, 100*d.Acceptance, d.Union, float64(d.DecodeReadBytesPerToken)/1e6, float64(s.DecodeReadBytesPerToken)/1e6, d.Choice)
 	}
+	if a := s.AgentPrompt; a != nil {
+		fmt.Fprintf(&b, "agent prompt: %d tokens in %d segment(s), %s (expert reads %s, products on the %s %s)\n",
+			a.Tokens, a.Segments, duration(a.Seconds), duration(a.ReadSeconds), a.Device, duration(a.ComputeSeconds))
+	}
 	for _, a := range s.Assumptions {
 		fmt.Fprintln(&b, "  -", a)
 	}
 	return b.String()
+}
+
+// duration says seconds as seconds or minutes.
+func duration(s float64) string {
+	if s < 120 {
+		return fmt.Sprintf("%.0f s", s)
+	}
+	return fmt.Sprintf("%.1f min", s/60)
 }
 
 // predictSpeed predicts the speed of plan p on chip (an Apple chip's

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
 	"strings"
@@ -50,7 +51,7 @@ func TestFitRealConfig(t *testing.T) {
 		t.Fatalf("32GiB: %v\n%s", err, out)
 	}
 	f := decodeFit(t, out)
-	if !f.Fits || f.ResidentWeightBytes != 10_877_286_144 || f.MemoryLimitBytes != 28<<30 {
+	if !f.Fits || f.ResidentWeightBytes != 9_925_083_904 || f.MemoryLimitBytes != 28<<30 {
 		t.Errorf("32GiB: %+v", f)
 	}
 	if f.KVBytes != 4096*182_016 || f.ExpertSlotBytes != 18_939_904 || f.PlannedProcessBytes > f.MemoryLimitBytes || f.CacheSlotsPerLayer < 1 {
@@ -62,7 +63,7 @@ func TestFitRealConfig(t *testing.T) {
 	if !errors.As(err, &ee) || ee.code != exitNoFit {
 		t.Fatalf("14GiB: err = %v, want exit status %d\n%s", err, exitNoFit, out)
 	}
-	for _, s := range []string{"resident weights", "working bank", "KV cache", "activations", "logits", "attention workspace", "runtime reserve", "expert cache", "fits: no", "needs at least"} {
+	for _, s := range []string{"resident weights", "working bank", "KV cache", "prefill segment", "prefill scratch", "logits", "attention workspace", "runtime reserve", "expert cache", "fits: no", "needs at least"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("14GiB output lacks %q:\n%s", s, out)
 		}
@@ -74,6 +75,37 @@ func TestFitRealConfig(t *testing.T) {
 	}
 	if g := decodeFit(t, out); g.ExpertSlotBytes <= f.ExpertSlotBytes || g.ResidentWeightBytes <= f.ResidentWeightBytes {
 		t.Errorf("group 64 %+v is not larger than per-row %+v", g, f)
+	}
+}
+
+// TestFitSlotCounts: GLM-5.2 with a 32k context (an agent's) keeps at
+// least 6 expert cache slots per layer on 32 GiB and 3 on 24 GiB, with
+// the prompt cache spool fit plans by default, on a 10-core Mac; on 32
+// GiB the whole context is one prefill segment.
+func TestFitSlotCounts(t *testing.T) {
+	cfgPath := filepath.Join(fitFixturesDir(t), "glm52-real", "config.json")
+	for _, tc := range []struct {
+		memory       string
+		slots        int
+		wholeContext bool
+	}{{"32GiB", 6, true}, {"24GiB", 3, false}} {
+		out, err := runSpool(t, "fit", "--config", cfgPath, "--memory", tc.memory, "--context", "32768", "--threads", "10", "--json")
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", tc.memory, err, out)
+		}
+		var f struct {
+			Fits               bool  `json:"fits"`
+			CacheSlotsPerLayer int   `json:"cache_slots_per_layer"`
+			PrefillSegment     int   `json:"prefill_segment"`
+			PromptCacheBytes   int64 `json:"prompt_cache_bytes"`
+		}
+		if err := json.Unmarshal([]byte(out), &f); err != nil {
+			t.Fatal(err)
+		}
+		if !f.Fits || f.CacheSlotsPerLayer < tc.slots || f.PromptCacheBytes == 0 || (tc.wholeContext && f.PrefillSegment != 32768) {
+			t.Errorf("%s, 32k context: %+v, want at least %d slots", tc.memory, f, tc.slots)
+		}
+		t.Logf("%s: %d slots, a %d-token segment", tc.memory, f.CacheSlotsPerLayer, f.PrefillSegment)
 	}
 }
 
@@ -123,7 +155,7 @@ func TestGenBenchSkeletonFits(t *testing.T) {
 	if err != nil {
 		t.Fatalf("fit: %v\n%s", err, out)
 	}
-	if f := decodeFit(t, out); !f.Fits || f.ResidentWeightBytes != 10_877_286_144 || f.ExpertSlotBytes != 18_939_904 {
+	if f := decodeFit(t, out); !f.Fits || f.ResidentWeightBytes != 9_925_083_904 || f.ExpertSlotBytes != 18_939_904 {
 		t.Errorf("skeleton: %+v", f)
 	}
 	if _, err := runSpool(t, "gen-bench", "--out", filepath.Join(t.TempDir(), "x"), "--sparse-files", "--experts", "16"); err == nil {
@@ -139,14 +171,23 @@ type fitSpeedJSON struct {
 		HitRate     float64  `json:"expected_hit_rate"`
 		Assumptions []string `json:"assumptions"`
 		Unavailable string   `json:"unavailable"`
-		Drafting    *struct {
+		AgentPrompt struct {
+			Tokens   int     `json:"tokens"`
+			Segments int     `json:"segments"`
+			Read     float64 `json:"read_seconds"`
+			Compute  float64 `json:"compute_seconds"`
+			Seconds  float64 `json:"seconds"`
+			Device   string  `json:"device"`
+		} `json:"agent_prompt"`
+		Drafting *struct {
 			Decode     float64 `json:"decode_tokens_per_second"`
 			Acceptance float64 `json:"acceptance"`
 			Union      float64 `json:"expert_union"`
 			Choice     string  `json:"choice"`
 		} `json:"drafting"`
 	} `json:"speed"`
-	Fits bool `json:"fits"`
+	Fits           bool `json:"fits"`
+	PrefillSegment int  `json:"prefill_segment"`
 }
 
 // TestFitSpeed checks fit's speed section: from the probe file bench probe
@@ -222,9 +263,30 @@ func TestFitSpeed(t *testing.T) {
 		t.Errorf("M4 Pro 64GiB %+v against 32GiB %+v", big.Speed, small.Speed)
 	}
 
-	out, err = runSpool(t, "fit", "--config", cfgPath, "--memory", "32GiB", "--chip", "M4 Pro")
-	if err != nil || !strings.Contains(out, "speed: decode") || !strings.Contains(out, "published figures") || !strings.Contains(out, "speed with MTP drafts") {
+	out, err = runSpool(t, "fit", "--config", cfgPath, "--memory", "32GiB", "--context", "32768", "--chip", "M4 Pro")
+	if err != nil || !strings.Contains(out, "speed: decode") || !strings.Contains(out, "published figures") || !strings.Contains(out, "speed with MTP drafts") || !strings.Contains(out, "agent prompt: 20000 tokens in 1 segment(s)") {
 		t.Errorf("text output: %v\n%s", err, out)
+	}
+
+	// A 20,000-token agent prompt on the M4 Pro: one segment at 32 GiB
+	// with a 32k context (its experts read once), prefill on the GPU; at
+	// 24 GiB shorter segments, each reading the experts again; a 4k
+	// context cannot hold it.
+	out, err = runSpool(t, "fit", "--config", cfgPath, "--memory", "32GiB", "--context", "32768", "--chip", "M4 Pro", "--json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	agent := decode(out)
+	a := agent.Speed.AgentPrompt
+	if a.Tokens != 20000 || a.Segments != 1 || a.Device != "GPU" || !(a.Read > 0) || !(a.Compute > 0) || a.Seconds != max(a.Read, a.Compute) {
+		t.Errorf("agent prompt, 32k context: %+v (segment %d)", a, agent.PrefillSegment)
+	}
+	short := decode(must(runSpool(t, "fit", "--config", cfgPath, "--memory", "24GiB", "--context", "32768", "--chip", "M4 Pro", "--json")))
+	if b := short.Speed.AgentPrompt; b.Segments != (20000+short.PrefillSegment-1)/short.PrefillSegment || b.Segments < 2 || !(b.Read > 1.5*a.Read) || !(b.Seconds >= a.Seconds) {
+		t.Errorf("agent prompt at 24 GiB (segment %d): %+v against %+v", short.PrefillSegment, b, a)
+	}
+	if f := decode(must(runSpool(t, "fit", "--config", cfgPath, "--memory", "32GiB", "--chip", "M4 Pro", "--json"))); f.Speed.AgentPrompt.Tokens != 0 || !strings.Contains(strings.Join(f.Speed.Assumptions, " "), "does not fit the 4096-token context") {
+		t.Errorf("agent prompt, 4k context: %+v", f.Speed)
 	}
 
 	// Drafted decode: at the default assumptions (80% accepted, routing
@@ -252,4 +314,12 @@ func TestFitSpeed(t *testing.T) {
 	if out, err := runSpool(t, "fit", "--config", cfgPath, "--chip", "Z80"); err == nil || !strings.Contains(err.Error(), "Z80") {
 		t.Errorf("unknown chip: %v\n%s", err, out)
 	}
+}
+
+// must returns out, failing on err.
+func must(out string, err error) string {
+	if err != nil {
+		panic(fmt.Sprintf("%v\n%s", err, out))
+	}
+	return out
 }

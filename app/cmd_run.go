@@ -111,11 +111,12 @@ type runResult struct {
 	Drafting *draftgate.Report `json:"drafting,omitempty"`
 	DSA      bool              `json:"dsa"`
 	Streamed bool              `json:"streamed"`
-	// Prefill I/O: the chunk size the plan chose, the chunks forwarded,
-	// the distinct (layer, expert) pairs they acquired and the routed
-	// expert bytes read from storage in prefill and in decode.
-	PrefillChunk          int `json:"prefill_chunk"`
-	PrefillChunks         int `json:"prefill_chunks"`
+	// Prefill I/O: the segment the plan chose (the prompt tokens one
+	// forward takes, layer by layer), the segments forwarded, the distinct
+	// (layer, expert) pairs they acquired and the routed expert bytes read
+	// from storage in prefill and in decode.
+	PrefillSegment        int `json:"prefill_segment"`
+	PrefillSegments       int `json:"prefill_segments"`
 	PrefillExpertsTouched int `json:"prefill_experts_touched"`
 	// ExpertsTouchedPerLayer is the mean distinct routed experts per
 	// expert layer the prefill routed through: how widely the prompt
@@ -182,7 +183,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	m := lm.Dir.Model
 	loadTime := time.Since(loadStart)
 
-	params := generate.Params{MaxTokens: f.maxTokens, StopTokens: cfg.EOSTokenIDs, Speculative: speculate && m.HasMTP(), PrefillChunk: p.PrefillChunk, PromptCache: cache}
+	params := generate.Params{MaxTokens: f.maxTokens, StopTokens: cfg.EOSTokenIDs, Speculative: speculate && m.HasMTP(), PrefillChunk: p.PrefillSegment, PromptCache: cache}
 	if params.Speculative {
 		params.Gate = draftgate.New(draftgate.Config{Always: !f.mtpGate})
 	}
@@ -253,8 +254,8 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		Drafting:               res.Drafting,
 		DSA:                    m.HasDSA(),
 		Streamed:               streaming,
-		PrefillChunk:           p.PrefillChunk,
-		PrefillChunks:          res.PrefillChunks,
+		PrefillSegment:         p.PrefillSegment,
+		PrefillSegments:        res.PrefillChunks,
 		PrefillExpertsTouched:  res.PrefillExpertsTouched,
 		ExpertsTouchedPerLayer: res.ExpertsTouchedPerLayer(),
 		PrefillExpertBytes:     res.PrefillExpertBytes,

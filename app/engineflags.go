@@ -50,10 +50,11 @@ func printInspectGPU(out io.Writer, st host.GPUStatus) error {
 // and serve.
 type memoryFlags struct{ host.Memory }
 
-// register adds --memory and --expert-cache to fs.
+// register adds --memory, --expert-cache and --kv-cache to fs.
 func (m *memoryFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&m.Budget, "memory", "", "memory budget, OS reserve included, e.g. 32GiB or 24GB (default: the machine's memory)")
 	fs.StringVar(&m.ExpertCache, "expert-cache", "", "LRU + pinned expert slot memory beyond the working bank, e.g. 8GiB (default: what the plan leaves)")
+	fs.StringVar(&m.KVCache, "kv-cache", host.KVFloat32, "KV cache type: f32 (exact, the default) or bf16 (half the memory: longer contexts, each cached value rounded)")
 }
 
 // promptCacheOff is the --prompt-cache value that turns the cache off.

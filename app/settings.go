@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/spoolhq/spool/engine/host"
 	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/engine/server"
 	"github.com/spoolhq/spool/internal/atomicfile"
@@ -26,6 +27,9 @@ type appSettings struct {
 	ModelDir string `json:"model_dir"` // "" is the demo model (or $SPOOL_MODEL)
 	Memory   string `json:"memory"`    // memory budget such as "24GiB"; "" is the machine's
 	Context  int    `json:"context"`   // tokens per sequence
+	// KVCache is the KV cache's type: "f32" (exact; "" is it) or "bf16"
+	// (half the memory: longer contexts, each cached value rounded).
+	KVCache string `json:"kv_cache,omitempty"`
 	// HubCache is where the model download goes; "" is the Hugging Face
 	// cache (HF_HUB_CACHE, HF_HOME or ~/.cache/huggingface/hub).
 	HubCache string `json:"hub_cache,omitempty"`
@@ -67,6 +71,9 @@ func (s appSettings) check() error {
 		if _, err := plan.ParseSize(s.Memory); err != nil {
 			return fmt.Errorf("settings: memory: %w", err)
 		}
+	}
+	if _, err := host.ParseKVCache(s.KVCache); err != nil {
+		return fmt.Errorf("settings: kv cache: %w", err)
 	}
 	if s.ModelDir != "" {
 		if _, err := os.Stat(filepath.Join(s.ModelDir, "config.json")); err != nil {

@@ -25,7 +25,7 @@ import (
 // first: host check, CORS, API key):
 //
 //	GET  /ui/info             model shape (expert map rows), version, engine state
-//	GET  /ui/plan             the memory plan; ?memory=24GiB&context=8192&sequences=1 for what-ifs
+//	GET  /ui/plan             the memory plan; ?memory=24GiB&context=8192&sequences=1&kv_cache=bf16 for what-ifs
 //	GET  /ui/atlas            the expert atlas (experts.json) and where it came from
 //	GET  /ui/settings         the saved settings and their version; PUT changes the fields it names
 //	                          (If-Match: a version refuses it when the file changed since); applied
@@ -165,14 +165,17 @@ func (u *uiAPI) handlePlan(w http.ResponseWriter, r *http.Request) {
 		uiError(w, http.StatusBadRequest, "planning: %v", err)
 		return
 	}
+	serverContext, serverSequences, serverKV := u.planShape()
 	var mf memoryFlags
-	mf.Budget, mf.ExpertCache = q.Get("memory"), q.Get("expert_cache")
+	mf.Budget, mf.ExpertCache, mf.KVCache = q.Get("memory"), q.Get("expert_cache"), serverKV
+	if v := q.Get("kv_cache"); v != "" {
+		mf.KVCache = v
+	}
 	opts, err := mf.Options()
 	if err != nil {
 		uiError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	serverContext, serverSequences := u.planShape()
 	serverContext = min(serverContext, in.cfg.MaxPositionEmbeddings)
 	opts.Context, opts.Sequences = serverContext, serverSequences
 	for _, p := range []struct {
@@ -202,7 +205,7 @@ func (u *uiAPI) handlePlan(w http.ResponseWriter, r *http.Request) {
 		"plan": p, "machine_memory_bytes": machine, "max_context": in.cfg.MaxPositionEmbeddings,
 		"model": name, "served_model": filepath.Base(filepath.Clean(u.dir())),
 		"routed_bytes": in.w.RoutedBytes, "resident_bytes": in.w.ResidentBytes,
-		"server_context": serverContext, "server_sequences": serverSequences,
+		"server_context": serverContext, "server_sequences": serverSequences, "server_kv_cache": serverKV,
 		"speed": u.planSpeed(in, p, q.Get("chip")), "chips": speed.Chips(),
 	})
 }

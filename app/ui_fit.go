@@ -7,6 +7,7 @@ import (
 
 	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/download"
+	"github.com/spoolhq/spool/engine/host"
 	"github.com/spoolhq/spool/engine/plan"
 )
 
@@ -38,12 +39,12 @@ func glm52PlanInput() (planInput, error) {
 	return planInput{cfg: cfg, w: w}, nil
 }
 
-// planShape is the context and the sequence count the engine runs with:
-// the ones a plan for this machine must use.
-func (u *uiAPI) planShape() (context, sequences int) {
-	context, sequences = plan.DefaultContext, appSequences
+// planShape is the context, the sequence count and the KV cache type the
+// engine runs with: the ones a plan for this machine must use.
+func (u *uiAPI) planShape() (context, sequences int, kv string) {
+	context, sequences, kv = plan.DefaultContext, appSequences, host.KVFloat32
 	if u.engine == nil {
-		return context, sequences
+		return context, sequences, kv
 	}
 	cfg := u.engine.Config()
 	if cfg.Context > 0 {
@@ -52,7 +53,10 @@ func (u *uiAPI) planShape() (context, sequences int) {
 	if cfg.MaxBatch > 0 {
 		sequences = cfg.MaxBatch
 	}
-	return context, sequences
+	if cfg.Memory.KVCache != "" {
+		kv = cfg.Memory.KVCache
+	}
+	return context, sequences, kv
 }
 
 // planModel returns the plan input and the display name of model.

@@ -31,6 +31,7 @@ type settingsPatch struct {
 	ModelDir  *string `json:"model_dir"`
 	Memory    *string `json:"memory"`
 	Context   *int    `json:"context"`
+	KVCache   *string `json:"kv_cache"`
 	HubCache  *string `json:"hub_cache"`
 	Engine    *string `json:"engine"`
 	RemoteURL *string `json:"remote_url"`
@@ -46,6 +47,7 @@ func (p settingsPatch) apply(s *appSettings) {
 	set(&s.Host, p.Host)
 	set(&s.ModelDir, p.ModelDir)
 	set(&s.Memory, p.Memory)
+	set(&s.KVCache, p.KVCache)
 	set(&s.HubCache, p.HubCache)
 	if p.APIKey != nil {
 		s.APIKey = *p.APIKey

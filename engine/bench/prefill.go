@@ -2,12 +2,14 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/bits"
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"time"
 
@@ -33,6 +35,11 @@ type PrefillOptions struct {
 	// Stream streams experts from disk even when the plan could keep them
 	// all; AllKeys adds the leg with every key computed on DSA layers.
 	Stream, AllKeys bool
+	// CompareChunk, when positive, adds the chunked leg: the same prompt
+	// forwarded in chunks of that many rows (each chunk reading the
+	// routed experts it needs, as prefill did before segments), in the
+	// same engine with the same plan and expert cache.
+	CompareChunk int
 	// GPU is the GPU leg's mode (host.GPUAuto, GPUOn, GPUOff); GPUOnly
 	// runs that leg alone.
 	GPU     string
@@ -58,9 +65,12 @@ type PrefillResult struct {
 	Model        string `json:"model"`
 	PromptTokens int    `json:"prompt_tokens"`
 	Context      int    `json:"context"`
-	// ChunkRows is the most prompt rows one forward carries (both legs).
-	ChunkRows int  `json:"chunk_rows"`
-	DSA       bool `json:"dsa"`
+	// SegmentRows is the prompt rows one forward carries, layer by layer
+	// (the plan's prefill segment; every leg but the chunked one);
+	// ScratchRows the rows a layer's steps work on at once.
+	SegmentRows int  `json:"segment_rows"`
+	ScratchRows int  `json:"scratch_rows"`
+	DSA         bool `json:"dsa"`
 	// Threads is the CPU worker goroutines (GOMAXPROCS).
 	Threads int `json:"threads"`
 	// Warm says each leg prefilled the prompt once, untimed, before its
@@ -87,7 +97,16 @@ type PrefillResult struct {
 	// SameFirstToken says both legs sampled the same first token.
 	SameFirstToken *bool `json:"same_first_token,omitempty"`
 
-	// GPUPrefill is the same prefill with the chunks' heavy steps on the
+	// Chunked, with --compare-chunk, is the same prefill in chunks of
+	// ChunkRows rows; SegmentSpeedup is its seconds over Prefill's (best
+	// of each), ChunkedSameFirstToken whether both sampled the same
+	// first token.
+	Chunked               *PrefillLeg `json:"chunked,omitempty"`
+	ChunkRows             int         `json:"chunk_rows,omitempty"`
+	SegmentSpeedup        float64     `json:"segment_speedup,omitempty"`
+	ChunkedSameFirstToken *bool       `json:"chunked_same_first_token,omitempty"`
+
+	// GPUPrefill is the same prefill with the segments' heavy steps on the
 	// GPU (--gpu; decode and the CPU leg stay as they are), GPU the device,
 	// its plan lines or why it was not used, and GPUSpeedup the CPU leg's
 	// seconds over the GPU leg's (best of each).
@@ -153,8 +172,9 @@ type PrefillLeg struct {
 }
 
 // Prefill runs spool bench prefill on the model in dir: one prompt of
-// seeded random ids through the model the way spool run prefills (chunked,
-// the plan's buffers), on each leg f asks for.
+// seeded random ids through the model the way spool run prefills (in the
+// plan's segments, layer by layer, with its buffers), on each leg f asks
+// for.
 func Prefill(ctx context.Context, dir string, f *PrefillOptions) (*PrefillResult, error) {
 	switch f.Warm {
 	case "", "all", "gpu":
@@ -183,7 +203,7 @@ func Prefill(ctx context.Context, dir string, f *PrefillOptions) (*PrefillResult
 	if err != nil {
 		return nil, err
 	}
-	gpuLeg, err := host.PreviewOpen(b.config(mode, false, p.PrefillChunk))
+	gpuLeg, err := host.PreviewOpen(b.config(mode, false, p.PrefillSegment))
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +212,7 @@ func Prefill(ctx context.Context, dir string, f *PrefillOptions) (*PrefillResult
 		return nil, fmt.Errorf("--gpu on: the GPU is not used: %s", status.Reason)
 	}
 	res := &PrefillResult{
-		Model: dir, PromptTokens: f.Tokens, Context: f.Context, ChunkRows: p.PrefillChunk, Threads: runtime.GOMAXPROCS(0), GPU: status, Warm: f.Warm != "", WarmGPUOnly: f.Warm == "gpu",
+		Model: dir, PromptTokens: f.Tokens, Context: f.Context, SegmentRows: p.PrefillSegment, ScratchRows: p.ScratchRows, Threads: runtime.GOMAXPROCS(0), GPU: status, Warm: f.Warm != "", WarmGPUOnly: f.Warm == "gpu",
 		CacheSlotsPerLayer: p.CacheSlotsPerLayer, ExpertLayers: p.ExpertLayers, ExpertsPerLayer: p.ExpertsPerLayer,
 		RoutedBytes: p.RoutedBytes, PlannedProcessBytes: p.PlannedProcessBytes,
 	}
@@ -212,9 +232,16 @@ func Prefill(ctx context.Context, dir string, f *PrefillOptions) (*PrefillResult
 		res.AllKeys = &PrefillLeg{}
 		legs = append(legs, prefillMode{cfg: b.config(host.GPUOff, true, 0), leg: res.AllKeys, allKeys: true})
 	}
+	if f.CompareChunk > 0 {
+		if f.GPUOnly {
+			return nil, errors.New("--compare-chunk compares with the CPU leg, which --gpu-only drops")
+		}
+		res.Chunked, res.ChunkRows = &PrefillLeg{}, min(f.CompareChunk, p.PrefillSegment)
+		legs = append(legs, prefillMode{cfg: b.config(host.GPUOff, false, 0), leg: res.Chunked, chunk: res.ChunkRows})
+	}
 	if status.Active {
 		res.GPUPrefill = &PrefillLeg{}
-		legs = append(legs, prefillMode{cfg: b.config(mode, false, p.PrefillChunk), leg: res.GPUPrefill, gpu: true})
+		legs = append(legs, prefillMode{cfg: b.config(mode, false, p.PrefillSegment), leg: res.GPUPrefill, gpu: true})
 	}
 	// Each run loads the model afresh (the attention mode is a load
 	// option, the GPU keeps one model's weights), so every run meets the
@@ -230,6 +257,11 @@ func Prefill(ctx context.Context, dir string, f *PrefillOptions) (*PrefillResult
 		res.DSASpeedup = res.AllKeys.Seconds / res.Prefill.Seconds
 		same := res.AllKeys.FirstToken == res.Prefill.FirstToken
 		res.SameFirstToken = &same
+	}
+	if res.Chunked != nil {
+		res.SegmentSpeedup = res.Chunked.Seconds / res.Prefill.Seconds
+		same := res.Chunked.FirstToken == res.Prefill.FirstToken
+		res.ChunkedSameFirstToken = &same
 	}
 	if f.GPUOnly && !status.Active {
 		return nil, fmt.Errorf("--gpu-only: the GPU is not used: %s", status.Reason)
@@ -263,7 +295,7 @@ func (b *prefillRun) config(mode string, allKeys bool, chunk int) host.Config {
 			return experts.StreamOptions{CacheBytes: p.ExpertCacheBytes, WorkingSlots: p.WorkingSlots, FootprintLimit: p.MemoryLimitBytes}
 		},
 		TunePlan: func(cfg *config.Config, w plan.Weights, opts *plan.Options) error {
-			opts.BatchRows = chunk
+			opts.Segment = chunk
 			if f.CacheSlots > 0 {
 				probe, err := plan.New(cfg, w, *opts)
 				if err != nil {
@@ -287,17 +319,23 @@ type prefillRun struct {
 
 // prefillMode is one leg of the benchmark: its engine, where it records
 // its runs, and how it runs (every key computed on DSA layers, on the
-// GPU).
+// GPU, in chunks of chunk rows rather than the plan's segments).
 type prefillMode struct {
 	cfg          host.Config
 	leg          *PrefillLeg
 	allKeys, gpu bool
+	chunk        int
 }
 
 // run loads the model in one mode, prefills the prompt once and records
 // the run in the mode's leg (and, on the first run, the expert I/O).
 func (b *prefillRun) run(ctx context.Context, mode prefillMode, first bool) error {
 	f, res, prompt, leg := b.flags, b.res, b.prompt, mode.leg
+	// What the previous run left is collected and returned first, so
+	// that each run's peak is its own (host.Open bounds the Go runtime by
+	// the plan's heap lines, as the engine's is).
+	runtime.GC()
+	debug.FreeOSMemory()
 	e, err := host.Open(ctx, mode.cfg, nil)
 	if err != nil {
 		return err
@@ -312,7 +350,10 @@ func (b *prefillRun) run(ctx context.Context, mode prefillMode, first bool) erro
 	}
 	res.DSA = m.HasDSA()
 	res.AttentionWorkspaceBytes = m.AttentionWorkspaceBytes()
-	params := generate.Params{MaxTokens: 1, PrefillChunk: p.PrefillChunk}
+	params := generate.Params{MaxTokens: 1, PrefillChunk: p.PrefillSegment}
+	if mode.chunk > 0 {
+		params.PrefillChunk = mode.chunk
+	}
 	if f.Warm == "all" || (f.Warm == "gpu" && mode.gpu) {
 		if _, err := generate.Generate(ctx, m, m.NewSequence(f.Context), prompt, params, nil); err != nil {
 			return err
@@ -362,7 +403,7 @@ func (b *prefillRun) run(ctx context.Context, mode prefillMode, first bool) erro
 // covers (the first timed run of the GPU leg, or of the CPU leg when there
 // is no GPU leg) and returns what stops it.
 func (b *prefillRun) startProfile(mode prefillMode, first bool) (stop func(), err error) {
-	if b.flags.CPUProfile == "" || !first || mode.allKeys || mode.gpu != (b.res.GPUPrefill != nil) {
+	if b.flags.CPUProfile == "" || !first || mode.allKeys || mode.chunk > 0 || mode.gpu != (b.res.GPUPrefill != nil) {
 		return func() {}, nil
 	}
 	f, err := os.Create(b.flags.CPUProfile)

@@ -103,7 +103,7 @@ func Stream(ctx context.Context, dir string, mem *host.Memory, tokens int, specu
 		ModelDir: dir, Memory: *mem, Context: promptLen + tokens + 8, MaxBatch: 1, NoMTP: !speculate,
 		PromptCache: host.PromptCache{Off: true}, GPU: host.GPUOff, NoScheduler: true,
 		TunePlan: func(_ *config.Config, _ plan.Weights, o *plan.Options) error {
-			o.BatchRows, o.WorkingSlots = promptLen, so.WorkingSlots
+			o.Segment, o.WorkingSlots = promptLen, so.WorkingSlots
 			return nil
 		},
 		Stream: func(p *plan.Plan) experts.StreamOptions {

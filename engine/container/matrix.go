@@ -177,3 +177,54 @@ func (c *Container) viewMatrix(info MatrixInfo) (*kernels.Matrix, bool) {
 	m.Scales = floatView("F32", s)
 	return m, true
 }
+
+// RowBytes is what one row of the matrix occupies on disk: its packed
+// weights and, quantized, its scales (4 bytes each).
+func (m MatrixInfo) RowBytes() int {
+	k := m.kernelMatrix()
+	if !m.Quantized() {
+		return int(m.Weight.Size / int64(m.Rows))
+	}
+	return k.RowBytes() + 4*k.ScalesPerRow()
+}
+
+func (m MatrixInfo) kernelMatrix() *kernels.Matrix {
+	return &kernels.Matrix{Format: m.Format, Rows: m.Rows, Cols: m.Cols, GroupSize: m.GroupSize}
+}
+
+// ReadMatrixRow reads row r of a resolved matrix into buf (RowBytes long)
+// and returns it as a one-row matrix over buf: the weights first, then
+// the scales. Quantized rows and F32 rows alias buf; a BF16 or F16 row is
+// decoded into new memory.
+func (c *Container) ReadMatrixRow(info MatrixInfo, r int, buf []byte) (*kernels.Matrix, error) {
+	if r < 0 || r >= info.Rows {
+		return nil, fmt.Errorf("container: tensor %q: row %d of %d", info.Name, r, info.Rows)
+	}
+	if len(buf) != info.RowBytes() {
+		return nil, fmt.Errorf("container: tensor %q: a buffer of %d bytes for a row of %d", info.Name, len(buf), info.RowBytes())
+	}
+	m := info.kernelMatrix()
+	m.Rows = 1
+	if !info.Quantized() {
+		w := info.Weight.extent()
+		n := int64(len(buf))
+		w.Offset, w.Length = w.Offset+int64(r)*n, n
+		if err := c.ReadExtent(w, buf); err != nil {
+			return nil, fmt.Errorf("tensor %q row %d: %w", info.Name, r, err)
+		}
+		m.F32 = floatView(info.Weight.DType, buf)
+		return m, nil
+	}
+	rb, sb := m.RowBytes(), 4*m.ScalesPerRow()
+	w, s := info.Weight.extent(), info.Scales.extent()
+	w.Offset, w.Length = w.Offset+int64(r)*int64(rb), int64(rb)
+	s.Offset, s.Length = s.Offset+int64(r)*int64(sb), int64(sb)
+	if err := c.ReadExtent(w, buf[:rb]); err != nil {
+		return nil, fmt.Errorf("tensor %q row %d: %w", info.Name, r, err)
+	}
+	if err := c.ReadExtent(s, buf[rb:]); err != nil {
+		return nil, fmt.Errorf("tensor %q row %d: %w", info.Scales.Name, r, err)
+	}
+	m.Data, m.Scales = buf[:rb], floatView("F32", buf[rb:])
+	return m, nil
+}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -110,6 +111,27 @@ func TestMatrixInfoFormats(t *testing.T) {
 		}
 		if err := mat.Validate(); err != nil {
 			t.Errorf("Matrix(%s): %v", tt.name, err)
+		}
+		// Each row read alone dequantizes to the matrix's row.
+		for r := range tt.rows {
+			buf := make([]byte, m.RowBytes())
+			row, err := c.ReadMatrixRow(m, r, buf)
+			if err != nil {
+				t.Errorf("ReadMatrixRow(%s, %d): %v", tt.name, r, err)
+				continue
+			}
+			got, want := make([]float32, tt.cols), make([]float32, tt.cols)
+			kernels.DequantRow(got, row, 0)
+			kernels.DequantRow(want, mat, r)
+			if !slices.Equal(got, want) {
+				t.Errorf("ReadMatrixRow(%s, %d) = %v, the matrix's row is %v", tt.name, r, got, want)
+			}
+		}
+		if _, err := c.ReadMatrixRow(m, tt.rows, make([]byte, m.RowBytes())); err == nil {
+			t.Errorf("ReadMatrixRow(%s) of row %d of %d: no error", tt.name, tt.rows, tt.rows)
+		}
+		if _, err := c.ReadMatrixRow(m, 0, make([]byte, m.RowBytes()+1)); err == nil {
+			t.Errorf("ReadMatrixRow(%s) into a buffer of the wrong size: no error", tt.name)
 		}
 	}
 	mat, err := c.Matrix("f32", 2, 3)

@@ -83,10 +83,14 @@ func (l *streamLease) failLocked(err error) {
 	l.wake()
 }
 
-// startLocked starts the fills of the misses admitted to LRU slots and
-// gives waiting misses free working slots, in the order of rank; it
+// startLocked gives waiting misses free working slots, then starts the
+// fills of every miss that has a slot (admitted to an LRU slot, or given a
+// working one) in the order of rank, so that the reads reach the pool in
+// that order: a consumer that applies the experts in order (a layer-major
+// forward applies them by ascending id) gets the first one first. It
 // returns the read requests, to be submitted without the lock held.
 func (l *streamLease) startLocked() []diskio.ReadRequest {
+	l.assignLocked()
 	var reqs []diskio.ReadRequest
 	order := make([]int, len(l.items))
 	for i := range order {
@@ -98,7 +102,7 @@ func (l *streamLease) startLocked() []diskio.ReadRequest {
 			reqs = append(reqs, l.fillLocked(i)...)
 		}
 	}
-	return append(reqs, l.pumpLocked()...)
+	return reqs
 }
 
 // fillLocked starts the fill of item i into its slot.
@@ -110,9 +114,20 @@ func (l *streamLease) fillLocked(i int) []diskio.ReadRequest {
 	return reqs
 }
 
-// pumpLocked moves pending misses into free working slots.
+// pumpLocked moves pending misses into free working slots and starts
+// their fills.
 func (l *streamLease) pumpLocked() []diskio.ReadRequest {
 	var reqs []diskio.ReadRequest
+	for _, i := range l.assignLocked() {
+		reqs = append(reqs, l.fillLocked(i)...)
+	}
+	return reqs
+}
+
+// assignLocked moves pending misses, in order, into free working slots
+// and returns them; their fills are not started.
+func (l *streamLease) assignLocked() []int {
+	var assigned []int
 	cl := l.lc.class
 	// Demand reads first: read-aheads give their slots up.
 	for stolen := 0; stolen < len(l.pending)-len(cl.free) && l.s.stealAheadLocked(cl); stolen++ {
@@ -125,9 +140,9 @@ func (l *streamLease) pumpLocked() []diskio.ReadRequest {
 		sl.layer, sl.expert, sl.state, sl.refs = l.lc.layer, l.ids[i], slotReading, 1
 		it := &l.items[i]
 		it.slot, it.gen, it.state = sl, sl.gen, itemQueued
-		reqs = append(reqs, l.fillLocked(i)...)
+		assigned = append(assigned, i)
 	}
-	return reqs
+	return assigned
 }
 
 // submitAsync submits reqs from a goroutine, so that Acquire returns (and

@@ -208,7 +208,7 @@ func Open(ctx context.Context, cfg Config, progress func(detail string, fraction
 	}
 	if !cfg.NoScheduler {
 		e.Scheduler = scheduler.New(e.Model.Dir.Model, scheduler.Config{
-			MaxBatch: cfg.MaxBatch, MaxQueue: cfg.MaxQueue, ContextLength: e.Plan.Context, PrefillChunk: e.Plan.PrefillChunk,
+			MaxBatch: cfg.MaxBatch, MaxQueue: cfg.MaxQueue, ContextLength: e.Plan.Context, PrefillChunk: e.Plan.PrefillSegment,
 			IdleSequences: cfg.IdleSequences, PromptCache: e.PromptCache,
 		})
 	}

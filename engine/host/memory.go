@@ -20,12 +20,33 @@ import (
 // a configuration, and what the plan sizes at load (the forwards' limits,
 // the Go memory limit).
 
-// Memory is the memory budget and the expert cache size, as the --memory
-// and --expert-cache flags of fit, run and serve give them (plan.ParseSize
-// sizes; empty: the default).
+// Memory is the memory budget, the expert cache size and the KV cache's
+// type, as the --memory, --expert-cache and --kv-cache flags of fit, run
+// and serve give them (plan.ParseSize sizes, KV types of ParseKVCache;
+// empty: the default).
 type Memory struct {
 	Budget      string
 	ExpertCache string
+	KVCache     string
+}
+
+// KV cache types (--kv-cache).
+const (
+	KVFloat32  = "f32"
+	KVBFloat16 = "bf16"
+)
+
+// ParseKVCache says whether a --kv-cache value asks for bfloat16: f32 (or
+// float32, or empty: the default, exact) or bf16 (or bfloat16: half the
+// memory).
+func ParseKVCache(s string) (bf16 bool, err error) {
+	switch s {
+	case "", KVFloat32, "float32":
+		return false, nil
+	case KVBFloat16, "bfloat16":
+		return true, nil
+	}
+	return false, fmt.Errorf("--kv-cache %q: want %s (float32, exact: the default) or %s (bfloat16, half the memory)", s, KVFloat32, KVBFloat16)
 }
 
 // Options turns the setting into plan options; an unset budget asks the
@@ -42,6 +63,9 @@ func (m *Memory) Options() (plan.Options, error) {
 		if o.ExpertCache, err = plan.ParseSize(m.ExpertCache); err != nil {
 			return o, fmt.Errorf("--expert-cache: %w", err)
 		}
+	}
+	if o.KVBF16, err = ParseKVCache(m.KVCache); err != nil {
+		return o, err
 	}
 	o.MachineMemory = MachineMemory
 	o.Threads = runtime.GOMAXPROCS(0)
@@ -97,10 +121,13 @@ func PlanFor(d *loader.Dir, cfg Config, gpu *plan.GPUDevice) (*plan.Plan, error)
 	return p, nil
 }
 
-// PlannedModel is opts with the forward limits the plan sized: the rows
-// and logit rows of one forward and the expert workers.
+// PlannedModel is opts with what the plan sized: the rows, scratch rows
+// and logit rows of one forward, the expert workers, the embedding rows
+// kept when the table is read on demand, and the KV cache's type.
 func PlannedModel(p *plan.Plan, opts model.Options) model.Options {
-	opts.Limits = model.Limits{Rows: p.BatchRows, LogitRows: p.LogitRows, Workers: p.Threads, Context: p.Context}
+	opts.Limits = model.Limits{Rows: p.BatchRows, ScratchRows: p.ScratchRows, LogitRows: p.LogitRows, Workers: p.Threads, Context: p.Context}
+	opts.EmbeddingRows = p.EmbeddingRows
+	opts.KVBF16 = p.KVBF16()
 	return opts
 }
 

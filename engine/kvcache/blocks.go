@@ -14,7 +14,10 @@ import (
 // The MTP rows lag the main rows by one position because MTP row p consumes
 // token p+1: a block's MTP rows are exactly those its own tokens and the
 // tokens before them determine. Rows are found by position (the MTP cache
-// may start past 0; see mtp.go).
+// may start past 0; see mtp.go). A block's values are float32 whatever
+// the sequence stores: a bfloat16 sequence's, widened exactly (and a
+// block imported into one is rounded again, to the same values when it
+// came from one).
 
 // MainFloats is the number of float32 values one token's main-model state
 // occupies in a block: every layer's KV row and indexer key.
@@ -55,15 +58,14 @@ func (s *Sequence) ExportBlock(dst []float32, from, to int, mtp bool) ([]float32
 		return dst, fmt.Errorf("kvcache: export of tokens [%d, %d) from a sequence of %d", from, to, s.Len())
 	}
 	g := s.geo
-	W := g.KVLora + g.Rope
 	for l := range s.layers {
 		y := &s.layers[l]
 		if y.n < to {
 			return dst, fmt.Errorf("kvcache: export of tokens [%d, %d): layer %d holds %d rows", from, to, l, y.n)
 		}
-		dst = append(dst, y.KV[from*W:to*W]...)
+		dst = y.kv.export(dst, from, to)
 		if g.indexer(l) {
-			dst = append(dst, y.Index[from*g.IndexDim:to*g.IndexDim]...)
+			dst = y.index.export(dst, from, to)
 		}
 	}
 	if mtp {
@@ -74,7 +76,7 @@ func (s *Sequence) ExportBlock(dst []float32, from, to int, mtp bool) ([]float32
 		if !s.HasMTPRows(lo, hi) {
 			return dst, fmt.Errorf("kvcache: export of MTP rows [%d, %d): the MTP cache holds [%d, %d)", lo, hi, s.mtpFrom, s.MTPEnd())
 		}
-		dst = append(dst, s.mtp.KV[(lo-s.mtpFrom)*W:(hi-s.mtpFrom)*W]...)
+		dst = s.mtp.kv.export(dst, lo-s.mtpFrom, hi-s.mtpFrom)
 	}
 	return dst, nil
 }
@@ -125,10 +127,10 @@ func (s *Sequence) ImportBlock(from int, tokens []int, block []float32, mtp bool
 	off := 0
 	for l := range s.layers {
 		y := &s.layers[l]
-		y.KV = appendRows(y.KV, block[off+(n-from)*W:off+k*W], W, s.limit)
+		y.kv.add(block[off+(n-from)*W:off+k*W], s.limit)
 		off += k * W
 		if g.indexer(l) {
-			y.Index = appendRows(y.Index, block[off+(n-from)*g.IndexDim:off+k*g.IndexDim], g.IndexDim, s.limit)
+			y.index.add(block[off+(n-from)*g.IndexDim:off+k*g.IndexDim], s.limit)
 			off += k * g.IndexDim
 		}
 		y.n = to
@@ -136,7 +138,7 @@ func (s *Sequence) ImportBlock(from int, tokens []int, block []float32, mtp bool
 	s.tokens = append(s.tokens, tokens[n-from:]...)
 	if mtp && g.MTP {
 		if m := s.MTPEnd(); m >= lo && m <= hi {
-			s.mtp.KV = appendRows(s.mtp.KV, block[off+(m-lo)*W:off+(hi-lo)*W], W, s.limit)
+			s.mtp.kv.add(block[off+(m-lo)*W:off+(hi-lo)*W], s.limit)
 			s.mtp.n = hi - s.mtpFrom
 		}
 	}
@@ -145,21 +147,3 @@ func (s *Sequence) ImportBlock(from int, tokens []int, block []float32, mtp bool
 
 // indexer reports whether layer l stores indexer keys.
 func (g Geometry) indexer(l int) bool { return l < len(g.Indexer) && g.Indexer[l] && g.IndexDim > 0 }
-
-// appendRows appends whole rows of width values, growing capacity
-// geometrically but never beyond limit rows (as Append does).
-func appendRows(dst, rows []float32, width, limit int) []float32 {
-	if len(rows) == 0 {
-		return dst
-	}
-	if need := len(dst) + len(rows); need > cap(dst) {
-		grow := max(2*cap(dst)/width, 64)
-		if limit > 0 {
-			grow = min(grow, limit)
-		}
-		grown := make([]float32, len(dst), max(grow*width, need))
-		copy(grown, dst)
-		dst = grown
-	}
-	return append(dst, rows...)
-}

@@ -54,11 +54,11 @@ func sameState(t *testing.T, got, want *Sequence) {
 	}
 	for l := range want.layers {
 		g, w := got.Layer(l), want.Layer(l)
-		if g.Len() != w.Len() || !slices.Equal(g.KV, w.KV) || !slices.Equal(g.Index, w.Index) {
+		if g.Len() != w.Len() || !slices.Equal(g.kv.f32, w.kv.f32) || !slices.Equal(g.kv.b16, w.kv.b16) || !slices.Equal(g.index.f32, w.index.f32) || !slices.Equal(g.index.b16, w.index.b16) {
 			t.Fatalf("layer %d differs: %d rows, want %d", l, g.Len(), w.Len())
 		}
 	}
-	if got.MTP().Len() != want.MTP().Len() || !slices.Equal(got.MTP().KV, want.MTP().KV) {
+	if got.MTP().Len() != want.MTP().Len() || !slices.Equal(got.MTP().KV(0, got.MTP().Len(), make([]float32, got.MTP().Len()*got.geo.MTPFloats())), want.MTP().KV(0, want.MTP().Len(), make([]float32, want.MTP().Len()*want.geo.MTPFloats()))) {
 		t.Fatalf("MTP differs: %d rows, want %d", got.MTP().Len(), want.MTP().Len())
 	}
 }
@@ -168,11 +168,10 @@ func TestBlockErrors(t *testing.T) {
 // cache that holds every row from 0 reports itself aligned.
 func TestMTPCacheFromAPosition(t *testing.T) {
 	src := filled(t, blockGeo, 48, 47)
-	W := blockGeo.MTPFloats()
 	late := filled(t, blockGeo, 48, 0)
 	late.ResetMTP(10)
 	for p := 10; p < 47; p++ {
-		late.MTP().Append(src.MTP().KV[p*W:(p+1)*W], nil)
+		late.MTP().Append(src.MTP().KV(p, p+1, nil), nil)
 	}
 	if late.mtpFrom != 10 || late.MTPEnd() != 47 || !late.HasMTPRows(15, 47) || late.HasMTPRows(9, 20) {
 		t.Fatalf("from %d end %d", late.mtpFrom, late.MTPEnd())
@@ -191,7 +190,7 @@ func TestMTPCacheFromAPosition(t *testing.T) {
 	if aligned, err := dst.ImportBlock(16, src.Tokens()[16:32], want, true); err != nil || aligned || dst.MTPEnd() != 31 || dst.MTP().Len() != 16 {
 		t.Fatalf("late import: aligned %v, end %d, rows %d, err %v", aligned, dst.MTPEnd(), dst.MTP().Len(), err)
 	}
-	if !slices.Equal(dst.MTP().KV, src.MTP().KV[15*W:31*W]) {
+	if !slices.Equal(dst.MTP().KV(0, dst.MTP().Len(), nil), src.MTP().KV(15, 31, nil)) {
 		t.Error("imported MTP rows differ")
 	}
 	// Trim keeps the rows of positions below n; below the start it empties

@@ -10,17 +10,28 @@ type Geometry struct {
 	IndexDim int    // indexer key width (0 when DSA is off)
 	Indexer  []bool // Indexer[l]: layer l stores indexer keys
 	MTP      bool   // the MTP layer has its own cache
+	// BF16 stores every value in bfloat16 instead of float32: half the
+	// memory, each value rounded as it is stored (see rows).
+	BF16 bool
 }
 
-// Layer is one layer's cache. KV holds one row of KVLora+Rope values per
+// Layer is one layer's cache. Its KV rows hold KVLora+Rope values per
 // token: the normalized latent followed by the roped shared key, so a query
-// [q_absorbed | q_rope] scores every key with one dot product. Index holds
-// IndexDim values per token on indexer layers.
+// [q_absorbed | q_rope] scores every key with one dot product. Its Index
+// rows hold IndexDim values per token on indexer layers. Readers get rows
+// as float32 whatever the storage (KV, Index, CopyKV).
 type Layer struct {
-	KV    []float32
-	Index []float32
-	n     int
-	limit int // rows the layer may reach
+	kv, index rows
+	n         int
+	limit     int // rows the layer may reach
+}
+
+func newLayer(g Geometry, limit int) Layer {
+	return Layer{
+		kv:    rows{width: g.KVLora + g.Rope, bf16: g.BF16},
+		index: rows{width: g.IndexDim, bf16: g.BF16},
+		limit: limit,
+	}
 }
 
 // Len is the number of tokens stored.
@@ -29,37 +40,42 @@ func (l *Layer) Len() int { return l.n }
 // Append stores one token's state: kv is [latent | rope]; index may be nil
 // for layers without indexer keys.
 func (l *Layer) Append(kv, index []float32) {
-	l.KV = appendBounded(l.KV, kv, l.limit)
+	l.kv.add(kv, l.limit)
 	if index != nil {
-		l.Index = appendBounded(l.Index, index, l.limit)
+		l.index.add(index, l.limit)
 	}
 	l.n++
 }
 
-// appendBounded appends one token's row, growing capacity geometrically but
-// never beyond limit rows, so a full sequence holds exactly what the memory
-// plan counted.
-func appendBounded(dst, row []float32, limit int) []float32 {
-	if len(dst)+len(row) > cap(dst) {
-		rows := max(2*cap(dst)/max(len(row), 1), 64)
-		if limit > 0 {
-			rows = min(rows, limit)
-		}
-		grown := make([]float32, len(dst), max(rows*len(row), len(dst)+len(row)))
-		copy(grown, dst)
-		dst = grown
+// KV returns the KV rows of tokens [lo, hi) as float32: the stored rows
+// themselves (do not modify), or, from bfloat16, converted into buf, which
+// must hold (hi-lo) rows.
+func (l *Layer) KV(lo, hi int, buf []float32) []float32 { return l.kv.view(lo, hi, buf) }
+
+// CopyKV writes the KV rows of tokens [lo, hi) into dst as float32.
+func (l *Layer) CopyKV(dst []float32, lo, hi int) { l.kv.copyTo(dst, lo, hi) }
+
+// Index returns the indexer keys of tokens [lo, hi) as KV returns rows.
+func (l *Layer) Index(lo, hi int, buf []float32) []float32 { return l.index.view(lo, hi, buf) }
+
+// KVBF16 returns the stored KV rows of tokens [0, hi) when the layer keeps
+// them in bfloat16 (nil otherwise): for copying them elsewhere as they are.
+func (l *Layer) KVBF16(hi int) []uint16 {
+	if !l.kv.bf16 {
+		return nil
 	}
-	return append(dst, row...)
+	return l.kv.b16[:hi*l.kv.width]
 }
 
-func (l *Layer) trim(n, kv, rope, idx int) {
+// BF16 reports whether the layer stores bfloat16.
+func (l *Layer) BF16() bool { return l.kv.bf16 }
+
+func (l *Layer) trim(n int) {
 	if n >= l.n {
 		return
 	}
-	l.KV = l.KV[:n*(kv+rope)]
-	if l.Index != nil {
-		l.Index = l.Index[:n*idx]
-	}
+	l.kv.trim(n)
+	l.index.trim(n)
 	l.n = n
 }
 
@@ -78,11 +94,10 @@ type Sequence struct {
 
 // New returns an empty sequence that refuses to grow past limit tokens.
 func New(geo Geometry, limit int) *Sequence {
-	s := &Sequence{geo: geo, limit: limit, layers: make([]Layer, geo.Layers)}
+	s := &Sequence{geo: geo, limit: limit, layers: make([]Layer, geo.Layers), mtp: newLayer(geo, limit)}
 	for i := range s.layers {
-		s.layers[i].limit = limit
+		s.layers[i] = newLayer(geo, limit)
 	}
-	s.mtp.limit = limit
 	return s
 }
 
@@ -117,10 +132,9 @@ func (s *Sequence) Bytes() int64 {
 	var n int64
 	for i := range s.layers {
 		l := &s.layers[i]
-		n += int64(len(l.KV)+len(l.Index)) * 4
+		n += l.kv.bytes() + l.index.bytes()
 	}
-	n += int64(len(s.mtp.KV)) * 4
-	return n
+	return n + s.mtp.kv.bytes()
 }
 
 // BytesPerToken is what one more token costs.
@@ -135,7 +149,15 @@ func (g Geometry) BytesPerToken() int64 {
 			n += int64(g.IndexDim)
 		}
 	}
-	return 4 * n
+	return g.ValueBytes() * n
+}
+
+// ValueBytes is the bytes of one stored value: 2 in bfloat16, else 4.
+func (g Geometry) ValueBytes() int64 {
+	if g.BF16 {
+		return 2
+	}
+	return 4
 }
 
 // ContextError reports a sequence that would exceed its context length.

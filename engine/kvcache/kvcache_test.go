@@ -17,7 +17,7 @@ func TestSequenceGrowthTrimAndLimit(t *testing.T) {
 		s.Layer(1).Append([]float32{f, f, f, f, f, f}, nil)
 	}
 	// Capacity never exceeds the context limit.
-	if c := cap(s.Layer(0).KV); c > 100*6 {
+	if c := cap(s.Layer(0).kv.f32); c > 100*6 {
 		t.Errorf("KV capacity %d exceeds the limit's %d", c, 600)
 	}
 	if got := s.Bytes(); got != 100*(4+2+3+4+2)*4 {
@@ -31,10 +31,10 @@ func TestSequenceGrowthTrimAndLimit(t *testing.T) {
 		t.Errorf("overflow: %v", err)
 	}
 	s.Trim(10)
-	if s.Len() != 10 || s.Layer(0).Len() != 10 || len(s.Layer(0).Index) != 30 || s.Layer(1).Index != nil {
-		t.Errorf("trim left len %d, layer %d, index %d", s.Len(), s.Layer(0).Len(), len(s.Layer(0).Index))
+	if s.Len() != 10 || s.Layer(0).Len() != 10 || s.Layer(0).index.length() != 30 || s.Layer(1).index.length() != 0 {
+		t.Errorf("trim left len %d, layer %d, index %d", s.Len(), s.Layer(0).Len(), s.Layer(0).index.length())
 	}
-	if s.Layer(0).KV[9*6] != 9 {
+	if s.Layer(0).KV(9, 10, nil)[0] != 9 {
 		t.Error("trim lost kept rows")
 	}
 	s.Trim(-1)

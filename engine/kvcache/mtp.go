@@ -40,7 +40,7 @@ func (s *Sequence) HasMTPRows(lo, hi int) bool {
 // ResetMTP empties the MTP cache; its next row is that of position from:
 // the MTP layer starts over there.
 func (s *Sequence) ResetMTP(from int) {
-	s.mtp.trim(0, s.geo.KVLora, s.geo.Rope, s.geo.IndexDim)
+	s.mtp.trim(0)
 	s.mtpFrom = max(from, 0)
 }
 
@@ -55,14 +55,13 @@ func (s *Sequence) Trim(n int) {
 	if n < len(s.tokens) {
 		s.tokens = s.tokens[:n]
 	}
-	g := s.geo
 	for i := range s.layers {
-		s.layers[i].trim(n, g.KVLora, g.Rope, g.IndexDim)
+		s.layers[i].trim(n)
 	}
 	if n < s.mtpFrom {
 		s.ResetMTP(n)
 	}
-	s.mtp.trim(n-s.mtpFrom, g.KVLora, g.Rope, g.IndexDim)
+	s.mtp.trim(n - s.mtpFrom)
 }
 
 // Rewind keeps positions [0, n) for a sequence whose token at n is to be
@@ -89,7 +88,7 @@ func (s *Sequence) Clear() {
 // TrimMTP drops the MTP cache's rows from its n-th on: the MTP layer
 // undoing rows it appended.
 func (s *Sequence) TrimMTP(n int) {
-	s.mtp.trim(n, s.geo.KVLora, s.geo.Rope, s.geo.IndexDim)
+	s.mtp.trim(n)
 }
 
 // Mark is a sequence's extent: its tokens and its MTP rows.

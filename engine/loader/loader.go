@@ -11,6 +11,7 @@ import (
 	"github.com/spoolhq/spool/engine/experts"
 	"github.com/spoolhq/spool/engine/fingerprint"
 	"github.com/spoolhq/spool/engine/model"
+	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/kernels"
 	"github.com/spoolhq/spool/native/offheap"
 )
@@ -89,7 +90,16 @@ func (d *Dir) Load(ctx context.Context, opts Options) error {
 		// heap (the plan's resident weights line); the routed experts stay
 		// on disk. A shard truncated under a running model then fails the
 		// expert reads with an error instead of faulting a mapping.
-		if d.arena, err = offheap.AllocAligned(int(d.Summary.ResidentBytes)+arenaAlign*2*len(c.Names()), arenaAlign); err != nil {
+		resident := d.Summary.ResidentBytes
+		if opts.Model.EmbeddingRows > 0 {
+			// The embedding table is read by row on demand, not kept.
+			info, err := c.MatrixInfo(plan.EmbeddingTensor, cfg.VocabSize, cfg.HiddenSize)
+			if err != nil {
+				return err
+			}
+			resident -= info.Bytes
+		}
+		if d.arena, err = offheap.AllocAligned(int(resident)+arenaAlign*2*len(c.Names()), arenaAlign); err != nil {
 			return fmt.Errorf("loader: resident weights arena: %w", err)
 		}
 		w.arena = d.arena
@@ -177,6 +187,28 @@ func (w *Weights) Matrix(name string, rows, cols int) (*kernels.Matrix, error) {
 		err = fmt.Errorf("loader: the resident weights arena of %d bytes is full at %s (the headers count fewer resident bytes)", len(w.arena), name)
 	}
 	return m, err
+}
+
+// MatrixRows implements model.RowWeights: rows are read from the
+// container (the preloaded shards, else the files) as they are asked for.
+func (w *Weights) MatrixRows(name string, rows, cols int) (model.MatrixRows, error) {
+	info, err := w.C.MatrixInfo(name, rows, cols)
+	if err != nil {
+		return nil, err
+	}
+	return matrixRows{c: w.C, info: info}, nil
+}
+
+// matrixRows reads single rows of one matrix of a container.
+type matrixRows struct {
+	c    *container.Container
+	info container.MatrixInfo
+}
+
+func (m matrixRows) RowBytes() int { return m.info.RowBytes() }
+
+func (m matrixRows) ReadRow(r int, buf []byte) (*kernels.Matrix, error) {
+	return m.c.ReadMatrixRow(m.info, r, buf)
 }
 
 // ExpertLoader reads routed experts from a container into fresh memory.

@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/spoolhq/spool/engine/kvcache"
 	"github.com/spoolhq/spool/kernels"
 )
 
@@ -32,18 +33,18 @@ import (
 // computes.
 const absorbedMaxRows = 4
 
-// attention runs MLA for every row of p: it appends each row's compressed
-// KV (normalized latent, roped shared key) to its sequence's cache, then
-// lets each row attend over its sequence's cache entries 0..kv, or over
-// its DSA selection, and returns o_proj of the heads' outputs (a scratch
-// buffer the caller puts back). With a backend in p the projections and
-// the attention run there, the norms, RoPE, the cache and the indexer's
-// scoring on the CPU in both cases.
+// attention runs MLA for every row of p (one step's rows): it appends each
+// row's compressed KV (normalized latent, roped shared key) to its
+// sequence's cache, then lets each row attend over its sequence's cache
+// entries 0..kv, or over its DSA selection, and returns o_proj of the
+// heads' outputs (a scratch buffer the caller puts back). With a backend
+// in p the projections and the attention run there, the norms, RoPE, the
+// cache and the indexer's scoring on the CPU in both cases.
 //
-// On a full DSA layer it first replaces p.sel with the rows' top-k
-// selection, which the shared layers that follow reuse. p.sel is nil where
-// no DSA applies (the MTP layer); p.tr, when set, records the selection
-// and the indexer's scores.
+// On a full DSA layer it first fills in the rows' top-k selections in
+// p.sel, which the shared layers that follow reuse. p.sel is nil where no
+// DSA applies (the MTP layer); p.scores, when set, receives the indexer's
+// scores.
 func (r *Runner) attention(y *layer, x []float32, p *pass) ([]float32, error) {
 	m := r.m
 	c := m.cfg
@@ -61,7 +62,7 @@ func (r *Runner) attention(y *layer, x []float32, p *pass) ([]float32, error) {
 	ws, ys := []*kernels.Matrix{y.qA, y.kvA}, [][]float32{cq, kv}
 	var ix indexerRows
 	if y.indexer != nil {
-		ix = r.indexerBuffers(y, rows, p.tr != nil)
+		ix = r.indexerBuffers(y, rows, p.scores != nil)
 		defer ix.put(&m.scratch)
 		ws, ys = append(ws, y.indexer.wk), append(ys, ix.keys)
 		if ix.w != nil {
@@ -120,7 +121,7 @@ func (r *Runner) attention(y *layer, x []float32, p *pass) ([]float32, error) {
 	}
 	p.clk.lap(stepAttnHost)
 	if y.indexer != nil {
-		r.indexerSelect(y, ix, rows, sel, p.tr)
+		r.indexerSelect(y, ix, rows, sel, p.scores)
 		p.clk.lap(stepIndexer)
 	}
 
@@ -167,7 +168,7 @@ func (a *attnCall) out(i, h int) []float32 {
 }
 
 // cache is the cache layer row i attends over.
-func (a *attnCall) cache(i int) []float32 { return a.y.cache(a.rows[i].seq).KV }
+func (a *attnCall) cache(i int) *kvcache.Layer { return a.y.cache(a.rows[i].seq) }
 
 // keySet is the keys one row attends to: its causal keys 0..n-1, or the
 // listed positions (ascending). With mask the row visits every causal key

@@ -154,10 +154,10 @@ func (a *attnCall) latentSegment(seg segment, qabs []float32, wk *attnWorker, p 
 		if ks.sparse() {
 			keys = wk.tile[:nt*W]
 			for j, pos := range ks.list[t0:t1] {
-				copy(keys[j*W:(j+1)*W], cache[int(pos)*W:(int(pos)+1)*W])
+				cache.CopyKV(keys[j*W:(j+1)*W], int(pos), int(pos)+1)
 			}
 		} else {
-			keys = cache[t0*W : t1*W]
+			keys = cache.KV(t0, t1, wk.tile)
 		}
 		scores := wk.scores[:nh*nt]
 		kernels.DotRowsMultiThreads(scores, qabs, nh, keys, W, 1)

@@ -310,22 +310,23 @@ func TestThreadsDoNotChangeResults(t *testing.T) {
 }
 
 // TestAttentionWorkspaceMatchesPlan requires the workspace the model
-// allocates to be exactly the plan's attention line.
+// allocates to be exactly the plan's attention line, which a step's rows
+// size (the scratch rows, at most the forward's).
 func TestAttentionWorkspaceMatchesPlan(t *testing.T) {
 	for _, name := range models {
-		for _, tc := range []struct{ rows, context, threads int }{
-			{512, 4096, 2}, {64, 8, 1}, {2048, 32768, 16}, {7, 100, 3},
+		for _, tc := range []struct{ rows, scratch, context, threads, planned int }{
+			{512, 0, 4096, 2, 512}, {64, 0, 8, 1, 64}, {16384, 256, 32768, 16, 256}, {7, 3, 100, 3, 3}, {2048, 0, 32768, 4, model.DefaultScratchRows},
 		} {
 			t.Run(fmt.Sprintf("%s/%+v", name, tc), func(t *testing.T) {
 				d, err := loader.Open(context.Background(), fixtures.ModelDir(t, name), loader.Options{
-					Model: model.Options{Limits: model.Limits{Rows: tc.rows, Context: tc.context, Workers: tc.threads}},
+					Model: model.Options{Limits: model.Limits{Rows: tc.rows, ScratchRows: tc.scratch, Context: tc.context, Workers: tc.threads}},
 				})
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer d.Close()
 				m := d.Model
-				it := plan.AttentionWorkspace(m.Config(), plan.AttentionSizing{Rows: tc.rows, Context: tc.context, Threads: tc.threads, DSA: m.HasDSA()})
+				it := plan.AttentionWorkspace(m.Config(), plan.AttentionSizing{Rows: tc.planned, Context: tc.context, Threads: tc.threads, DSA: m.HasDSA()})
 				if got := m.NewRunner().AttentionWorkspaceBytes(); got != it.Bytes {
 					t.Errorf("the model allocated %d bytes, the plan counts %d (%s)", got, it.Bytes, it.Detail)
 				}

@@ -62,9 +62,10 @@ func (a *attnCall) tiledBlock(blk rowBlock, wk *attnWorker) {
 		for first < S && rows[b0+first].kv < t0 {
 			first++
 		}
+		kv := cache.KV(t0, t1, wk.kvTile)
 		lat := wk.latent[:nt*rkv]
 		for t := range nt {
-			copy(lat[t*rkv:(t+1)*rkv], cache[(t0+t)*W:(t0+t)*W+rkv])
+			copy(lat[t*rkv:(t+1)*rkv], kv[t*W:t*W+rkv])
 		}
 		expanded := wk.expand[:nt*hw]
 		kernels.MatMulThreads(expanded, kvB, lat, nt, 1)
@@ -72,7 +73,7 @@ func (a *attnCall) tiledBlock(blk rowBlock, wk *attnWorker) {
 		for t := range nt {
 			e := expanded[t*hw : (t+1)*hw]
 			copy(keys[t*dq:t*dq+dn], e[:dn])
-			copy(keys[t*dq+dn:(t+1)*dq], cache[(t0+t)*W+rkv:(t0+t+1)*W])
+			copy(keys[t*dq+dn:(t+1)*dq], kv[t*W+rkv:(t+1)*W])
 			for d, v := range e[dn:] {
 				valsT[d*nt+t] = v
 			}

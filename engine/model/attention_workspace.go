@@ -11,8 +11,9 @@ import (
 // attnWorkspace is attention's memory, allocated once at load as the
 // memory plan lays it out (plan.NewAttentionLayout; the plan line is
 // plan.AttentionWorkspace): per worker the kernels' tiles, partial sums
-// and top-k heap, and shared the decode batch, the latent row list and the
-// DSA selection of a forward's rows.
+// and top-k heap, and shared the decode batch and the latent row list of
+// the rows a step attends for (a scratch's worth; the DSA selection of a
+// forward's rows is per-row state of the runner's workspace).
 type attnWorkspace struct {
 	layout  plan.AttentionLayout
 	workers []attnWorker
@@ -23,8 +24,7 @@ type attnWorkspace struct {
 	batchQ     []float32
 	batchParts []partial
 
-	latentRows []int32   // the rows a forward computes in the latent form
-	sel        selection // the DSA selection of the most recent full layer
+	latentRows []int32 // the rows a step computes in the latent form
 }
 
 // attnWorker is one worker's buffers.
@@ -37,6 +37,7 @@ type attnWorker struct {
 	seg, run partial   // a segment's state and the running merge
 
 	// expanded form
+	kvTile  []float32 // [key][latent | rope]: a tile's cached rows from a bfloat16 cache
 	latent  []float32 // [key][latent]: a tile's cached latents
 	expand  []float32 // [key][k_nope | v]: their expansion for one head
 	keys    []float32 // [key][k_nope | k_rope]
@@ -48,6 +49,7 @@ type attnWorker struct {
 	rowSum  []float64
 
 	// indexer
+	idxTile  []float32 // [key][index dim]: a tile's indexer keys from a bfloat16 cache
 	dots     []float32 // [index head][key]
 	idxScore []float32 // [key]
 	top      topK
@@ -102,6 +104,9 @@ func newAttnWorkspace(l plan.AttentionLayout) *attnWorkspace {
 		w.scores = make([]float32, nh*tl)
 		w.weighted = make([]float32, nh*rkv)
 		w.seg, w.run = newPartial(nh, rkv), newPartial(nh, rkv)
+		if l.BF16 {
+			w.kvTile = make([]float32, te*W)
+		}
 		w.latent = make([]float32, te*rkv)
 		w.expand = make([]float32, te*hw)
 		w.keys = make([]float32, te*dq)
@@ -114,14 +119,13 @@ func newAttnWorkspace(l plan.AttentionLayout) *attnWorkspace {
 		if l.Indexer {
 			w.dots = make([]float32, l.IndexHeads*ti)
 			w.idxScore = make([]float32, ti)
+			if l.BF16 {
+				w.idxTile = make([]float32, ti*l.IndexDim)
+			}
 		}
 		if l.Selects {
 			w.top = newTopK(l.TopK)
 		}
-	}
-	ws.sel.k = l.TopK
-	if l.Selects {
-		ws.sel.rows, ws.sel.store = make([][]int32, 0, l.Rows), make([]int32, l.Rows*l.TopK)
 	}
 	return ws
 }
@@ -129,14 +133,14 @@ func newAttnWorkspace(l plan.AttentionLayout) *attnWorkspace {
 // bytes is the memory the workspace holds, counted from its buffers.
 func (ws *attnWorkspace) bytes() int64 {
 	f := func(s []float32) int64 { return int64(cap(s)) * 4 }
-	n := f(ws.batchQ) + int64(cap(ws.latentRows))*4 + int64(cap(ws.sel.store))*4 + int64(cap(ws.sel.rows))*24
+	n := f(ws.batchQ) + int64(cap(ws.latentRows))*4
 	for _, p := range ws.batchParts {
 		n += p.bytes()
 	}
 	for i := range ws.workers {
 		w := &ws.workers[i]
-		for _, b := range [][]float32{w.qabs, w.tile, w.scores, w.weighted, w.latent, w.expand, w.keys, w.valsT,
-			w.queries, w.probs, w.out, w.rowMax, w.dots, w.idxScore, w.top.score} {
+		for _, b := range [][]float32{w.qabs, w.tile, w.scores, w.weighted, w.kvTile, w.latent, w.expand, w.keys, w.valsT,
+			w.queries, w.probs, w.out, w.rowMax, w.idxTile, w.dots, w.idxScore, w.top.score} {
 			n += f(b)
 		}
 		n += w.seg.bytes() + w.run.bytes() + int64(cap(w.rowSum))*8 + int64(cap(w.top.pos))*4
@@ -154,7 +158,10 @@ func (r *Runner) AttentionWorkspaceBytes() int64 { return r.attn.bytes() }
 // selection is the DSA choice of the most recent full layer for every row
 // of a forward: rows[i] lists the selected key positions ascending, or is
 // nil where the row attends densely (it has at most index_topk causal
-// keys). Shared layers reuse it; the next full layer overwrites it.
+// keys). Shared layers reuse it; the next full layer overwrites it. It is
+// per-row state of the workspace (the rows of a forward go through a layer
+// a scratch's worth at a time, and a shared layer reuses the selection of
+// every row).
 type selection struct {
 	k     int
 	rows  [][]int32
@@ -173,6 +180,20 @@ func (s *selection) reset(n int) {
 	clear(s.rows)
 }
 
+// view is the selection of rows [lo, hi): row i of the view is row lo+i.
+// Rows past the selection's (before a full layer has run) are dense.
+func (s *selection) view(lo, hi int) *selection {
+	if s == nil {
+		return nil
+	}
+	v := &selection{k: s.k}
+	if hi <= len(s.rows) {
+		v.rows = s.rows[lo:hi:hi]
+		v.store = s.store[lo*s.k : hi*s.k : hi*s.k]
+	}
+	return v
+}
+
 // slot is row i's storage.
 func (s *selection) slot(i int) []int32 { return s.store[i*s.k : (i+1)*s.k : (i+1)*s.k] }
 
@@ -184,19 +205,16 @@ func (s *selection) row(i int) []int32 {
 	return s.rows[i]
 }
 
-// dsaSelection returns the model's selection store, emptied for a new
+// dsaSelection returns the runner's selection store, emptied for a new
 // forward: until a full DSA layer runs, every row attends densely.
 func (r *Runner) dsaSelection() *selection {
-	r.attn.sel.rows = r.attn.sel.rows[:0]
-	return &r.attn.sel
+	r.ws.sel.rows = r.ws.sel.rows[:0]
+	return &r.ws.sel
 }
 
 // attentionSizing is what sizes a runner's attention workspace.
-func (o Limits) attentionSizing(c *config.Config, dsa bool) plan.AttentionSizing {
-	s := plan.AttentionSizing{Rows: o.Rows, Context: o.Context, Threads: o.Workers, DSA: dsa}
-	if s.Rows <= 0 {
-		s.Rows = plan.MinPrefillChunk // unplanned: the row buffers grow past it
-	}
+func (o Limits) attentionSizing(c *config.Config, dsa, bf16 bool) plan.AttentionSizing {
+	s := plan.AttentionSizing{Rows: o.scratchRows(), Context: o.Context, Threads: o.Workers, DSA: dsa, BF16: bf16}
 	if s.Context <= 0 {
 		s.Context = c.MaxPositionEmbeddings
 	}

@@ -20,6 +20,8 @@ type Backend interface {
 	// MatMulMany applies each of ws to the same n rows of x.
 	MatMulMany(x []float32, n int, ws []*kernels.Matrix, ys [][]float32) error
 	MLP(y []float32, l *gpu.MLP, x []float32, n int) error
+	// MoE applies a MoE layer to n rows of x into y, which may be x
+	// itself (x is read before y is written).
 	MoE(y, x []float32, n int, l *gpu.MoE, fetch gpu.Fetch) (gpu.Routes, error)
 	Attention(out []float32, a *gpu.Attention) error
 }

@@ -44,11 +44,17 @@ func (r *Runner) attendOnBackend(a *accelerator, y *layer, q []float32, rows []r
 			end++
 		}
 		cache := y.cache(rows[start].seq)
+		T := rows[end-1].kv + 1
 		call := &gpu.Attention{
-			Q: q[start*nh*dq : end*nh*dq], Cache: cache.KV, T: rows[end-1].kv + 1,
+			Q: q[start*nh*dq : end*nh*dq], T: T,
 			Heads: nh, Nope: c.QKNopeHeadDim, Rope: c.QKRopeHeadDim, Value: c.VHeadDim, Latent: c.KVLoraRank,
 			Scale: float32(c.AttentionScale()), KVB: y.kvB, O: y.o,
 			Last: make([]int, end-start), MaskKeys: m.allKeys,
+		}
+		if cache.BF16() {
+			call.CacheBF16 = cache.KVBF16(T)
+		} else {
+			call.Cache = cache.KV(0, T, nil)
 		}
 		for i := start; i < end; i++ {
 			call.Last[i-start] = rows[i].kv
@@ -67,17 +73,20 @@ func (r *Runner) attendOnBackend(a *accelerator, y *layer, q []float32, rows []r
 	return nil
 }
 
-// mlpOnBackend is mlpForward on the backend: the dense MLP, or the router,
-// the routed experts of every row and the shared expert, into out.
-func (r *Runner) mlpOnBackend(ctx context.Context, a *accelerator, y *layer, p *pass, out []float32) error {
+// moeOnBackend is moe on the backend: the router, the routed experts of
+// every row of the forward (so that each is fetched once) and the shared
+// expert, added to the residual stream. The rows' normed inputs are
+// written a step at a time into the workspace's acc, which the backend
+// then overwrites with the layer's output.
+func (r *Runner) moeOnBackend(ctx context.Context, a *accelerator, y *layer, p *pass) error {
 	m := r.m
-	R := len(p.rows)
-	if !y.isSparse {
-		if err := a.b.MLP(out, &gpu.MLP{Gate: y.dense.gate, Up: y.dense.up, Down: y.dense.down}, p.x, R); err != nil {
-			return &backendError{a, err}
-		}
+	H, R := m.cfg.HiddenSize, len(p.rows)
+	x := r.ws.acc[:R*H]
+	p.steps(func(lo, hi int) error {
+		r.normRows(x[lo*H:hi*H], p.h[lo*H:hi*H], y.postNorm, hi-lo)
 		return nil
-	}
+	})
+	p.clk.lap(stepNorm)
 	var fetchErr error
 	fetch := func(ids []int) (gpu.Experts, error) {
 		if row := m.expertRow[y.index]; row >= 0 {
@@ -92,13 +101,14 @@ func (r *Runner) mlpOnBackend(ctx context.Context, a *accelerator, y *layer, p *
 		}
 		return &leaseExperts{ctx: ctx, r: r, lease: lease, layer: y.index, err: &fetchErr}, nil
 	}
-	routes, err := a.b.MoE(out, p.x, R, a.moe[y.index], fetch)
+	routes, err := a.b.MoE(x, x, R, a.moe[y.index], fetch)
 	if err != nil {
 		if fetchErr != nil { // the experts' source failed, not the backend
 			return fetchErr
 		}
 		return &backendError{a, err}
 	}
+	r.addRows(p.h, x, R)
 	if tr := p.tr; tr != nil {
 		k := m.cfg.ExpertsPerToken
 		if tr.Routes == nil {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/spoolhq/spool/engine/generate"
 	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/internal/fixtures"
@@ -34,6 +35,12 @@ func openOnGPUCounted(t *testing.T, name string, minRows int, calls *backendCall
 // returns the device too.
 func openOnDevice(t *testing.T, name string, minRows int, calls *backendCalls, opts gpu.Options) (*model.Model, *gpu.Device) {
 	t.Helper()
+	return openOnDeviceWith(t, name, minRows, calls, opts, model.Options{})
+}
+
+// openOnDeviceWith is openOnDevice with the model loaded with mopts.
+func openOnDeviceWith(t *testing.T, name string, minRows int, calls *backendCalls, opts gpu.Options, mopts model.Options) (*model.Model, *gpu.Device) {
+	t.Helper()
 	dev, err := gpu.Open(opts)
 	if err != nil {
 		if os.Getenv("CI") == "true" {
@@ -41,7 +48,7 @@ func openOnDevice(t *testing.T, name string, minRows int, calls *backendCalls, o
 		}
 		t.Skipf("no Vulkan device: %v", err)
 	}
-	d, err := loader.Open(context.Background(), fixtures.ModelDir(t, name), loader.Options{})
+	d, err := loader.Open(context.Background(), fixtures.ModelDir(t, name), loader.Options{Model: mopts})
 	if err != nil {
 		dev.Close()
 		t.Fatal(err)
@@ -220,5 +227,58 @@ func TestBackendChunkedAndBatched(t *testing.T) {
 		if d, _ := fixtures.MaxAbsDiff(slices.Concat(out[i].Logits...), ref); d > logitTolerance["glm52-mini"] {
 			t.Errorf("batched sequence %d: logits differ by %.3g", i, d)
 		}
+	}
+}
+
+// TestBackendLayerMajor: on the GPU, forwards whose layers go through the
+// rows 16 at a time (attention of each step on the device over the keys
+// earlier steps wrote, each layer's routed experts applied to every row in
+// one MoE call) give every reference case's logits within the tolerance,
+// the MTP layer's too, with one MoE call per sparse layer.
+func TestBackendLayerMajor(t *testing.T) {
+	for _, name := range models {
+		t.Run(name, func(t *testing.T) {
+			calls := &backendCalls{}
+			m, _ := openOnDeviceWith(t, name, 1, calls, gpu.Options{Device: -1}, model.Options{Limits: model.Limits{ScratchRows: 16}})
+			refs, refDir := fixtures.LoadRefs(t, name)
+			for _, cs := range refs.Cases {
+				before := *calls
+				checkFullForward(t, m, name, refDir, cs, false)
+				sparse := len(m.Config().SparseLayers())
+				if got := calls.moe - before.moe; got != sparse {
+					t.Errorf("%s: %d MoE calls for %d sparse layers", cs.Label, got, sparse)
+				}
+				if want := (cs.N + 15) / 16 * m.Config().NumLayers; calls.attention-before.attention != want {
+					t.Errorf("%s: %d attention calls, want %d (a step of 16 rows a layer)", cs.Label, calls.attention-before.attention, want)
+				}
+				checkMTP(t, m, cs, logitTolerance[name])
+			}
+		})
+	}
+}
+
+// TestBackendBF16KVCache: with a bfloat16 KV cache on the GPU (the cache
+// widened as it is uploaded), every reference case's greedy tokens are the
+// reference's up to a near-tie, as on the CPU.
+func TestBackendBF16KVCache(t *testing.T) {
+	for _, name := range models {
+		t.Run(name, func(t *testing.T) {
+			m, _ := openOnDeviceWith(t, name, 1, &backendCalls{}, gpu.Options{Device: -1}, model.Options{KVBF16: true})
+			refs, _ := fixtures.LoadRefs(t, name)
+			for _, cs := range refs.Cases {
+				res, err := generate.Generate(context.Background(), m, m.NewSequence(0), cs.PromptIDs, generate.Params{MaxTokens: len(cs.Greedy)}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				same := 0
+				for same < len(res.Tokens) && res.Tokens[same] == cs.Greedy[same] {
+					same++
+				}
+				t.Logf("%s: %d of %d greedy tokens equal", cs.Label, same, len(cs.Greedy))
+				if same < len(cs.Greedy) && cs.GreedyMargins[same] > bf16Margin {
+					t.Errorf("%s: greedy token %d is %d, want %d at a margin of %.3g", cs.Label, same, res.Tokens[same], cs.Greedy[same], cs.GreedyMargins[same])
+				}
+			}
+		})
 	}
 }

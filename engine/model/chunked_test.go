@@ -114,8 +114,9 @@ func plannedModel(t *testing.T, name string, lim model.Limits) *model.Model {
 }
 
 // TestRunnerMatchesPlan: a runner sized by a memory plan holds what the
-// plan's buffer lines count, and refuses a forward larger than planned,
-// naming the plan line.
+// plan's buffer lines count (the segment's per-row state, the bounded
+// scratch, the logits, the expert workers), and refuses a forward larger
+// than planned, naming the plan line.
 func TestRunnerMatchesPlan(t *testing.T) {
 	for _, name := range models {
 		t.Run(name, func(t *testing.T) {
@@ -126,16 +127,17 @@ func TestRunnerMatchesPlan(t *testing.T) {
 			}
 			for _, opts := range []plan.Options{
 				{Memory: 8 << 30, Context: 512, Threads: 3},
-				{Memory: 8 << 30, Context: 2048, Sequences: 4, BatchRows: 100, Threads: 2},
+				{Memory: 8 << 30, Context: 2048, Sequences: 4, Segment: 100, Threads: 2},
+				{Memory: 8 << 30, Context: 4096, Sequences: 2, Segment: 1500, Threads: 2},
 			} {
 				p, err := plan.New(d.Config, w, opts)
 				if err != nil || !p.Fits {
 					t.Fatalf("plan %+v: %v %v", opts, err, p.Err())
 				}
-				m := plannedModel(t, name, model.Limits{Rows: p.BatchRows, LogitRows: p.LogitRows, Workers: p.Threads})
+				m := plannedModel(t, name, model.Limits{Rows: p.BatchRows, ScratchRows: p.ScratchRows, LogitRows: p.LogitRows, Workers: p.Threads})
 				r := m.NewRunner()
 				var planned int64
-				for _, item := range []string{plan.ItemActivations, plan.ItemLogits, plan.ItemWorkers} {
+				for _, item := range []string{plan.ItemSegment, plan.ItemScratch, plan.ItemLogits, plan.ItemWorkers} {
 					it, ok := p.Item(item)
 					if !ok {
 						t.Fatalf("plan has no %q line", item)
@@ -147,7 +149,7 @@ func TestRunnerMatchesPlan(t *testing.T) {
 				}
 				seq := m.NewSequence(0)
 				_, err = r.Forward(context.Background(), []model.Request{{Seq: seq, Tokens: make([]int, p.BatchRows+1)}}, nil)
-				if err == nil || !strings.Contains(err.Error(), "activations") {
+				if err == nil || !strings.Contains(err.Error(), plan.ItemSegment) {
 					t.Errorf("a forward of %d rows past the planned %d: %v", p.BatchRows+1, p.BatchRows, err)
 				}
 				if seq.Len() != 0 {
@@ -158,9 +160,16 @@ func TestRunnerMatchesPlan(t *testing.T) {
 	}
 }
 
-// TestEngineConstants: the memory plan counts the expert workers' blocks.
+// TestEngineConstants: the memory plan counts the expert workers' blocks,
+// the rows whose expert outputs are kept per slot, and the scratch rows.
 func TestEngineConstants(t *testing.T) {
 	if model.ExpertBlockRows != plan.ExpertBlockRows {
 		t.Errorf("model.ExpertBlockRows %d, plan.ExpertBlockRows %d", model.ExpertBlockRows, plan.ExpertBlockRows)
+	}
+	if model.ArrivalRows != plan.ArrivalRows {
+		t.Errorf("model.ArrivalRows %d, plan.ArrivalRows %d", model.ArrivalRows, plan.ArrivalRows)
+	}
+	if model.DefaultScratchRows != plan.PrefillScratchRows {
+		t.Errorf("model.DefaultScratchRows %d, plan.PrefillScratchRows %d", model.DefaultScratchRows, plan.PrefillScratchRows)
 	}
 }

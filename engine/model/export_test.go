@@ -29,3 +29,8 @@ func SetComputeAllKeys(m *Model, on bool) (restore func()) {
 	m.allKeys = on
 	return func() { m.allKeys = old }
 }
+
+// SetArrivalRows makes r apply the routed experts of forwards of at most n
+// rows (n <= ArrivalRows) as they arrive, and of larger ones in ascending
+// order: 0 sends every forward the ascending way.
+func SetArrivalRows(r *Runner, n int) { r.arrival = min(n, ArrivalRows) }

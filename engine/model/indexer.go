@@ -46,38 +46,21 @@ func (ix *indexerRows) put(s *scratch) {
 	}
 }
 
-// indexerSelect runs the indexer of a full layer and replaces sel with
-// the rows' selections. The keys come from the layer cache, which already
-// holds this forward's rows. Each row scores its keys tile by tile into a
-// bounded top-k heap, so nothing grows with the context. With tr it
+// indexerSelect runs the indexer of a full layer for a step's rows and
+// fills in their selections (sel, the step's view of the forward's
+// selection, which the layer emptied). The keys come from the layer cache,
+// which already holds these rows and every earlier row of their
+// sequences. Each row scores its keys tile by tile into a bounded top-k
+// heap, so nothing grows with the context. With scores (a trace) it
 // records every row's scores as well, rows that attend densely included.
-func (r *Runner) indexerSelect(y *layer, ix indexerRows, rows []row, sel *selection, tr *Trace) {
-	m := r.m
-	c := m.cfg
-	R, K := len(rows), c.IndexTopK
-	selecting := 0
-	for _, r := range rows {
-		if r.pos+1 > K {
-			selecting++
-		}
-	}
-	var scores [][]float32
-	if tr != nil {
-		scores = make([][]float32, R)
-		for i, r := range rows {
+func (r *Runner) indexerSelect(y *layer, ix indexerRows, rows []row, sel *selection, scores [][]float32) {
+	for i, r := range rows {
+		if scores != nil {
 			scores[i] = make([]float32, r.pos+1)
 		}
 	}
-	if selecting == 0 {
-		sel.rows = sel.rows[:0]
-	} else {
-		sel.reset(R)
-	}
 	if ix.scores {
 		r.indexerScore(y, ix, rows, sel, scores)
-	}
-	if tr != nil {
-		recordDSA(tr, y.index, sel, R, scores)
 	}
 }
 
@@ -114,12 +97,12 @@ func (r *Runner) indexerScore(y *layer, ix indexerRows, rows []row, sel *selecti
 			for hd := range nI {
 				m.rope.apply(qi[hd*dI:hd*dI+dr], r.pos)
 			}
-			index := r.seq.Layer(y.index).Index
+			index := r.seq.Layer(y.index)
 			wk.top.reset(K)
 			for t0 := 0; t0 < n; t0 += tile {
 				nt := min(tile, n-t0)
 				dots := wk.dots[:nI*nt]
-				kernels.DotRowsMultiThreads(dots, qi, nI, index[t0*dI:(t0+nt)*dI], dI, 1)
+				kernels.DotRowsMultiThreads(dots, qi, nI, index.Index(t0, t0+nt, wk.idxTile), dI, 1)
 				s := wk.idxScore[:nt]
 				clear(s)
 				for hd := range nI {

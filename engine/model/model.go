@@ -22,7 +22,7 @@ import (
 // each records what its forward read (Runner.LastCost).
 type Model struct {
 	cfg       *config.Config
-	embed     *kernels.Matrix // [V, H]
+	embed     *embedding      // [V, H]
 	lmHead    *kernels.Matrix // [V, H]
 	finalNorm []float32
 	layers    []*layer
@@ -33,6 +33,7 @@ type Model struct {
 	scratch   scratch // attention's projections
 	limits    Limits
 	allKeys   bool // Options.ComputeAllKeys
+	kvBF16    bool // Options.KVBF16
 	// attnLayout is the attention workspace each runner allocates.
 	attnLayout plan.AttentionLayout
 	// expertRow maps a decoder layer (the MTP layer is NumLayers) to its
@@ -59,6 +60,15 @@ type Options struct {
 	// included; the memory plan sizes them. The zero value lets the
 	// buffers grow as needed.
 	Limits Limits
+	// KVBF16 stores the KV cache in bfloat16 (kvcache.Geometry.BF16):
+	// half the memory, each cached value rounded as it is stored, so the
+	// output is no longer the float32 path's (its tokens usually are).
+	KVBF16 bool
+	// EmbeddingRows, when positive, reads the embedding table by row on
+	// demand into a cache of that many rows (the plan's embedding line)
+	// instead of keeping the table: Weights must then be RowWeights. 0
+	// keeps the table as Weights gives it.
+	EmbeddingRows int
 	// ComputeAllKeys makes DSA layers score every causal key and mask the
 	// unselected ones, as dense attention would, instead of computing only
 	// the selected keys. The output is the same; it is the baseline that
@@ -102,9 +112,22 @@ func Load(c *config.Config, w Weights, src experts.Source, opts Options) (*Model
 		return nil, err
 	}
 	m := &Model{cfg: c, experts: src, hasDSA: caps.DSA && !opts.DisableDSA, rope: newRope(c.QKRopeHeadDim, c.RopeTheta), allKeys: opts.ComputeAllKeys}
-	m.attnLayout = plan.NewAttentionLayout(c, opts.Limits.attentionSizing(c, m.hasDSA))
+	m.kvBF16 = opts.KVBF16
+	m.attnLayout = plan.NewAttentionLayout(c, opts.Limits.attentionSizing(c, m.hasDSA, opts.KVBF16))
 	ld := &loader{w: w}
-	m.embed = ld.mat("model.embed_tokens.weight", c.VocabSize, c.HiddenSize)
+	if opts.EmbeddingRows > 0 {
+		rw, ok := w.(RowWeights)
+		if !ok {
+			return nil, fmt.Errorf("model: the weights cannot be read by row, so the embedding table cannot be read on demand")
+		}
+		src, err := rw.MatrixRows("model.embed_tokens.weight", c.VocabSize, c.HiddenSize)
+		if err != nil {
+			return nil, fmt.Errorf("model: model.embed_tokens.weight: %w", err)
+		}
+		m.embed = newEmbedding(src, opts.EmbeddingRows, c.VocabSize)
+	} else {
+		m.embed = &embedding{table: ld.mat("model.embed_tokens.weight", c.VocabSize, c.HiddenSize)}
+	}
 	m.lmHead = ld.mat("lm_head.weight", c.VocabSize, c.HiddenSize)
 	m.finalNorm = ld.vec("model.norm.weight", c.HiddenSize)
 	for l := 0; l < c.NumLayers; l++ {
@@ -171,7 +194,7 @@ func ExpertLayers(c *config.Config, withMTP bool) []int {
 
 // CacheGeometry is what a kvcache.Sequence must store for this model.
 func (m *Model) CacheGeometry() kvcache.Geometry {
-	g := kvcache.Geometry{Layers: m.cfg.NumLayers, KVLora: m.cfg.KVLoraRank, Rope: m.cfg.QKRopeHeadDim, MTP: m.mtp != nil}
+	g := kvcache.Geometry{Layers: m.cfg.NumLayers, KVLora: m.cfg.KVLoraRank, Rope: m.cfg.QKRopeHeadDim, MTP: m.mtp != nil, BF16: m.kvBF16}
 	if m.hasDSA {
 		g.IndexDim = m.cfg.IndexHeadDim
 		g.Indexer = make([]bool, m.cfg.NumLayers)
@@ -322,9 +345,12 @@ func (r *Runner) forwardRows(ctx context.Context, reqs []Request, rows []row, tr
 	R := len(rows)
 	r.touched.Clear()
 	r.startCost()
-	p := pass{h: ws.h[:R*H], x: ws.x[:R*H], rows: rows, tr: tr, sel: r.dsaSelection(), accel: m.backendFor(R), clk: m.clock()}
+	clk := m.clock()
+	p := pass{h: ws.h[:R*H], rows: rows, tr: tr, sel: r.dsaSelection(), accel: m.backendFor(R), clk: &clk, scratch: ws.scratch}
 	for i, r := range rows {
-		kernels.DequantRow(p.h[i*H:(i+1)*H], m.embed, r.token)
+		if err := m.embed.row(p.h[i*H:(i+1)*H], r.token); err != nil {
+			return nil, err
+		}
 	}
 	p.clk.lap(stepEmbed)
 	if tr != nil {
@@ -346,10 +372,10 @@ func (r *Runner) forwardRows(ctx context.Context, reqs []Request, rows []row, tr
 			}
 		}
 	}
-	// Final norm for every row (the MTP head consumes it), lm_head for the
-	// rows asked for.
-	hn := ws.hn[:R*H]
-	r.normRows(hn, p.h, m.finalNorm, R)
+	// Final norm for every row, in place (the MTP head consumes it), and
+	// lm_head for the rows asked for.
+	hn := p.h
+	r.normRows(hn, hn, m.finalNorm, R)
 	outs := make([]Output, len(reqs))
 	r0, l0 := 0, 0
 	for i, req := range reqs {

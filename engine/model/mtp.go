@@ -32,11 +32,14 @@ func (m *Model) MTPForward(ctx context.Context, req MTPRequest) (logits, out [][
 // MTPForward runs the multi-token-prediction layer over req's rows, which
 // must continue the sequence's MTP cache (req.Pos is its MTPEnd). The MTP
 // layer attends densely over its own cache (the rows absorbed so far), to
-// which the rows are appended. It returns the logits of every row (or of
-// the last row only, with LastOnly) and the layer's output hidden states
-// (pre shared_head.norm) of every row; both are views of r's buffers,
-// valid until r's next forward. The hidden states of r's latest Forward
-// stay valid through it (its logits do not).
+// which the rows are appended. It goes through the rows as Forward goes
+// through a layer (a scratch's worth at a time, the routed experts applied
+// to every row at once), with a residual stream of its own. It returns the
+// logits of every row (or of the last row only, with LastOnly) and the
+// layer's output hidden states (pre shared_head.norm) of every row; both
+// are views of r's buffers, valid until r's next forward. The hidden
+// states of r's latest Forward stay valid through it (its logits do not);
+// req.Hidden must not be the output rows of an earlier MTPForward of r.
 func (r *Runner) MTPForward(ctx context.Context, req MTPRequest) (logits, out [][]float32, err error) {
 	m := r.m
 	seq, pos0, hidden, next, lastOnly := req.Seq, req.Pos, req.Hidden, req.Next, req.LastOnly
@@ -61,9 +64,6 @@ func (r *Runner) MTPForward(ctx context.Context, req MTPRequest) (logits, out []
 	ws := r.ws
 	base := seq.MTP().Len()
 	rows := ws.rowState[:R]
-	// The inputs are read into cat before any buffer they may alias is
-	// written.
-	cat := ws.cat[:R*2*H]
 	for j, t := range next {
 		if t < 0 || t >= c.VocabSize {
 			return nil, nil, fmt.Errorf("model: token id %d is outside the vocabulary (%d)", t, c.VocabSize)
@@ -72,31 +72,49 @@ func (r *Runner) MTPForward(ctx context.Context, req MTPRequest) (logits, out []
 			return nil, nil, fmt.Errorf("model: MTP hidden state %d has %d values, want %d", j, len(hidden[j]), H)
 		}
 		rows[j] = row{seq: seq, pos: pos0 + j, kv: base + j, token: t}
-		kernels.DequantRow(ws.emb, m.embed, t)
-		rmsNorm(cat[j*2*H:j*2*H+H], ws.emb, m.mtp.enorm, c.RMSNormEps)
-		rmsNorm(cat[j*2*H+H:(j+1)*2*H], hidden[j], m.mtp.hnorm, c.RMSNormEps)
 	}
 	r.touched.Clear()
 	r.startCost()
-	p := pass{h: ws.h[:R*H], x: ws.x[:R*H], rows: rows, accel: m.backendFor(R)}
-	kernels.MatMul(p.h, m.mtp.ehProj, cat, R)
+	p := pass{h: ws.mtpH[:R*H], rows: rows, accel: m.backendFor(R), clk: &clock{}, scratch: ws.scratch}
+	// The layer's input, a step at a time: eh_proj of the normed embedding
+	// of the next token beside the normed hidden state.
+	input := func() error {
+		return p.steps(func(lo, hi int) error {
+			n := hi - lo
+			cat := ws.cat[:n*2*H]
+			for j := lo; j < hi; j++ {
+				o := (j - lo) * 2 * H
+				if err := m.embed.row(ws.emb, next[j]); err != nil {
+					return err
+				}
+				rmsNorm(cat[o:o+H], ws.emb, m.mtp.enorm, c.RMSNormEps)
+				rmsNorm(cat[o+H:o+2*H], hidden[j], m.mtp.hnorm, c.RMSNormEps)
+			}
+			kernels.MatMul(p.h[lo*H:hi*H], m.mtp.ehProj, cat, n)
+			return nil
+		})
+	}
+	if err := input(); err != nil {
+		return nil, nil, err
+	}
 	err = m.mtp.block.forward(ctx, r, &p)
 	if err != nil && m.fellBack(err) {
 		// The backend failed: the layer is redone on the CPU.
 		seq.TrimMTP(base)
 		p.accel = nil
-		kernels.MatMul(p.h, m.mtp.ehProj, cat, R)
-		err = m.mtp.block.forward(ctx, r, &p)
+		if err = input(); err == nil {
+			err = m.mtp.block.forward(ctx, r, &p)
+		}
 	}
 	if err != nil {
 		seq.TrimMTP(base)
 		return nil, nil, err
 	}
-	// The head norm goes to x (free once the layer is done) and the rows'
+	// The head norm goes to acc (free once the layer is done) and the rows'
 	// headers are the MTP layer's own, so that the hidden states of the
-	// latest Forward (in hn, under hiddenRows) survive.
+	// latest Forward (in h, under hiddenRows) survive.
 	n := R - first
-	hn := ws.x[:n*H]
+	hn := ws.acc[:n*H]
 	r.normRows(hn, p.h[first*H:], m.mtp.headNorm, n)
 	lg := ws.logit[:n*c.VocabSize]
 	kernels.MatMul(lg, m.lmHead, hn, n)

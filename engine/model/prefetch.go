@@ -69,7 +69,7 @@ func (r *Runner) routeResidual(z *layer, h []float32, R int) []int {
 	for i := 0; i < R; i++ {
 		rmsNorm(x[i*H:(i+1)*H], h[i*H:(i+1)*H], z.postNorm, m.cfg.RMSNormEps)
 	}
-	r.router(z, x, R)
+	r.router(z, x, R, 0)
 	return r.ws.routeIDs[:R*m.cfg.ExpertsPerToken]
 }
 

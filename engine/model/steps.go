@@ -62,7 +62,7 @@ func (m *Model) clock() clock {
 
 // lap charges the time since the previous lap (or the clock's start) to st.
 func (c *clock) lap(st step) {
-	if c.s == nil {
+	if c == nil || c.s == nil {
 		return
 	}
 	now := time.Now()

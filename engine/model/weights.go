@@ -17,6 +17,24 @@ type Weights interface {
 	Matrix(name string, rows, cols int) (*kernels.Matrix, error)
 }
 
+// RowWeights is Weights that can also read single rows of a matrix on
+// demand (a container): with Options.EmbeddingRows the model reads its
+// embedding table a row at a time through it instead of keeping the table.
+type RowWeights interface {
+	Weights
+	// MatrixRows opens weight name, a [rows, cols] matrix, for row reads.
+	MatrixRows(name string, rows, cols int) (MatrixRows, error)
+}
+
+// MatrixRows reads single rows of one matrix.
+type MatrixRows interface {
+	// RowBytes is the bytes of one row: its weights and scales.
+	RowBytes() int
+	// ReadRow reads row r into buf (RowBytes long) and returns it as a
+	// one-row matrix over buf.
+	ReadRow(r int, buf []byte) (*kernels.Matrix, error)
+}
+
 // mlp is a gated SiLU MLP: down(silu(gate x) * up x).
 type mlp struct {
 	gate, up, down *kernels.Matrix

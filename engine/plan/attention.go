@@ -19,7 +19,7 @@ const (
 	// once for every head of a row: decode, and DSA rows' selected keys.
 	AttentionLatentTile = 64
 	// AttentionExpandedTile is the keys the expanded form expands through
-	// kv_b at once, per head, for the dense rows of a prefill chunk.
+	// kv_b at once, per head, for the dense rows of a prefill step.
 	AttentionExpandedTile = 64
 	// AttentionIndexerTile is the keys the DSA indexer scores at once.
 	AttentionIndexerTile = 256
@@ -35,7 +35,8 @@ const (
 
 // AttentionSizing is what sizes the attention workspace.
 type AttentionSizing struct {
-	// Rows is the most rows one forward carries.
+	// Rows is the most rows one step of a forward attends for
+	// (engine/model's Limits.ScratchRows).
 	Rows int
 	// Context is the longest sequence.
 	Context int
@@ -43,14 +44,17 @@ type AttentionSizing struct {
 	Threads int
 	// DSA says the lightning indexer runs (top-k heaps, selection store).
 	DSA bool
+	// BF16 says the KV cache is bfloat16: the workers widen a tile of it
+	// at a time for the expanded form and the indexer.
+	BF16 bool
 }
 
 // AttentionLayout is the attention workspace of one model, buffer by
 // buffer, in values; engine/model allocates exactly this at load.
 type AttentionLayout struct {
 	Threads int
-	// Rows is the rows the DSA selection store and the latent row list
-	// hold; BlockRows the rows of one expanded-form block (a run of one
+	// Rows is the rows of a step, which the latent row list holds;
+	// BlockRows the rows of one expanded-form block (a run of one
 	// sequence, so at most the context).
 	Rows, BlockRows int
 	// Tiles: keys per tile of the latent, expanded and indexer kernels,
@@ -60,10 +64,14 @@ type AttentionLayout struct {
 	LatentTile, ExpandedTile, IndexerTile, MinSegment, MaxSegments int
 	// Indexer says the workers carry the indexer's tiles; TopK is
 	// index_topk, and Selects says a row can have more keys than that, so
-	// each worker carries a top-k heap and the rows a selection.
+	// each worker carries a top-k heap (and each row of a forward a
+	// selection: SegmentRowBytes).
 	Indexer bool
 	TopK    int
 	Selects bool
+	// BF16: the cache is bfloat16, and each worker carries a tile of
+	// widened rows for the expanded form and one of indexer keys.
+	BF16 bool
 
 	Heads, Latent, Rope, Nope, V, IndexHeads, IndexDim int
 }
@@ -78,7 +86,7 @@ func NewAttentionLayout(cfg *config.Config, s AttentionSizing) AttentionLayout {
 		LatentTile: AttentionLatentTile, ExpandedTile: AttentionExpandedTile, IndexerTile: AttentionIndexerTile,
 		MinSegment: AttentionMinSegment, MaxSegments: AttentionMaxSegments,
 		Heads: cfg.NumHeads, Latent: cfg.KVLoraRank, Rope: cfg.QKRopeHeadDim,
-		Nope: cfg.QKNopeHeadDim, V: cfg.VHeadDim,
+		Nope: cfg.QKNopeHeadDim, V: cfg.VHeadDim, BF16: s.BF16,
 	}
 	if s.DSA {
 		l.Indexer = true
@@ -104,24 +112,33 @@ func (l AttentionLayout) LatentWorkerBytes() int64 {
 }
 
 // ExpandedWorkerBytes is one worker's expanded-form buffers: a tile's
-// latents, its expansion for one head, its keys and transposed values,
-// and per block row the query, the tile's probabilities, their product
-// with the values, the running max (float32) and sum (float64).
+// latents (from a bfloat16 cache, its widened rows too), its expansion for
+// one head, its keys and transposed values, and per block row the query,
+// the tile's probabilities, their product with the values, the running
+// max (float32) and sum (float64).
 func (l AttentionLayout) ExpandedWorkerBytes() int64 {
 	t, dq, hw := int64(l.ExpandedTile), int64(l.Nope+l.Rope), int64(l.Nope+l.V)
 	perRow := 4*(dq+t+int64(l.V)+1) + 8
-	return 4*t*(int64(l.Latent)+hw+dq+int64(l.V)) + int64(l.BlockRows)*perRow
+	n := 4*t*(int64(l.Latent)+hw+dq+int64(l.V)) + int64(l.BlockRows)*perRow
+	if l.BF16 {
+		n += 4 * t * int64(l.Latent+l.Rope)
+	}
+	return n
 }
 
 // IndexerWorkerBytes is one worker's indexer buffers: a tile's dot
-// products for every indexer head and its scores, and the top-k heap
-// (float32 score and int32 position per entry).
+// products for every indexer head and its scores (from a bfloat16 cache,
+// its widened keys too), and the top-k heap (float32 score and int32
+// position per entry).
 func (l AttentionLayout) IndexerWorkerBytes() int64 {
 	if !l.Indexer {
 		return 0
 	}
 	t := int64(l.IndexerTile)
 	n := 4 * (int64(l.IndexHeads)*t + t)
+	if l.BF16 {
+		n += 4 * t * int64(l.IndexDim)
+	}
 	if l.Selects {
 		n += 8 * int64(l.TopK)
 	}
@@ -130,16 +147,10 @@ func (l AttentionLayout) IndexerWorkerBytes() int64 {
 
 // SharedBytes is what the workers share: the latent batch (absorbed
 // queries and the partial state of every segment of up to
-// AttentionLatentBatch rows), the latent row list (int32 per row) and the
-// DSA selection store (index_topk int32 positions and a slice header per
-// row).
+// AttentionLatentBatch rows) and the latent row list (int32 per row).
 func (l AttentionLayout) SharedBytes() int64 {
 	b := int64(AttentionLatentBatch)
-	n := 4*b*int64(l.Heads)*int64(l.Latent+l.Rope) + b*int64(l.MaxSegments)*l.partialBytes() + 4*int64(l.Rows)
-	if l.Selects {
-		n += int64(l.Rows) * (4*int64(l.TopK) + 24)
-	}
-	return n
+	return 4*b*int64(l.Heads)*int64(l.Latent+l.Rope) + b*int64(l.MaxSegments)*l.partialBytes() + 4*int64(l.Rows)
 }
 
 // Bytes is the whole workspace.
@@ -160,7 +171,7 @@ func AttentionWorkspace(cfg *config.Config, s AttentionSizing) Item {
 	d += fmt.Sprintf(") + shared %s: key tiles of %d/%d keys, %d-row expanded blocks, up to %d segments per decode row",
 		bytesize.IEC(l.SharedBytes()), l.LatentTile, l.ExpandedTile, l.BlockRows, l.MaxSegments)
 	if l.Selects {
-		d += fmt.Sprintf(", top-%d heaps and the selection of %d rows", l.TopK, l.Rows)
+		d += fmt.Sprintf(", top-%d heaps", l.TopK)
 	}
 	return Item{Name: ItemAttention, Bytes: l.Bytes(), Detail: d}
 }
@@ -171,13 +182,14 @@ const ItemAttentionProjections = "attention projections"
 
 // attentionItems are attention's lines for a forward of shape s: the
 // workspace its kernels use (AttentionWorkspace) and the projections of
-// every row, which come from engine/model's scratch in power-of-two size
-// classes: the compressed query (q_lora), the queries of every head, the
-// [latent | rope] row, the heads' outputs and o_proj's output, and with
-// DSA the indexer's keys, queries and head weights.
+// the rows of one step (ScratchRows), which come from engine/model's
+// scratch in power-of-two size classes: the compressed query (q_lora), the
+// queries of every head, the [latent | rope] row, the heads' outputs and
+// o_proj's output, and with DSA the indexer's keys, queries and head
+// weights.
 func attentionItems(s Shape) []Item {
 	c := s.Config
-	R := int64(s.Rows)
+	R := int64(s.ScratchRows)
 	nh, dq, dv := int64(c.NumHeads), int64(c.QKNopeHeadDim+c.QKRopeHeadDim), int64(c.VHeadDim)
 	W, H := int64(c.KVLoraRank+c.QKRopeHeadDim), int64(c.HiddenSize)
 	floats := pow2(R*int64(c.QLoraRank)) + pow2(R*nh*dq) + pow2(R*W) + pow2(R*nh*dv) + pow2(R*H)
@@ -187,9 +199,9 @@ func attentionItems(s Shape) []Item {
 		floats += pow2(R*dI) + pow2(R*nI*dI) + pow2(R*nI)
 		dsa = ", the indexer's keys, queries and head weights"
 	}
-	ws := AttentionWorkspace(c, AttentionSizing{Rows: s.Rows, Context: s.Context, Threads: s.Threads, DSA: s.DSA})
+	ws := AttentionWorkspace(c, AttentionSizing{Rows: s.ScratchRows, Context: s.Context, Threads: s.Threads, DSA: s.DSA, BF16: s.KVBF16})
 	return []Item{ws, {ItemAttentionProjections, f32Bytes * floats,
-		fmt.Sprintf("%d rows: queries (q_lora %d, %d heads x %d), the [latent | rope] row (%d), the heads' outputs and o_proj%s, each rounded to a power of two", s.Rows, c.QLoraRank, nh, dq, W, dsa)}}
+		fmt.Sprintf("%d rows of a step: queries (q_lora %d, %d heads x %d), the [latent | rope] row (%d), the heads' outputs and o_proj%s, each rounded to a power of two", s.ScratchRows, c.QLoraRank, nh, dq, W, dsa)}}
 }
 
 // pow2 is n rounded up to a power of two.

@@ -16,38 +16,54 @@ const (
 	// ExpertBlockRows is the rows an expert worker applies an MLP to at
 	// once (model.ExpertBlockRows).
 	ExpertBlockRows = 64
+	// ArrivalRows is the most rows of a forward whose routed experts'
+	// (row, slot) outputs are kept until all have arrived
+	// (model.ArrivalRows).
+	ArrivalRows = 16
+	// PrefillScratchRows is the most rows a layer's steps work on at once
+	// (model.DefaultScratchRows): the prefill scratch line's rows.
+	PrefillScratchRows = 512
 	// MTPPendingRows is the hidden states a sequence keeps for its MTP
 	// layer (generate.MaxPendingMTP).
 	MTPPendingRows = 64
 )
 
 // Shape is what the buffer lines are sized for: one forward of Rows rows
-// (a Chunk-token prompt chunk and decode rows) returning LogitRows rows of
-// logits, Threads worker goroutines, and the decoders of Sequences
-// sequences of Context tokens.
+// (a Segment-token prompt segment and decode rows) returning LogitRows
+// rows of logits, whose layers' steps take ScratchRows rows at a time,
+// Threads worker goroutines, and the decoders of Sequences sequences of
+// Context tokens.
 type Shape struct {
-	Config    *config.Config
-	DSA, MTP  bool
-	Context   int
-	Sequences int
-	Chunk     int
-	Rows      int
-	LogitRows int
-	Threads   int
-	// GPU is the device prefill chunks run on, or nil.
+	Config   *config.Config
+	DSA, MTP bool
+	// KVBF16: the KV cache is bfloat16 (attention widens it a tile at a
+	// time).
+	KVBF16      bool
+	Context     int
+	Sequences   int
+	Segment     int
+	Rows        int
+	ScratchRows int
+	LogitRows   int
+	Threads     int
+	// GPU is the device prefill segments run on, or nil.
 	GPU *GPUDevice
 }
 
-// shape is the plan's Shape for a prefill chunk of chunk tokens: the chunk
-// and a decode row of every other sequence (a lone speculative sequence
-// forwards two rows); logits of a row per sequence (two for the lone one).
-func (p *Plan) shape(cfg *config.Config, w Weights, chunk int, dev *GPUDevice) Shape {
+// shape is the plan's Shape for a prefill segment of segment tokens: the
+// segment and a decode row of every other sequence (a lone speculative
+// sequence forwards two rows); logits of a row per sequence (two for the
+// lone one); steps of PrefillScratchRows rows, or of the whole forward
+// when it is smaller.
+func (p *Plan) shape(cfg *config.Config, w Weights, segment int, dev *GPUDevice) Shape {
+	rows := max(segment+p.Sequences-1, 2)
 	return Shape{
-		Config: cfg, DSA: w.DSA, MTP: w.MTP, GPU: dev,
-		Context: p.Context, Sequences: p.Sequences, Chunk: chunk,
-		Rows:      max(chunk+p.Sequences-1, 2),
-		LogitRows: max(p.Sequences, 2),
-		Threads:   p.Threads,
+		Config: cfg, DSA: w.DSA, MTP: w.MTP, KVBF16: p.KVBF16(), GPU: dev,
+		Context: p.Context, Sequences: p.Sequences, Segment: segment,
+		Rows:        rows,
+		ScratchRows: min(PrefillScratchRows, rows),
+		LogitRows:   max(p.Sequences, 2),
+		Threads:     p.Threads,
 	}
 }
 
@@ -55,7 +71,7 @@ func (p *Plan) shape(cfg *config.Config, w Weights, chunk int, dev *GPUDevice) S
 // the vocabulary, the experts or the threads, each a function of the
 // shape: a new buffer line is one more call here.
 func BufferItems(s Shape) []Item {
-	return slices.Concat(activationItems(s), logitItems(s), workerItems(s), attentionItems(s), decoderItems(s), gpuBufferItems(s))
+	return slices.Concat(segmentItems(s), scratchItems(s), logitItems(s), workerItems(s), attentionItems(s), decoderItems(s), gpuBufferItems(s))
 }
 
 func total(items []Item) int64 {
@@ -66,40 +82,53 @@ func total(items []Item) int64 {
 	return n
 }
 
-// sizeBuffers chooses the prefill chunk and returns the buffer lines for
-// it. With chunk 0 it is the largest chunk (a multiple of
-// ExpertBlockRows past it, at most the context) whose lines fit the
-// activation budget: half of what the fixed lines and one cache slot per
-// expert layer leave, at least the lines of a MinPrefillChunk chunk; and,
-// with a discrete GPU, whose device lines fit its memory. The GPU plan
-// follows the chunk (Plan.GPU).
-func (p *Plan) sizeBuffers(cfg *config.Config, w Weights, chunk int, dev *GPUDevice, fixed int64) []Item {
-	if chunk == 0 {
-		least := min(MinPrefillChunk, p.Context)
+// CacheFloorShare: before a prefill segment grows past the shortest, the
+// expert cache keeps one slot per CacheFloorShare experts of a layer (at
+// least one; GLM-5.2: 3 of 256). A segment then takes half of what the
+// lines leave beyond that floor, up to the whole context, and the expert
+// cache the rest (New then gives the segment what the cache cannot turn
+// into a whole slot). A prompt longer than the segment reads every
+// routed expert it routes to once per segment (a minute or so of
+// GLM-5.2's SSD reads on a Mac each time), while each cache slot costs
+// reads on every decoded token; a segment of GLM-5.2 costs about 72 KiB a
+// token.
+const CacheFloorShare = 100
+
+// cacheFloorSlots is the expert cache's floor, in slots per layer.
+func (p *Plan) cacheFloorSlots() int64 {
+	return int64(max(1, (p.ExpertsPerLayer+CacheFloorShare-1)/CacheFloorShare))
+}
+
+// sizeBuffers chooses the prefill segment and returns the buffer lines for
+// it. With segment 0 it is the longest segment (at most the context) whose
+// lines fit the prefill budget: the lines of a MinPrefillSegment segment
+// plus half of what the fixed lines, those lines and the expert cache's
+// floor (CacheFloorShare) leave; and, with a discrete GPU, whose device
+// lines fit its memory. The GPU plan follows the segment (Plan.GPU).
+func (p *Plan) sizeBuffers(cfg *config.Config, w Weights, segment int, dev *GPUDevice, fixed int64) []Item {
+	if segment == 0 {
+		least := min(MinPrefillSegment, p.Context)
 		floor := total(BufferItems(p.shape(cfg, w, least, dev)))
-		p.ActivationBudgetBytes = max(floor, (p.MemoryLimitBytes-fixed-p.SlotSetBytes)/2)
+		p.PrefillBudgetBytes = floor + max(0, p.MemoryLimitBytes-fixed-floor-p.cacheFloorSlots()*p.SlotSetBytes)/2
 		lo, hi := least, p.Context
 		for lo < hi {
 			mid := lo + (hi-lo+1)/2
-			if s := p.shape(cfg, w, mid, dev); total(BufferItems(s)) <= p.ActivationBudgetBytes && gpuFitsDevice(cfg, w, s) {
+			if s := p.shape(cfg, w, mid, dev); total(BufferItems(s)) <= p.PrefillBudgetBytes && gpuFitsDevice(cfg, w, s) {
 				lo = mid
 			} else {
 				hi = mid - 1
 			}
 		}
-		chunk = lo
-		if chunk > least && chunk > ExpertBlockRows {
-			chunk = max(least, chunk/ExpertBlockRows*ExpertBlockRows)
-		}
+		segment = lo
 	}
-	s := p.shape(cfg, w, chunk, dev)
-	p.PrefillChunk, p.BatchRows, p.LogitRows = chunk, s.Rows, s.LogitRows
+	s := p.shape(cfg, w, segment, dev)
+	p.PrefillSegment, p.BatchRows, p.ScratchRows, p.LogitRows = segment, s.Rows, s.ScratchRows, s.LogitRows
 	if dev != nil {
 		p.GPU = gpuPlan(cfg, w, s)
 	}
 	items := BufferItems(s)
-	if p.ActivationBudgetBytes == 0 {
-		p.ActivationBudgetBytes = total(items)
+	if p.PrefillBudgetBytes == 0 {
+		p.PrefillBudgetBytes = total(items)
 	}
 	return items
 }
@@ -108,35 +137,72 @@ func (p *Plan) sizeBuffers(cfg *config.Config, w Weights, chunk int, dev *GPUDev
 const (
 	f32Bytes    = 4
 	intBytes    = 8
+	ptrBytes    = 8
 	sliceHeader = 24
 	rowBytes    = 32 // the model's per-row state: sequence, position, cache index, token
 )
 
-// activationItems is the runner's row buffers: per row the residual
-// stream, the normed input, the final norm and the MLP output (4 x
-// hidden), the per-(row, slot) expert outputs (experts_per_tok x hidden),
-// the router scores (experts), the MTP layer's input (2 x hidden) and
-// output rows, the chosen experts and weights, and the row's state; plus
-// the per-expert bookkeeping of one forward.
-func activationItems(s Shape) []Item {
+// SegmentRowBytes is what one row of a forward keeps from layer to layer:
+// its residual stream and the MoE layer's running sum of its experts (2 x
+// hidden), the MTP layer's residual stream (hidden), its routes (chosen
+// experts and weights, and its place in the per-expert row lists), its
+// state and output row header, and with DSA the selection of index_topk
+// keys that shared layers reuse.
+func SegmentRowBytes(s Shape) int64 {
+	c := s.Config
+	H, k := int64(c.HiddenSize), int64(c.ExpertsPerToken)
+	n := f32Bytes*2*H + k*(intBytes+2*f32Bytes) + rowBytes + sliceHeader
+	if s.MTP {
+		n += f32Bytes*H + sliceHeader
+	}
+	if selects(s) {
+		n += f32Bytes*int64(c.IndexTopK) + sliceHeader
+	}
+	return n
+}
+
+// selects says rows of s can have DSA selections.
+func selects(s Shape) bool { return s.DSA && s.Context > s.Config.IndexTopK }
+
+// segmentItems is the runner's per-row state: SegmentRowBytes for every
+// row of a forward.
+func segmentItems(s Shape) []Item {
+	c := s.Config
+	per := SegmentRowBytes(s)
+	d := fmt.Sprintf("%d rows x %s: a %d-token prompt segment and a decode row per other sequence, kept from layer to layer; per row the residual stream and the routed experts' sum (2 x hidden %d)", s.Rows, bytesize.IEC(per), s.Segment, c.HiddenSize)
+	if s.MTP {
+		d += ", the MTP layer's residual stream"
+	}
+	d += ", routes"
+	if selects(s) {
+		d += fmt.Sprintf(", the DSA selection (index_topk %d keys)", c.IndexTopK)
+	}
+	return []Item{{ItemSegment, int64(s.Rows) * per, d}}
+}
+
+// scratchItems is what a layer's steps work on, bounded by ScratchRows
+// rather than the segment: per scratch row the normed input and the dense
+// or shared MLP's output (2 x hidden), the MTP layer's input (2 x hidden)
+// and the router's scores (experts); the (row, slot) expert outputs of
+// ArrivalRows rows; and the per-expert bookkeeping of one forward.
+func scratchItems(s Shape) []Item {
 	c := s.Config
 	H, E, k := int64(c.HiddenSize), int64(c.NumRoutedExperts), int64(c.ExpertsPerToken)
-	floats := 4*H + k*H + E
-	headers := int64(sliceHeader) // the output rows
+	floats := 2*H + E
 	if s.MTP {
 		floats += 2 * H
-		headers += sliceHeader // the MTP layer's output rows
 	}
-	perRow := f32Bytes*floats + k*(intBytes+2*f32Bytes) + rowBytes + headers
-	perForward := 4*(E+1) + 4*E + intBytes*E + 2*f32Bytes*E + E + intBytes*k + 2*f32Bytes*H
-	return []Item{{ItemActivations, int64(s.Rows)*perRow + perForward,
-		fmt.Sprintf("%d rows x %s: a %d-token prompt chunk and a decode row per other sequence; per row the residual stream, normed input, final norm and MLP output (4 x hidden %d), expert outputs (experts_per_tok %d x hidden), router scores (%d experts)%s, routes",
-			s.Rows, bytesize.IEC(perRow), s.Chunk, H, k, E, mtpInput(s))}}
+	perRow := f32Bytes * floats
+	arrival := int64(ArrivalRows) * k * H * f32Bytes
+	perForward := f32Bytes*(2*H+2*E) + intBytes*(E+k) + ptrBytes*E + 4*(2*E+1) + E
+	return []Item{{ItemScratch, int64(s.ScratchRows)*perRow + arrival + perForward,
+		fmt.Sprintf("%d rows x %s: the rows a layer's steps work on at once (normed input, MLP output, router scores%s), the (row, slot) expert outputs of %d decode rows (%s), per-expert bookkeeping",
+			s.ScratchRows, bytesize.IEC(perRow), mtpInput(s), ArrivalRows, bytesize.IEC(arrival))}}
 }
 
 func mtpInput(s Shape) string {
 	if s.MTP {
-		return ", the MTP input (2 x hidden)"
+		return ", the MTP input"
 	}
 	return ""
 }
@@ -145,7 +211,7 @@ func mtpInput(s Shape) string {
 func logitItems(s Shape) []Item {
 	V := int64(s.Config.VocabSize)
 	return []Item{{ItemLogits, int64(s.LogitRows) * (f32Bytes*V + sliceHeader),
-		fmt.Sprintf("%d rows x %d vocabulary x float32: the last row of a prompt chunk and every decode or draft-verify row", s.LogitRows, V)}}
+		fmt.Sprintf("%d rows x %d vocabulary x float32: the last row of a prompt segment and every decode or draft-verify row", s.LogitRows, V)}}
 }
 
 // workerItems is each expert worker's buffers for a block of rows: input

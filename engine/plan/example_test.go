@@ -46,16 +46,16 @@ func Example() {
 		}
 	}
 
-	small, err := plan.New(cfg, w, plan.Options{Memory: 3 << 30, Context: 4096, Threads: 4})
+	small, err := plan.New(cfg, w, plan.Options{Memory: 2560 << 20, Context: 4096, Threads: 4})
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Printf("fits %v: %s\n%s\n", small.Fits, small.Problem, small.Suggestion)
 	// Output:
-	// fits true: 1.14 GiB planned of 2.00 GiB; every expert cached: true
-	// resident weights: 6.18 MiB
+	// fits true: 587.51 MiB planned of 2.00 GiB; every expert cached: true
+	// resident weights: 4.15 MiB
 	// KV cache: 10.25 MiB
 	// expert cache (LRU + pinned): 33.00 MiB
-	// fits false: not even one expert cache slot per expert layer fits: the fixed items need 1.03 GiB, the limit is 1.00 GiB, one slot in each of the 6 expert layers needs 528.00 KiB more
-	// needs at least 4 GiB of memory (--memory 4GiB)
+	// fits false: not even one expert cache slot per expert layer fits: the fixed items need 541.90 MiB, the limit is 512.00 MiB, one slot in each of the 6 expert layers needs 528.00 KiB more
+	// needs at least 3 GiB of memory (--memory 3GiB)
 }

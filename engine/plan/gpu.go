@@ -8,7 +8,7 @@ import (
 )
 
 // GPU line items: what the GPU backend (kernels/gpu) allocates for
-// prefill chunks. The device lines live in device memory, which is the
+// prefill segments. The device lines live in device memory, which is the
 // process's own memory on a device with unified memory (a Mac): there
 // they are lines of the process plan. The staging line is always host
 // memory of the process.
@@ -23,7 +23,7 @@ const (
 // GPU defaults.
 const (
 	// DefaultGPUScoreBytes bounds the attention scores (and gathered DSA
-	// keys) of one block of a chunk's rows.
+	// keys) of one block of a step's rows.
 	DefaultGPUScoreBytes int64 = 256 << 20
 	// GPUStageRingBytes is the backend's upload ring (two halves).
 	GPUStageRingBytes int64 = 64 << 20
@@ -47,17 +47,17 @@ const (
 	gpuSlabBytes int64 = 1 << 30
 )
 
-// GPUDevice is the GPU that prefill chunks run on (Options.GPU): what its
+// GPUDevice is the GPU that prefill segments run on (Options.GPU): what its
 // lines depend on.
 type GPUDevice struct {
 	// Unified says the device's memory is the process's (a Mac): every
 	// GPU line is then a line of the process plan, and the expert bank
-	// holds 2 x experts_per_tok experts, not a chunk's worth.
+	// holds 2 x experts_per_tok experts, not a forward's worth.
 	Unified bool
 	// InPlace says resident weights are used where they lie in host
 	// memory (unified memory with host import), not copied.
 	InPlace bool
-	// Memory is a discrete device's memory: the chunk is chosen so that
+	// Memory is a discrete device's memory: the segment is chosen so that
 	// the device lines fit 95% of it (0: not checked).
 	Memory int64
 	// ScoreBytes is the attention score block (DefaultGPUScoreBytes).
@@ -65,7 +65,7 @@ type GPUDevice struct {
 }
 
 // GPUPlan is the GPU backend's share of memory for the plan's prefill
-// chunk (Plan.GPU).
+// segment (Plan.GPU).
 type GPUPlan struct {
 	Items []Item `json:"items"`
 	// DeviceBytes is the sum of the device lines; BankBytes the expert
@@ -93,7 +93,7 @@ func gpuItem(name string) bool {
 	return false
 }
 
-// gpuFixedItems are the GPU lines that do not grow with the chunk, as
+// gpuFixedItems are the GPU lines that do not grow with the segment, as
 // lines of the process plan: on unified memory the resident weights and
 // the bank; none on a discrete device, whose memory holds them.
 func gpuFixedItems(cfg *config.Config, w Weights, dev *GPUDevice) []Item {
@@ -190,7 +190,7 @@ func gpuBank(cfg *config.Config, w Weights, dev *GPUDevice, rows int) Item {
 	}
 	slot := max(w.MainExpertBytes(), w.MTPExpertBytes()) + 6*gpuAlign
 	n := min(int64(E), int64(rows*k))
-	detail := fmt.Sprintf("%d experts x %s: the routed experts of one layer's chunk, copied in as they arrive", n, bytesize.IEC(slot))
+	detail := fmt.Sprintf("%d experts x %s: the routed experts of one layer's forward, copied in as they arrive", n, bytesize.IEC(slot))
 	if dev.Unified {
 		n = min(int64(E), int64(2*k))
 		detail = fmt.Sprintf("%d experts x %s: a layer's routed experts copied in and applied in batches of 2 x experts_per_tok (memory shared with the host)", n, bytesize.IEC(slot))
@@ -198,7 +198,7 @@ func gpuBank(cfg *config.Config, w Weights, dev *GPUDevice, rows int) Item {
 	if !dev.Unified {
 		group := (n + gpuGroupShare - 1) / gpuGroupShare
 		n = min(n, 2*group)
-		detail = fmt.Sprintf("%d experts x %s: two groups of an eighth of a layer's routed experts for the chunk, one applied while the next is copied in", n, bytesize.IEC(slot))
+		detail = fmt.Sprintf("%d experts x %s: two groups of an eighth of a layer's routed experts for the forward, one applied while the next is copied in", n, bytesize.IEC(slot))
 	}
 	bank := n * slot
 	if bank > gpuBindingLimit {
@@ -209,43 +209,46 @@ func gpuBank(cfg *config.Config, w Weights, dev *GPUDevice, rows int) Item {
 	return Item{ItemGPUBank, bank, detail}
 }
 
-// gpuWork is the scratch of the largest operation on a chunk of s.Rows
-// rows over s.Context cache entries: attention (queries, the cache, the
-// visibility and DSA lists, absorbed queries, a score block and gathered
-// keys, latents, heads, output), the MoE layer or the dense MLP, with
-// the half again the buffer grows by.
+// gpuWork is the scratch of the largest operation of a forward of shape
+// s over s.Context cache entries: attention of a step's s.ScratchRows
+// rows (queries, the cache, the visibility and DSA lists, absorbed
+// queries, a score block and gathered keys, latents, heads, output), the
+// dense MLP of a step, or the MoE layer of all s.Rows rows, with the half
+// again the buffer grows by.
 func gpuWork(s Shape) Item {
 	cfg := s.Config
 	score := orDefault(s.GPU.ScoreBytes, DefaultGPUScoreBytes)
 	H, nh, E, k := int64(cfg.HiddenSize), int64(cfg.NumHeads), int64(cfg.NumRoutedExperts), int64(cfg.ExpertsPerToken)
 	dn, dr, dv, rkv := int64(cfg.QKNopeHeadDim), int64(cfg.QKRopeHeadDim), int64(cfg.VHeadDim), int64(cfg.KVLoraRank)
 	wd, dq := rkv+dr, dn+dr
-	r, t := int64(s.Rows), int64(s.Context)
+	r, rs, t := int64(s.Rows), int64(s.ScratchRows), int64(s.Context)
 	f := func(n int64) int64 { return 4 * n }
 	inter := int64(cfg.MoEIntermediateSize)
 	shared := inter * int64(cfg.NumSharedExperts)
-	// Two groups' gather tables (an aligned lone entry each) and row
-	// lists, and the combine's permutation.
-	groups := 2*3*(4*min(E, r*k)+128) + 2*2*r*k + 2*r*k
-	moe := f(r*H) + f(r*E) + f(2*r*k) + f(r*H) + f(2*r*shared) +
-		f(r*k*H) + f(2*r*k*inter) + f(groups)
-	attn := f(r*nh*dq) + f(t*wd) + f(attentionVisFloats(s)) + f(r*nh*wd) +
-		min(score, f(r*nh*t)) + gatheredKeyBytes(s, score) + f(r*nh*rkv) + f(r*nh*dv) + f(r*H)
-	dense := f(r*H)*2 + f(2*r*int64(cfg.IntermediateSize))
+	// The MoE layer of r rows: their inputs, router scores, routes,
+	// outputs (the shared expert's first), the shared expert's
+	// intermediates and the routed experts' sums; and one group of
+	// experts' outputs and intermediates at a time, at most P (row, slot)
+	// pairs (kernels/gpu's maxPairs), with two groups' gather tables (an
+	// aligned lone entry each), row lists and accumulate lists.
+	P := min(r*k, max(r, (r*k+gpuGroupShare-1)/gpuGroupShare))
+	groups := 2*3*(4*min(E, r*k)+128) + 2*(2*P+3*P+1+P)
+	moe := f(r*H) + f(r*E) + f(2*r*k) + f(r*H) + f(2*r*shared) + f(r*H) +
+		f(P*H) + f(2*P*inter) + f(groups)
+	attn := f(rs*nh*dq) + f(t*wd) + f(attentionVisFloats(s)) + f(rs*nh*wd) +
+		min(score, f(rs*nh*t)) + gatheredKeyBytes(s, score) + f(rs*nh*rkv) + f(rs*nh*dv) + f(rs*H)
+	dense := f(rs*H)*2 + f(2*rs*int64(cfg.IntermediateSize))
 	work := max(moe, attn, dense) * 3 / 2
-	return Item{ItemGPUWork, work, fmt.Sprintf("scratch of the largest operation on a %d-row chunk over %d cache entries (attention with %s score blocks%s; the MoE layer; the dense MLP), with the half again it grows by",
-		s.Rows, s.Context, bytesize.IEC(score), dsaGPUNote(s))}
+	return Item{ItemGPUWork, work, fmt.Sprintf("scratch of the largest operation of a %d-row forward over %d cache entries (attention of a %d-row step with %s score blocks%s; the MoE layer of every row; the dense MLP), with the half again it grows by",
+		s.Rows, s.Context, s.ScratchRows, bytesize.IEC(score), dsaGPUNote(s))}
 }
 
-// gpuSelects says rows of s can have DSA selections.
-func gpuSelects(s Shape) bool { return s.DSA && s.Context > s.Config.IndexTopK }
-
 // attentionVisFloats is the visibility (a last key per row) and, with
-// DSA, the selected keys of every row.
+// DSA, the selected keys of every row of a step.
 func attentionVisFloats(s Shape) int64 {
-	n := int64(s.Rows)
-	if gpuSelects(s) {
-		n += int64(s.Rows) * int64(s.Config.IndexTopK)
+	n := int64(s.ScratchRows)
+	if selects(s) {
+		n += int64(s.ScratchRows) * int64(s.Config.IndexTopK)
 	}
 	return n
 }
@@ -253,32 +256,33 @@ func attentionVisFloats(s Shape) int64 {
 // gatheredKeyBytes is the block of gathered DSA keys (within the score
 // block's budget).
 func gatheredKeyBytes(s Shape, score int64) int64 {
-	if !gpuSelects(s) {
+	if !selects(s) {
 		return 0
 	}
 	c := s.Config
-	return min(score, 4*int64(s.Rows)*int64(c.IndexTopK)*int64(c.KVLoraRank+c.QKRopeHeadDim))
+	return min(score, 4*int64(s.ScratchRows)*int64(c.IndexTopK)*int64(c.KVLoraRank+c.QKRopeHeadDim))
 }
 
 func dsaGPUNote(s Shape) string {
-	if gpuSelects(s) {
+	if selects(s) {
 		return fmt.Sprintf(", DSA rows scoring only their %d gathered keys", s.Config.IndexTopK)
 	}
 	return ""
 }
 
 // gpuStaging is the host-visible upload ring and the activations one
-// operation sends and reads back, with growth headroom.
+// operation sends and reads back (a step's attention, or the MoE layer's
+// rows), with growth headroom.
 func gpuStaging(s Shape) Item {
 	cfg := s.Config
 	H, nh := int64(cfg.HiddenSize), int64(cfg.NumHeads)
 	dq, wd := int64(cfg.QKNopeHeadDim+cfg.QKRopeHeadDim), int64(cfg.KVLoraRank+cfg.QKRopeHeadDim)
-	r, t := int64(s.Rows), int64(s.Context)
+	r, rs, t := int64(s.Rows), int64(s.ScratchRows), int64(s.Context)
 	f := func(n int64) int64 { return 4 * n }
-	in := max(f(r*H), f(r*nh*dq)+f(t*wd)+f(attentionVisFloats(s)))
-	out := max(f(r*H), f(r*nh*dq))
+	in := max(f(r*H), f(rs*nh*dq)+f(t*wd)+f(attentionVisFloats(s)))
+	out := max(f(r*H), f(rs*nh*dq))
 	return Item{ItemGPUStaging, GPUStageRingBytes + (in+out)*3/2,
-		fmt.Sprintf("host-visible upload ring (%s) and the activations one operation of a %d-row chunk sends and reads back, with growth headroom", bytesize.IEC(GPUStageRingBytes), s.Rows)}
+		fmt.Sprintf("host-visible upload ring (%s) and the activations one operation of a %d-row forward sends and reads back, with growth headroom", bytesize.IEC(GPUStageRingBytes), s.Rows)}
 }
 
 // int4For guesses the int4 layout of w's resident matrices from its

@@ -15,8 +15,8 @@ func gpuLine(t *testing.T, g *GPUPlan, name string) int64 {
 }
 
 // TestGPUDiscrete: on a discrete device the plan lays out the GPU lines
-// for its own chunk; only the staging is process memory; the device's
-// memory bounds the chunk, and a device too small for the lines says so.
+// for its own segment; only the staging is process memory; the device's
+// memory bounds the segment, and a device too small for the lines says so.
 func TestGPUDiscrete(t *testing.T) {
 	cfg := realConfig(t)
 	w, err := FromConfig(cfg, Artifact{})
@@ -42,7 +42,7 @@ func TestGPUDiscrete(t *testing.T) {
 	if lo := dense + mtpLayer + gpuArenaBytes; weights < lo || weights > lo+1<<20+4*H*int64(cfg.NumLayers+1)*2 {
 		t.Errorf("GPU weights %d, want %d plus padding", weights, lo)
 	}
-	// A chunk routes to all 256 experts of a layer: the bank holds two
+	// A segment routes to all 256 experts of a layer: the bank holds two
 	// groups of an eighth of them (of the widest, the MTP layer's int8).
 	slot := max(w.MainExpertBytes(), w.MTPExpertBytes()) + 6*gpuAlign
 	if got, want := gpuLine(t, g, ItemGPUBank), 2*32*slot; got != want || g.BankBytes != got {
@@ -69,14 +69,14 @@ func TestGPUDiscrete(t *testing.T) {
 	}
 
 	// A device that holds the weights and the bank but not the working
-	// buffers of a large chunk gets a smaller one.
-	tight := &GPUDevice{Memory: (weights + g.BankBytes + work/4) * 20 / 19}
+	// buffers of a long segment gets a shorter one.
+	tight := &GPUDevice{Memory: (weights + g.BankBytes + work*3/4) * 20 / 19}
 	pt, err := New(cfg, w, Options{Memory: 128 * gib, Context: 8192, GPU: tight})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !pt.GPU.Fits || pt.PrefillChunk >= p.PrefillChunk || pt.GPU.DeviceBytes > tight.Memory {
-		t.Errorf("tight device: chunk %d (roomy %d), fits %v, %d of %d bytes", pt.PrefillChunk, p.PrefillChunk, pt.GPU.Fits, pt.GPU.DeviceBytes, tight.Memory)
+	if !pt.GPU.Fits || pt.PrefillSegment >= p.PrefillSegment || pt.GPU.DeviceBytes > tight.Memory {
+		t.Errorf("tight device: segment %d (roomy %d), fits %v, %d of %d bytes", pt.PrefillSegment, p.PrefillSegment, pt.GPU.Fits, pt.GPU.DeviceBytes, tight.Memory)
 	}
 	small, err := New(cfg, w, Options{Memory: 128 * gib, Context: 8192, GPU: &GPUDevice{Memory: 8 << 30}})
 	if err != nil {
@@ -85,12 +85,17 @@ func TestGPUDiscrete(t *testing.T) {
 	if small.GPU.Fits || small.GPU.Problem == "" || !small.Fits {
 		t.Errorf("an 8 GiB device: GPU fits %v (%q), plan fits %v", small.GPU.Fits, small.GPU.Problem, small.Fits)
 	}
-	// Attention over a longer context needs more scratch.
-	long, err := New(cfg, w, Options{Memory: 128 * gib, Context: 65536, BatchRows: p.PrefillChunk, GPU: h200})
+	// Attention over a longer context needs more scratch (with segments
+	// short enough that attention is the largest operation).
+	short, err := New(cfg, w, Options{Memory: 128 * gib, Context: 8192, Segment: PrefillScratchRows, GPU: h200})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if gpuLine(t, long.GPU, ItemGPUWork) <= work {
+	long, err := New(cfg, w, Options{Memory: 128 * gib, Context: 65536, Segment: PrefillScratchRows, GPU: h200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gpuLine(t, long.GPU, ItemGPUWork) <= gpuLine(t, short.GPU, ItemGPUWork) {
 		t.Errorf("a 64k context does not grow the working buffers")
 	}
 }

@@ -13,10 +13,10 @@ import (
 const (
 	// DefaultContext is the context length planned when none is given.
 	DefaultContext = 4096
-	// MinPrefillChunk is the smallest prompt chunk the plan chooses (a
+	// MinPrefillSegment is the shortest prompt segment the plan chooses (a
 	// shorter context bounds it too): below it a prompt re-reads the
 	// routed experts too often.
-	MinPrefillChunk = 256
+	MinPrefillSegment = 512
 	// DefaultThreads is the worker goroutines planned when none is given:
 	// the performance cores of an Apple silicon Pro chip. Callers pass the
 	// process's GOMAXPROCS.
@@ -25,8 +25,14 @@ const (
 	// runtime and its collector's headroom over the small allocations,
 	// goroutine stacks, the tokenizer (155k-entry vocabulary and merges),
 	// the chat template, the HTTP server, read queues, the binary and its
-	// libraries, and the GPU command buffers.
-	DefaultRuntimeReserve int64 = 1 << 30
+	// libraries, and the GPU driver's own memory. spool bench reserve
+	// measures it: the process's peak beyond every other line was 27-35
+	// MiB serving the demo and a gen-bench model headless on Linux (the
+	// synthetic 154,880-entry tokenizer holds 7 MiB); the app adds its
+	// window (Wails, the WebKit view's in-process part) and, on a Mac,
+	// Metal through MoltenVK. 512 MiB holds that several times over and
+	// gives the collector room under the Go memory limit.
+	DefaultRuntimeReserve int64 = 512 << 20
 	// MinOSReserve is the smallest memory left to the operating system.
 	MinOSReserve int64 = 2 << 30
 
@@ -64,10 +70,10 @@ type Options struct {
 	Context int
 	// Sequences is the number of KV slots: sequences decoded together (1).
 	Sequences int
-	// BatchRows, when set, fixes the prefill chunk: the prompt rows one
-	// forward carries. 0 lets the plan choose the largest chunk the
-	// activation budget allows (see Plan.PrefillChunk).
-	BatchRows int
+	// Segment, when set, fixes the prefill segment: the prompt tokens one
+	// forward carries. 0 lets the plan choose the longest segment the
+	// prefill budget allows (see Plan.PrefillSegment).
+	Segment int
 	// Threads is the goroutines that apply experts and attention heads
 	// (DefaultThreads); the per-worker lines grow with it.
 	Threads int
@@ -86,9 +92,12 @@ type Options struct {
 	// TierBytes of 0 lets the plan size the memory tier (see
 	// PromptCacheShare).
 	PromptCache *PromptCacheMemory
-	// GPU is the device prefill chunks run on (nil: the CPU). Its lines
+	// KVBF16 plans the KV cache in bfloat16 (--kv-cache bf16): half the
+	// KV line, each cached value rounded (the default float32 is exact).
+	KVBF16 bool
+	// GPU is the device prefill segments run on (nil: the CPU). Its lines
 	// are the plan's (Plan.GPU); on unified memory they are lines of the
-	// process as well, and a discrete device's memory bounds the chunk.
+	// process as well, and a discrete device's memory bounds the segment.
 	GPU *GPUDevice
 }
 
@@ -101,17 +110,19 @@ type Item struct {
 
 // Item names.
 const (
-	ItemResident    = "resident weights"
-	ItemWorking     = "working bank"
-	ItemMTPBank     = "MTP bank"
-	ItemCache       = "expert cache (LRU + pinned)"
-	ItemKV          = "KV cache"
-	ItemActivations = "activations"
-	ItemLogits      = "logits"
-	ItemWorkers     = "expert workers"
-	ItemDecoders    = "decoder state"
-	ItemRuntime     = "runtime reserve"
-	ItemChecksums   = "expert checksums"
+	ItemResident  = "resident weights"
+	ItemEmbedding = "embedding rows"
+	ItemWorking   = "working bank"
+	ItemMTPBank   = "MTP bank"
+	ItemCache     = "expert cache (LRU + pinned)"
+	ItemKV        = "KV cache"
+	ItemSegment   = "prefill segment"
+	ItemScratch   = "prefill scratch"
+	ItemLogits    = "logits"
+	ItemWorkers   = "expert workers"
+	ItemDecoders  = "decoder state"
+	ItemRuntime   = "runtime reserve"
+	ItemChecksums = "expert checksums"
 )
 
 // Plan is the process memory equation of one run:
@@ -126,31 +137,41 @@ type Plan struct {
 	PlannedProcessBytes int64 `json:"planned_process_bytes"`
 	Fits                bool  `json:"fits"`
 
+	// ResidentWeightBytes is the resident weights line: every non-routed
+	// tensor but the embedding table, which is read by row on demand into
+	// EmbeddingRows cached rows (the embedding line).
 	ResidentWeightBytes int64 `json:"resident_weight_bytes"`
 	RoutedBytes         int64 `json:"routed_bytes"`
+	EmbeddingRows       int   `json:"embedding_rows"`
 	// ExpertSlotBytes is the slab of one decoder-layer expert slot.
 	ExpertSlotBytes int64 `json:"expert_slot_bytes"`
 	// MTPSlotBytes is the slab of one MTP expert slot (0 without MTP).
 	MTPSlotBytes    int64 `json:"mtp_slot_bytes"`
 	KVBytes         int64 `json:"kv_bytes"`
 	KVBytesPerToken int64 `json:"kv_bytes_per_token"`
+	// KVCache is the KV cache's type: "float32" or "bfloat16".
+	KVCache string `json:"kv_cache"`
 
 	Context   int `json:"context"`
 	Sequences int `json:"sequences"`
-	// PrefillChunk is the prompt tokens one forward takes: the largest
-	// chunk whose buffer lines fit the activation budget, at most the
-	// context. Each routed expert is read at most once per chunk.
-	PrefillChunk int `json:"prefill_chunk"`
-	// BatchRows is the most rows one forward carries: a prompt chunk and a
-	// decode row of every other sequence (two rows for a lone speculative
-	// one); LogitRows the most rows whose logits it returns.
-	BatchRows int `json:"batch_rows"`
-	LogitRows int `json:"logit_rows"`
-	Threads   int `json:"threads"`
-	// ActivationBudgetBytes is what the buffer lines may take: half of
-	// what the fixed lines and one cache slot per layer leave (at least
-	// the buffers of the smallest chunk); the expert cache gets the rest.
-	ActivationBudgetBytes int64 `json:"activation_budget_bytes"`
+	// PrefillSegment is the prompt tokens one forward takes, layer by
+	// layer over all of them: the longest segment whose buffer lines fit
+	// the prefill budget, at most the context. Each routed expert is read
+	// at most once per segment; a prompt within it is read once.
+	PrefillSegment int `json:"prefill_segment"`
+	// BatchRows is the most rows one forward carries: a prompt segment and
+	// a decode row of every other sequence (two rows for a lone
+	// speculative one); ScratchRows the most rows a layer's steps work on
+	// at once; LogitRows the most rows whose logits it returns.
+	BatchRows   int `json:"batch_rows"`
+	ScratchRows int `json:"scratch_rows"`
+	LogitRows   int `json:"logit_rows"`
+	Threads     int `json:"threads"`
+	// PrefillBudgetBytes is what the buffer lines may take: those of the
+	// shortest segment and half of what the fixed lines, they and the
+	// expert cache's floor (CacheFloorShare) leave; the expert cache gets
+	// the rest, and the segment what the cache cannot make a slot of.
+	PrefillBudgetBytes int64 `json:"prefill_budget_bytes"`
 	// GoMemoryLimitBytes is the Go runtime's memory limit: every line the
 	// Go heap holds (KV cache, buffer lines, prompt cache, runtime
 	// reserve). Resident
@@ -173,7 +194,7 @@ type Plan struct {
 	PromptCacheBytes int64 `json:"prompt_cache_bytes"`
 
 	Items []Item `json:"items"`
-	// GPU is the GPU backend's lines for the prefill chunk, when prefill
+	// GPU is the GPU backend's lines for the prefill segment, when prefill
 	// runs on a GPU (Options.GPU).
 	GPU *GPUPlan `json:"gpu,omitempty"`
 
@@ -226,11 +247,46 @@ func (p *Plan) Item(name string) (Item, bool) {
 // (see Err) and a suggestion; the error is for invalid input only.
 func New(cfg *config.Config, w Weights, opts Options) (*Plan, error) {
 	p, err := build(cfg, w, opts)
-	if err != nil || p.Fits {
+	if err != nil {
 		return p, err
+	}
+	if p.Fits {
+		return p.fitSegment(cfg, w, opts), nil
 	}
 	p.Suggestion = p.suggest(cfg, w, opts)
 	return p, nil
+}
+
+// fitSegment gives the segment the budget chose (p, opts.Segment 0) what
+// the expert cache cannot turn into one more whole slot per layer: the
+// longest segment, up to the context, that keeps p's slots.
+func (p *Plan) fitSegment(cfg *config.Config, w Weights, opts Options) *Plan {
+	if opts.Segment != 0 || opts.ExpertCache != 0 || p.ExpertLayers == 0 || p.PrefillSegment >= p.Context {
+		return p
+	}
+	with := func(segment int) *Plan {
+		o := opts
+		o.Segment = segment
+		q, err := build(cfg, w, o)
+		if err != nil || !q.Fits || q.CacheSlotsPerLayer < p.CacheSlotsPerLayer || (q.GPU != nil && !q.GPU.Fits && p.GPU.Fits) {
+			return nil
+		}
+		q.PrefillBudgetBytes = p.PrefillBudgetBytes
+		return q
+	}
+	lo, hi := p.PrefillSegment, p.Context
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		if with(mid) != nil {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	if lo == p.PrefillSegment {
+		return p
+	}
+	return with(lo)
 }
 
 // build lays out the equation without a suggestion.
@@ -243,7 +299,7 @@ func build(cfg *config.Config, w Weights, opts Options) (*Plan, error) {
 	}
 	p := &Plan{
 		Source:              w.Source,
-		ResidentWeightBytes: w.ResidentBytes,
+		ResidentWeightBytes: w.ResidentBytes - w.EmbeddingBytes,
 		RoutedBytes:         w.RoutedBytes,
 		Context:             orDefault(opts.Context, DefaultContext),
 		Sequences:           orDefault(opts.Sequences, 1),
@@ -289,19 +345,25 @@ func build(cfg *config.Config, w Weights, opts Options) (*Plan, error) {
 		p.MTPSlots = min(E, k*p.Sequences)
 	}
 	geo := kvGeometry(cfg, w)
+	geo.BF16 = opts.KVBF16
 	p.KVBytesPerToken = geo.BytesPerToken()
+	p.KVCache = kvType(opts.KVBF16)
 	p.KVBytes = int64(p.Sequences) * int64(p.Context) * p.KVBytesPerToken
 	runtime := orDefault(opts.RuntimeReserve, DefaultRuntimeReserve)
 
-	p.Items = []Item{
-		{ItemResident, w.ResidentBytes, "every non-routed tensor, read once into memory outside the Go heap: embedding, lm_head, attention, norms, dense MLPs, routers and shared experts" + mtpNote(w)},
-		{ItemWorking, int64(p.WorkingSlots) * p.ExpertSlotBytes, fmt.Sprintf("%d slots x %s: misses of one layer stream through them, each slot recycled once its expert is applied (2 x experts_per_tok %d)", p.WorkingSlots, bytesize.IEC(p.ExpertSlotBytes), k)},
+	p.Items = []Item{{ItemResident, p.ResidentWeightBytes, residentDetail(w)}}
+	if w.EmbeddingBytes > 0 {
+		p.EmbeddingRows = min(EmbeddingCacheRows, cfg.VocabSize)
+		p.Items = append(p.Items, Item{ItemEmbedding, EmbeddingCacheBytes(cfg, w, p.EmbeddingRows), fmt.Sprintf("%d of the embedding table's %d rows (%s each), read on demand (a token needs one row; the table is %s)", p.EmbeddingRows, cfg.VocabSize, bytesize.IEC(w.EmbeddingBytes/int64(cfg.VocabSize)), bytesize.IEC(w.EmbeddingBytes))})
 	}
+	p.Items = append(p.Items,
+		Item{ItemWorking, int64(p.WorkingSlots) * p.ExpertSlotBytes, fmt.Sprintf("%d slots x %s: misses of one layer stream through them, each slot recycled once its expert is applied (2 x experts_per_tok %d)", p.WorkingSlots, bytesize.IEC(p.ExpertSlotBytes), k)},
+	)
 	if p.MTPSlots > 0 {
 		p.Items = append(p.Items, Item{ItemMTPBank, int64(p.MTPSlots) * p.MTPSlotBytes, fmt.Sprintf("%d slots x %s: the MTP layer's experts for one draft row per sequence, min(%d, %d x %d)", p.MTPSlots, bytesize.IEC(p.MTPSlotBytes), E, k, p.Sequences)})
 	}
 	p.Items = append(p.Items,
-		Item{ItemKV, p.KVBytes, fmt.Sprintf("%d sequence(s) x %d tokens x %d bytes per token (compressed MLA latent and rope key of %d layers%s, float32)", p.Sequences, p.Context, p.KVBytesPerToken, kvLayers(geo), dsaNote(geo))},
+		Item{ItemKV, p.KVBytes, fmt.Sprintf("%d sequence(s) x %d tokens x %d bytes per token (compressed MLA latent and rope key of %d layers%s, %s)", p.Sequences, p.Context, p.KVBytesPerToken, kvLayers(geo), dsaNote(geo), kvType(opts.KVBF16))},
 		Item{ItemRuntime, runtime, "Go runtime and collector headroom, stacks, tokenizer, chat template, server, read queues, binary and libraries"},
 		checksumItem(w),
 	)
@@ -310,7 +372,7 @@ func build(cfg *config.Config, w Weights, opts Options) (*Plan, error) {
 	for _, it := range p.Items {
 		fixed += it.Bytes
 	}
-	buffers := p.sizeBuffers(cfg, w, opts.BatchRows, opts.GPU, fixed)
+	buffers := p.sizeBuffers(cfg, w, opts.Segment, opts.GPU, fixed)
 	for _, it := range buffers {
 		fixed += it.Bytes
 	}
@@ -328,6 +390,9 @@ func build(cfg *config.Config, w Weights, opts Options) (*Plan, error) {
 	p.Items = append(p.Items, Item{ItemCache, p.ExpertCacheBytes, p.cacheDetail(w)})
 	p.PlannedProcessBytes = fixed + p.ExpertCacheBytes
 	p.GoMemoryLimitBytes = p.KVBytes + runtime + checksumItem(w).Bytes
+	if it, ok := p.Item(ItemEmbedding); ok {
+		p.GoMemoryLimitBytes += it.Bytes
+	}
 	for _, it := range heap {
 		if !gpuItem(it.Name) { // the GPU's memory is the driver's, not the Go heap
 			p.GoMemoryLimitBytes += it.Bytes
@@ -410,7 +475,7 @@ func (o *Options) check(cfg *config.Config) error {
 		v    int64
 	}{
 		{"memory", o.Memory}, {"context", int64(o.Context)}, {"sequences", int64(o.Sequences)},
-		{"batch rows", int64(o.BatchRows)}, {"threads", int64(o.Threads)}, {"working slots", int64(o.WorkingSlots)},
+		{"segment", int64(o.Segment)}, {"threads", int64(o.Threads)}, {"working slots", int64(o.WorkingSlots)},
 		{"expert cache", o.ExpertCache}, {"runtime reserve", o.RuntimeReserve}, {"OS reserve", o.OSReserve},
 	} {
 		if f.v < 0 {
@@ -442,6 +507,17 @@ func kvGeometry(cfg *config.Config, w Weights) kvcache.Geometry {
 	return g
 }
 
+// KVBF16 reports whether the plan's KV cache is bfloat16.
+func (p *Plan) KVBF16() bool { return p.KVCache == kvType(true) }
+
+// kvType names the KV cache's type.
+func kvType(bf16 bool) string {
+	if bf16 {
+		return "bfloat16"
+	}
+	return "float32"
+}
+
 func kvLayers(g kvcache.Geometry) int {
 	if g.MTP {
 		return g.Layers + 1
@@ -460,6 +536,29 @@ func dsaNote(g kvcache.Geometry) string {
 		return ""
 	}
 	return fmt.Sprintf(", indexer keys of %d full layers", n)
+}
+
+func residentDetail(w Weights) string {
+	if w.EmbeddingBytes > 0 {
+		return "every non-routed tensor but the embedding table, read once into memory outside the Go heap: lm_head, attention, norms, dense MLPs, routers and shared experts" + mtpNote(w)
+	}
+	return "every non-routed tensor, read once into memory outside the Go heap: embedding, lm_head, attention, norms, dense MLPs, routers and shared experts" + mtpNote(w)
+}
+
+// EmbeddingCacheRows is the rows of the embedding table the engine keeps
+// (model.Options.EmbeddingRows): the tokens of a chat's vocabulary in
+// use. A miss reads one row (6 KB for GLM-5.2) from the container.
+const EmbeddingCacheRows = 2048
+
+// EmbeddingSlotOverhead bounds what a cached embedding row takes beside
+// its bytes: its one-row matrix header, token and reference bit.
+const EmbeddingSlotOverhead = 128
+
+// EmbeddingCacheBytes is the memory of a cache of rows embedding rows:
+// the rows and their bookkeeping, and a slot index over the vocabulary.
+func EmbeddingCacheBytes(cfg *config.Config, w Weights, rows int) int64 {
+	rowBytes := w.EmbeddingBytes / int64(cfg.VocabSize)
+	return int64(rows)*(rowBytes+EmbeddingSlotOverhead) + 4*int64(cfg.VocabSize)
 }
 
 func mtpNote(w Weights) string {

@@ -121,8 +121,13 @@ func TestRealFits32GiB(t *testing.T) {
 	if !p.Fits || p.Err() != nil {
 		t.Fatalf("does not fit in 32 GiB: %v", p.Err())
 	}
-	if p.ResidentWeightBytes != 10_877_286_144 {
-		t.Errorf("resident = %d", p.ResidentWeightBytes)
+	// The embedding table (154,880 rows of 6,144 int8 weights and a
+	// scale) is read by row on demand into a cache of 2,048 rows.
+	if p.ResidentWeightBytes != 10_877_286_144-154_880*6_148 || p.EmbeddingRows != EmbeddingCacheRows {
+		t.Errorf("resident = %d, embedding rows %d", p.ResidentWeightBytes, p.EmbeddingRows)
+	}
+	if it, ok := p.Item(ItemEmbedding); !ok || it.Bytes != 2048*(6148+EmbeddingSlotOverhead)+4*154_880 {
+		t.Errorf("embedding line %+v", it)
 	}
 	if p.MemoryLimitBytes != 28*gib || p.OSReserveBytes != 4*gib {
 		t.Errorf("limit %d, OS reserve %d; want 28 GiB and 4 GiB", p.MemoryLimitBytes, p.OSReserveBytes)
@@ -155,7 +160,7 @@ func TestRealFits32GiB(t *testing.T) {
 		t.Errorf("slot set %d, want %d", p.SlotSetBytes, want)
 	}
 	tab := p.Table()
-	for _, s := range []string{ItemResident, "10,877,286,144", ItemCache, "fits: yes"} {
+	for _, s := range []string{ItemResident, "9,925,083,904", ItemEmbedding, ItemCache, "fits: yes"} {
 		if !strings.Contains(tab, s) {
 			t.Errorf("table lacks %q:\n%s", s, tab)
 		}
@@ -172,7 +177,7 @@ func TestRealRefused14GiB(t *testing.T) {
 		t.Fatalf("Err() = %v, want *FitError", err)
 	}
 	msg := p.Err().Error()
-	for _, s := range []string{ItemResident, ItemWorking, ItemKV, ItemActivations, ItemLogits, ItemWorkers, ItemAttention, ItemDecoders, ItemRuntime, ItemCache, "needs at least", "not even one expert cache slot"} {
+	for _, s := range []string{ItemResident, ItemWorking, ItemKV, ItemSegment, ItemScratch, ItemLogits, ItemWorkers, ItemAttention, ItemDecoders, ItemRuntime, ItemCache, "needs at least", "not even one expert cache slot"} {
 		if !strings.Contains(msg, s) {
 			t.Errorf("refusal lacks %q:\n%s", s, msg)
 		}

@@ -73,6 +73,10 @@ type Weights struct {
 	ResidentBytes int64 `json:"resident_bytes"`
 	// RoutedBytes counts every routed expert on disk.
 	RoutedBytes int64 `json:"routed_bytes"`
+	// EmbeddingBytes is the part of ResidentBytes that the embedding table
+	// takes (weights and scales), which the engine reads by row on demand
+	// rather than keeping (0: unknown, planned resident).
+	EmbeddingBytes int64 `json:"embedding_bytes"`
 	// Layers lists the expert layers: the sparse decoder layers in order,
 	// then the MTP layer when it is present.
 	Layers []ExpertLayer `json:"layers"`
@@ -102,6 +106,9 @@ func (w *Weights) MTPExpertBytes() int64 {
 	}
 	return m
 }
+
+// EmbeddingTensor names the token embedding table.
+const EmbeddingTensor = "model.embed_tokens.weight"
 
 // matrixBytes is the on-disk size of a quantized [rows, cols] matrix.
 type matrixBytes func(rows, cols int) int64
@@ -151,6 +158,7 @@ func FromConfig(cfg *config.Config, a Artifact) (Weights, error) {
 		w.Source += "; no DSA indexer)"
 	}
 	w.ResidentBytes = 2*int8Row(V, H) + f32(H)
+	w.EmbeddingBytes = int8Row(V, H)
 	for l := 0; l < cfg.NumLayers; l++ {
 		w.ResidentBytes += layerBytes(cfg, cfg.SparseLayer[l], q4)
 		if w.DSA && cfg.IndexerTypes[l] == config.IndexerFull {
@@ -217,6 +225,11 @@ func FromContainer(c *container.Container, cfg *config.Config, sum *container.Su
 		MTP:           sum.MTP,
 		DSA:           sum.DSA,
 	}
+	embed, err := c.MatrixInfo(EmbeddingTensor, cfg.VocabSize, cfg.HiddenSize)
+	if err != nil {
+		return Weights{}, fmt.Errorf("plan: %w", err)
+	}
+	w.EmbeddingBytes = embed.Bytes
 	layers := cfg.SparseLayers()
 	if sum.MTP {
 		layers = append(layers, cfg.NumLayers)

@@ -96,3 +96,20 @@ func FuzzParseBlock(f *testing.F) {
 		}
 	})
 }
+
+// TestBF16IdentityDiffers: a bfloat16 KV cache's blocks are their own (its
+// state differs from a float32 one's), while a float32 identity's digest
+// is what it was before bfloat16 caches existed.
+func TestBF16IdentityDiffers(t *testing.T) {
+	f32 := testIdentity("model")
+	bf16 := f32
+	bf16.Geometry.BF16 = true
+	if f32.digest(16) == bf16.digest(16) {
+		t.Error("a bfloat16 cache shares the float32 one's identity")
+	}
+	plain := f32
+	plain.Geometry.BF16 = false
+	if plain.digest(16) != f32.digest(16) {
+		t.Error("the float32 identity changed")
+	}
+}

@@ -269,8 +269,9 @@ func TestConcurrentUse(t *testing.T) {
 					}
 					want, hidden := filled(t, prompt)
 					if r.Tokens > 0 {
-						if !slices.Equal(seq.Layer(2).KV, want.Layer(2).KV[:len(seq.Layer(2).KV)]) ||
-							!slices.Equal(seq.Layer(0).Index, want.Layer(0).Index[:len(seq.Layer(0).Index)]) {
+						n := seq.Len()
+						if !slices.Equal(seq.Layer(2).KV(0, n, nil), want.Layer(2).KV(0, n, nil)) ||
+							!slices.Equal(seq.Layer(0).Index(0, n, nil), want.Layer(0).Index(0, n, nil)) {
 							return errors.New("restored state differs")
 						}
 						if r.MTP && !slices.Equal(r.Hidden, hidden.Rows[r.Tokens-1]) {
@@ -312,7 +313,7 @@ func TestConcurrentUse(t *testing.T) {
 	d := mustNew(t, o)
 	seq, _, r := restoreAll(t, d, append(slices.Clone(shared), promptOf(5, 100)...))
 	want, _ := filled(t, append(slices.Clone(shared), promptOf(5, 100)...))
-	if r.FromDisk == 0 || !slices.Equal(seq.Layer(2).KV, want.Layer(2).KV[:len(seq.Layer(2).KV)]) {
+	if r.FromDisk == 0 || !slices.Equal(seq.Layer(2).KV(0, seq.Len(), nil), want.Layer(2).KV(0, seq.Len(), nil)) {
 		t.Errorf("after a restart: restored %+v from disk", r)
 	}
 }
@@ -389,7 +390,7 @@ func TestMTPOffReadsMTPBlocks(t *testing.T) {
 		t.Fatalf("restored %+v, %v, stats %+v", r, err, c.Stats())
 	}
 	for l := range plain.Layers {
-		if !slices.Equal(seq.Layer(l).KV, src.Layer(l).KV[:40*12]) {
+		if !slices.Equal(seq.Layer(l).KV(0, seq.Len(), nil), src.Layer(l).KV(0, 40, nil)) {
 			t.Fatalf("layer %d differs", l)
 		}
 	}

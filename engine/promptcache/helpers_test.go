@@ -102,16 +102,15 @@ func sameState(t testing.TB, a, b *kvcache.Sequence, n int) {
 	if a.Len() != n || !slices.Equal(a.Tokens(), b.Tokens()[:n]) {
 		t.Fatalf("sequence holds %d tokens, want the first %d", a.Len(), n)
 	}
-	W := g.KVLora + g.Rope
 	for l := range g.Layers {
-		if !slices.Equal(a.Layer(l).KV, b.Layer(l).KV[:n*W]) {
+		if a.Layer(l).Len() != n || !slices.Equal(a.Layer(l).KV(0, n, nil), b.Layer(l).KV(0, n, nil)) {
 			t.Fatalf("layer %d KV rows differ", l)
 		}
-		if g.Indexer[l] && !slices.Equal(a.Layer(l).Index, b.Layer(l).Index[:n*g.IndexDim]) {
+		if g.Indexer[l] && !slices.Equal(a.Layer(l).Index(0, n, nil), b.Layer(l).Index(0, n, nil)) {
 			t.Fatalf("layer %d indexer keys differ", l)
 		}
 	}
-	if m := max(n-1, 0); a.MTP().Len() != m || !slices.Equal(a.MTP().KV, b.MTP().KV[:m*W]) {
+	if m := max(n-1, 0); a.MTP().Len() != m || !slices.Equal(a.MTP().KV(0, m, nil), b.MTP().KV(0, m, nil)) {
 		t.Fatalf("MTP cache holds %d rows, want %d equal to the source's", a.MTP().Len(), m)
 	}
 }

@@ -48,7 +48,8 @@ type Identity struct {
 	// so its blocks are not mixed in.
 	Engine string
 	// Geometry is what a token stores (its MTP flag is ignored: blocks say
-	// whether they carry MTP rows).
+	// whether they carry MTP rows). A bfloat16 cache's state differs from
+	// a float32 one's past the first layer, so its blocks are its own.
 	Geometry kvcache.Geometry
 	// Hidden is the model's hidden size, the width of the hidden state a
 	// block keeps for the MTP layer.
@@ -149,6 +150,9 @@ func (id Identity) digest(blockTokens int) Hash {
 		} else {
 			h.Write([]byte{0})
 		}
+	}
+	if g.BF16 {
+		writeString(h, "kv bfloat16") // float32 identities stay as they were
 	}
 	return Hash(h.Sum(nil))
 }

@@ -162,11 +162,12 @@ func sameSequence(t *testing.T, a, b *kvcache.Sequence) {
 		t.Fatal("tokens differ")
 	}
 	for l := range a.Geometry().Layers {
-		if !bitsEqual(a.Layer(l).KV, b.Layer(l).KV) || !bitsEqual(a.Layer(l).Index, b.Layer(l).Index) {
+		x, y := a.Layer(l), b.Layer(l)
+		if x.Len() != y.Len() || !bitsEqual(x.KV(0, x.Len(), nil), y.KV(0, y.Len(), nil)) || (l < len(a.Geometry().Indexer) && a.Geometry().Indexer[l] && !bitsEqual(x.Index(0, x.Len(), nil), y.Index(0, y.Len(), nil))) {
 			t.Fatalf("layer %d state differs", l)
 		}
 	}
-	if a.MTP().Len() != b.MTP().Len() || !bitsEqual(a.MTP().KV, b.MTP().KV) {
+	if a.MTP().Len() != b.MTP().Len() || !bitsEqual(a.MTP().KV(0, a.MTP().Len(), nil), b.MTP().KV(0, b.MTP().Len(), nil)) {
 		t.Fatalf("MTP state differs: %d rows vs %d", a.MTP().Len(), b.MTP().Len())
 	}
 }

@@ -19,17 +19,24 @@ func ModelFromPlan(cfg *config.Config, w plan.Weights, p *plan.Plan) Model {
 	// nor is the MTP layer's dense part unless the step drafts.
 	embedding := int64(cfg.VocabSize) * (int64(cfg.HiddenSize) + 4)
 	mtpDense := mtpDenseBytes(cfg, w)
-	return Model{
+	m := Model{
 		DenseBytes:         max(w.ResidentBytes-embedding-mtpDense, 0),
 		ExpertLayers:       layers,
 		ExpertsPerLayer:    cfg.NumRoutedExperts,
 		ExpertsPerToken:    cfg.ExpertsPerToken,
 		ExpertBytes:        w.MainExpertBytes(),
 		CacheSlotsPerLayer: p.CacheSlotsPerLayer,
-		PrefillChunk:       p.PrefillChunk,
+		PrefillSegment:     p.PrefillSegment,
+		Context:            p.Context,
 		MTPExpertBytes:     w.MTPExpertBytes(),
 		MTPDenseBytes:      mtpDense,
+		// Every head scores a key (q_nope | q_rope) and weights its value.
+		AttentionFlopsPerKey: 2 * float64(cfg.NumLayers) * float64(cfg.NumHeads) * float64(cfg.QKHeadDim()+cfg.VHeadDim),
 	}
+	if w.DSA {
+		m.SelectedKeys = cfg.IndexTopK
+	}
+	return m
 }
 
 // mtpDenseBytes is the resident part of w's MTP layer (0 without one):

@@ -23,8 +23,19 @@ type Model struct {
 	// CacheSlotsPerLayer is the plan's expert cache (LRU and pinned
 	// slots) per layer.
 	CacheSlotsPerLayer int
-	// PrefillChunk is the prompt tokens one forward takes (the plan's).
-	PrefillChunk int
+	// PrefillSegment is the prompt tokens one forward takes through the
+	// model, layer by layer (the plan's): each routed expert a segment
+	// routes to is read once for it. Context is the plan's tokens per
+	// sequence (0: not known, no bound).
+	PrefillSegment int
+	Context        int
+	// AttentionFlopsPerKey is what attention costs a token for each key
+	// it attends to, over every decoder layer (scores and weighted values
+	// of every head: 2 flops a multiply-add); SelectedKeys bounds the keys
+	// a token attends to (DSA's index_topk; 0: every earlier one). 0
+	// leaves attention out.
+	AttentionFlopsPerKey float64
+	SelectedKeys         int
 	// MTPExpertBytes is one MTP-layer expert's bytes on disk and
 	// MTPDenseBytes the MTP layer's resident weights a draft applies;
 	// both 0 without an MTP layer (then no drafting is predicted).
@@ -129,6 +140,10 @@ type Prediction struct {
 	// DecodeBound is "disk" when reading the misses takes longer than
 	// applying the experts, else "compute".
 	DecodeBound string `json:"decode_bound"`
+	// AgentPrompt is the prefill of a coding agent's first turn
+	// (AgentPromptTokens, about Claude Code's) from nothing cached; nil
+	// when the context cannot hold it.
+	AgentPrompt *PromptTime `json:"agent_prompt,omitempty"`
 	// Drafting is decode with MTP drafts (nil without an MTP layer); the
 	// figures above are plain decode's.
 	Drafting *DraftPrediction `json:"drafting,omitempty"`
@@ -137,8 +152,36 @@ type Prediction struct {
 }
 
 // PromptTokens is the prompt length prefill speed is predicted for: a
-// coding agent's turn, cut to the plan's chunk.
+// chat turn, cut to the plan's segment.
 const PromptTokens = 512
+
+// AgentPromptTokens is the length of a coding agent's first prompt (Claude
+// Code's is about 20k tokens; every tool result adds thousands).
+const AgentPromptTokens = 20_000
+
+// PromptTime is the predicted prefill of one prompt from nothing cached:
+// it goes through the model a segment at a time, each segment reading the
+// routed experts it routes to once (those the cache misses) while its
+// products run, and takes the longer of the two.
+type PromptTime struct {
+	Tokens   int `json:"tokens"`
+	Segments int `json:"segments"`
+	// ReadBytes and ReadSeconds are the routed experts read from the disk
+	// over all segments; ComputeSeconds the products (dense weights,
+	// routed experts, attention) on Device, "GPU" or "CPU".
+	ReadBytes      int64   `json:"read_bytes"`
+	ReadSeconds    float64 `json:"read_seconds"`
+	ComputeSeconds float64 `json:"compute_seconds"`
+	Device         string  `json:"device"`
+	// Seconds is the prefill: per segment the longer of its reads and its
+	// products, summed.
+	Seconds float64 `json:"seconds"`
+}
+
+// cpuFlopsPerMatMul8Byte converts the 8-token product's rate of int4
+// weight bytes into float operations: 2 weights a byte, 8 tokens, 2 flops a
+// multiply-add. Attention's products on the CPU are taken at that rate.
+const cpuFlopsPerMatMul8Byte = 2 * 8 * 2
 
 // Predict predicts decode and prefill speed for model m on machine mc.
 func Predict(m Model, mc Machine) (Prediction, error) {
@@ -152,8 +195,7 @@ func Predict(m Model, mc Machine) (Prediction, error) {
 	if !(mc.ReadCPUSecondsPerByte >= 0) || math.IsInf(mc.ReadCPUSecondsPerByte, 0) || (mc.ReadCPUSecondsPerByte > 0 && !(mc.Cores > 0)) || math.IsInf(mc.Cores, 0) {
 		return Prediction{}, fmt.Errorf("speed: machine %q has a bad read CPU cost (%g s/byte over %g cores)", mc.Name, mc.ReadCPUSecondsPerByte, mc.Cores)
 	}
-	L, E, k := float64(m.ExpertLayers), float64(m.ExpertsPerLayer), float64(m.ExpertsPerToken)
-	eb := float64(m.ExpertBytes)
+	E, k := float64(m.ExpertsPerLayer), float64(m.ExpertsPerToken)
 	hit := math.Min(1, float64(m.CacheSlotsPerLayer)/E)
 	// readCPU is the wall time the reads of n bytes take from the
 	// products, their CPU time spread over the threads.
@@ -180,32 +222,15 @@ func Predict(m Model, mc Machine) (Prediction, error) {
 	st := m.decodeStep(mc, hit, 1, 0, readCPU)
 	missBytes, diskStream, coreStream, token, bound := st.miss, st.disk, st.cores, st.time, st.bound
 
-	// Prefill: a chunk of B tokens touches, under routing spread evenly,
-	// E(1-(1-k/E)^B) experts of a layer; each is read once (unless cached)
-	// and applied to its rows 8 at a time, while the dense weights are
-	// applied to the B rows 8 at a time. Reads and products overlap.
-	B := float64(min(PromptTokens, m.PrefillChunk))
-	touched := E * (1 - math.Pow(1-k/E, B))
-	rowsPerExpert := B * k / touched
-	prefillBytes := L * touched * (1 - hit) * eb
-	prefillRead := prefillBytes / mc.DiskBytesPerSecond
-	var prefillCompute float64
-	if mc.GPUFlops > 0 {
-		// int4 weights: 2 weights a byte, 2 flops a weight and token.
-		weights := 2 * (float64(m.DenseBytes) + L*k*eb)
-		prefillCompute = 2 * weights * B / mc.GPUFlops
-	} else {
-		passes := func(rows float64) float64 { return math.Ceil(rows / 8) }
-		prefillCompute = (float64(m.DenseBytes)*passes(B) + L*touched*eb*passes(rowsPerExpert)) / mc.MatMul8BytesPerSecond
-	}
-	prefillCompute += readCPU(prefillBytes)
-	prefill := math.Max(prefillRead, prefillCompute)
-
+	// Prefill of a chat turn: its tokens, up to a segment.
+	B := min(PromptTokens, m.PrefillSegment)
+	turn := predictPrompt(m, mc, B, hit, readCPU)
+	touched := E * (1 - math.Pow(1-k/E, float64(B)))
 	p := Prediction{
 		Machine:                 mc.Name,
 		DecodeTokensPerSecond:   1 / token,
-		PrefillTokensPerSecond:  B / prefill,
-		PrefillTokens:           int(B),
+		PrefillTokensPerSecond:  float64(B) / turn.Seconds,
+		PrefillTokens:           B,
 		ExpectedHitRate:         hit,
 		DecodeReadBytesPerToken: int64(math.Round(missBytes)),
 		DecodeBound:             bound,
@@ -241,11 +266,95 @@ func Predict(m Model, mc Machine) (Prediction, error) {
 	}
 	p.Assumptions = append(p.Assumptions, mc.Notes...)
 	if mc.GPUFlops > 0 {
-		p.Assumptions = append(p.Assumptions, fmt.Sprintf("Prefill of a %d-token prompt touches %.0f experts a layer, read once each, with the products on the GPU at %.1f TFLOP/s.", int(B), touched, mc.GPUFlops/1e12))
+		p.Assumptions = append(p.Assumptions, fmt.Sprintf("Prefill of a %d-token prompt touches %.0f experts a layer, read once each, with the products on the GPU at %.1f TFLOP/s.", B, touched, mc.GPUFlops/1e12))
 	} else {
-		p.Assumptions = append(p.Assumptions, fmt.Sprintf("Prefill of a %d-token prompt touches %.0f experts a layer, read once each, with the products on the CPU at %s of weights per 8 tokens.", int(B), touched, gb(mc.MatMul8BytesPerSecond)))
+		p.Assumptions = append(p.Assumptions, fmt.Sprintf("Prefill of a %d-token prompt touches %.0f experts a layer, read once each, with the products on the CPU at %s of weights per 8 tokens.", B, touched, gb(mc.MatMul8BytesPerSecond)))
+	}
+	if m.Context == 0 || m.Context >= AgentPromptTokens {
+		a := predictPrompt(m, mc, AgentPromptTokens, hit, readCPU)
+		p.AgentPrompt = &a
+		p.Assumptions = append(p.Assumptions, agentWords(m, mc, a))
+	} else {
+		p.Assumptions = append(p.Assumptions, fmt.Sprintf("A %d-token agent prompt does not fit the %d-token context: raise the context to predict it.", AgentPromptTokens, m.Context))
 	}
 	return p, nil
+}
+
+// predictPrompt predicts the prefill of a prompt of tokens tokens, cut
+// into the plan's segments, with hit of each layer's experts cached: per
+// segment, its touched experts read at the disk's rate (the queue kept
+// full) beside its products, the longer of the two.
+func predictPrompt(m Model, mc Machine, tokens int, hit float64, readCPU func(float64) float64) PromptTime {
+	L, E, k := float64(m.ExpertLayers), float64(m.ExpertsPerLayer), float64(m.ExpertsPerToken)
+	eb := float64(m.ExpertBytes)
+	pt := PromptTime{Tokens: tokens, Device: "CPU"}
+	if mc.GPUFlops > 0 {
+		pt.Device = "GPU"
+	}
+	passes := func(rows float64) float64 { return math.Ceil(rows / 8) }
+	for from := 0; from < tokens; from += m.PrefillSegment {
+		s := min(m.PrefillSegment, tokens-from)
+		S := float64(s)
+		touched := E * (1 - math.Pow(1-k/E, S))
+		bytes := L * touched * (1 - hit) * eb
+		read := bytes / mc.DiskBytesPerSecond
+		attention := m.AttentionFlopsPerKey * attendedKeys(from, s, m.SelectedKeys)
+		var compute float64
+		if mc.GPUFlops > 0 {
+			// int4 weights: 2 weights a byte, 2 flops a weight and token.
+			weights := 2 * (float64(m.DenseBytes) + L*k*eb)
+			compute = (2*weights*S + attention) / mc.GPUFlops
+		} else {
+			compute = (float64(m.DenseBytes)*passes(S)+L*touched*eb*passes(S*k/touched))/mc.MatMul8BytesPerSecond +
+				attention/(cpuFlopsPerMatMul8Byte*mc.MatMul8BytesPerSecond)
+		}
+		compute += readCPU(bytes)
+		pt.Segments++
+		pt.ReadBytes += int64(math.Round(bytes))
+		pt.ReadSeconds += read
+		pt.ComputeSeconds += compute
+		pt.Seconds += math.Max(read, compute)
+	}
+	return pt
+}
+
+// attendedKeys is the keys tokens [from, from+n) attend to in all: each
+// every earlier one and itself, at most selected (0: no bound).
+func attendedKeys(from, n, selected int) float64 {
+	sum := func(t int) float64 { return float64(t) * float64(t+1) / 2 } // keys of tokens 0..t-1
+	if selected <= 0 {
+		return sum(from+n) - sum(from)
+	}
+	var keys float64
+	if lo, hi := from, min(from+n, selected); hi > lo {
+		keys += sum(hi) - sum(lo)
+	}
+	if rest := from + n - max(from, selected); rest > 0 {
+		keys += float64(rest) * float64(selected)
+	}
+	return keys
+}
+
+// agentWords says what the agent prompt's figure rests on.
+func agentWords(m Model, mc Machine, pt PromptTime) string {
+	w := fmt.Sprintf("A %d-token agent prompt goes through the model in %d segment(s) of up to %d tokens, each reading the routed experts it reaches once: %.0f GB at %.2f GB/s, %.0f s; its products on the %s take %.0f s",
+		pt.Tokens, pt.Segments, m.PrefillSegment, float64(pt.ReadBytes)/1e9, mc.DiskBytesPerSecond/1e9, pt.ReadSeconds, pt.Device, pt.ComputeSeconds)
+	if m.AttentionFlopsPerKey > 0 {
+		if m.SelectedKeys > 0 {
+			w += fmt.Sprintf(", attention over at most %d keys a token included", m.SelectedKeys)
+		} else {
+			w += ", attention over every earlier key included (it grows with the square of the prompt)"
+		}
+	}
+	return w + fmt.Sprintf("; reads and products overlap, so about %s in all.", minutes(pt.Seconds))
+}
+
+// minutes says a duration in seconds or minutes.
+func minutes(s float64) string {
+	if s < 120 {
+		return fmt.Sprintf("%.0f s", s)
+	}
+	return fmt.Sprintf("%.1f min", s/60)
 }
 
 // step is one decode step's figures: the bytes its misses read, the
@@ -314,8 +423,8 @@ func (m Model) validate() error {
 		return errors.New("speed: the model has no routed experts to stream")
 	case m.ExpertsPerToken <= 0 || m.ExpertsPerToken > m.ExpertsPerLayer:
 		return fmt.Errorf("speed: %d experts per token of %d per layer", m.ExpertsPerToken, m.ExpertsPerLayer)
-	case m.DenseBytes < 0 || m.CacheSlotsPerLayer < 0 || m.PrefillChunk <= 0:
-		return fmt.Errorf("speed: bad plan figures (dense %d bytes, %d cache slots, chunk %d)", m.DenseBytes, m.CacheSlotsPerLayer, m.PrefillChunk)
+	case m.DenseBytes < 0 || m.CacheSlotsPerLayer < 0 || m.PrefillSegment <= 0 || m.Context < 0 || !(m.AttentionFlopsPerKey >= 0) || m.SelectedKeys < 0:
+		return fmt.Errorf("speed: bad plan figures (dense %d bytes, %d cache slots, segment %d, attention %g flops a key over %d keys)", m.DenseBytes, m.CacheSlotsPerLayer, m.PrefillSegment, m.AttentionFlopsPerKey, m.SelectedKeys)
 	case m.MTPExpertBytes < 0 || m.MTPDenseBytes < 0:
 		return fmt.Errorf("speed: bad MTP layer figures (%d bytes an expert, %d dense)", m.MTPExpertBytes, m.MTPDenseBytes)
 	case m.Drafting != nil && !(m.Drafting.Acceptance >= 0 && m.Drafting.Acceptance <= 1):

@@ -15,7 +15,7 @@ import (
 // --memory 8GiB --expert-cache 160780288: 2 cache slots per layer.
 var p2 = Model{
 	DenseBytes: 135_000_000, ExpertLayers: 4, ExpertsPerLayer: 64, ExpertsPerToken: 8,
-	ExpertBytes: 18_915_328, CacheSlotsPerLayer: 2, PrefillChunk: 4096,
+	ExpertBytes: 18_915_328, CacheSlotsPerLayer: 2, PrefillSegment: 4096,
 }
 
 func TestPredictDecode(t *testing.T) {
@@ -64,7 +64,7 @@ func TestPredictDecode(t *testing.T) {
 		{
 			// everything cached: no reads, the products alone
 			name:    "all cached",
-			m:       Model{DenseBytes: 0, ExpertLayers: 2, ExpertsPerLayer: 16, ExpertsPerToken: 4, ExpertBytes: 1e6, CacheSlotsPerLayer: 40, PrefillChunk: 64},
+			m:       Model{DenseBytes: 0, ExpertLayers: 2, ExpertsPerLayer: 16, ExpertsPerToken: 4, ExpertBytes: 1e6, CacheSlotsPerLayer: 40, PrefillSegment: 64},
 			mc:      Machine{Name: "m", DiskBytesPerSecond: 1e9, DiskBurstBytesPerSecond: 1e9, KernelBytesPerSecond: 1e9, MatMul8BytesPerSecond: 1e9},
 			wantTok: 2 * 4 * 1e6 / 1e9, wantBound: "compute", wantHit: 1,
 			wantWords: []string{"compute-bound", " 0 MB of misses"},
@@ -93,7 +93,7 @@ func TestPredictDecode(t *testing.T) {
 			if len(p.Assumptions) < 4 {
 				t.Errorf("%d assumptions", len(p.Assumptions))
 			}
-			if !(p.PrefillTokensPerSecond > 0) || p.PrefillTokens != min(PromptTokens, tc.m.PrefillChunk) {
+			if !(p.PrefillTokensPerSecond > 0) || p.PrefillTokens != min(PromptTokens, tc.m.PrefillSegment) {
 				t.Errorf("prefill %g tok/s over %d tokens", p.PrefillTokensPerSecond, p.PrefillTokens)
 			}
 		})
@@ -157,20 +157,20 @@ func TestPredictRefusesBadInput(t *testing.T) {
 		m  Model
 		mc Machine
 	}{
-		"dense model":    {Model{DenseBytes: 1, PrefillChunk: 1}, ok},
-		"k above E":      {Model{ExpertLayers: 1, ExpertsPerLayer: 4, ExpertsPerToken: 5, ExpertBytes: 1, PrefillChunk: 1}, ok},
-		"no chunk":       {Model{ExpertLayers: 1, ExpertsPerLayer: 4, ExpertsPerToken: 2, ExpertBytes: 1}, ok},
+		"dense model":    {Model{DenseBytes: 1, PrefillSegment: 1}, ok},
+		"k above E":      {Model{ExpertLayers: 1, ExpertsPerLayer: 4, ExpertsPerToken: 5, ExpertBytes: 1, PrefillSegment: 1}, ok},
+		"no segment":     {Model{ExpertLayers: 1, ExpertsPerLayer: 4, ExpertsPerToken: 2, ExpertBytes: 1}, ok},
 		"no disk":        {p2, Machine{KernelBytesPerSecond: 1, MatMul8BytesPerSecond: 1}},
 		"no burst rate":  {p2, Machine{DiskBytesPerSecond: 1, KernelBytesPerSecond: 1, MatMul8BytesPerSecond: 1}},
 		"NaN kernel":     {p2, Machine{DiskBytesPerSecond: 1, DiskBurstBytesPerSecond: 1, KernelBytesPerSecond: math.NaN(), MatMul8BytesPerSecond: 1}},
 		"negative GPU":   {p2, Machine{DiskBytesPerSecond: 1, DiskBurstBytesPerSecond: 1, KernelBytesPerSecond: 1, MatMul8BytesPerSecond: 1, GPUFlops: -1}},
 		"negative copy":  {p2, Machine{DiskBytesPerSecond: 1, DiskBurstBytesPerSecond: 1, KernelBytesPerSecond: 1, MatMul8BytesPerSecond: 1, ReadCPUSecondsPerByte: -1, Cores: 2}},
 		"copy, no cores": {p2, Machine{DiskBytesPerSecond: 1, DiskBurstBytesPerSecond: 1, KernelBytesPerSecond: 1, MatMul8BytesPerSecond: 1, ReadCPUSecondsPerByte: 1e-9}},
-		"negative slots": {Model{ExpertLayers: 1, ExpertsPerLayer: 4, ExpertsPerToken: 2, ExpertBytes: 1, PrefillChunk: 1, CacheSlotsPerLayer: -1}, ok},
+		"negative slots": {Model{ExpertLayers: 1, ExpertsPerLayer: 4, ExpertsPerToken: 2, ExpertBytes: 1, PrefillSegment: 1, CacheSlotsPerLayer: -1}, ok},
 		"acceptance 2":   {withMTP(&Drafting{Acceptance: 2}), ok},
 		"union 3":        {withMTP(&Drafting{Acceptance: 0.5, Union: 3}), ok},
 		"union 0.5":      {withMTP(&Drafting{Acceptance: 0.5, Union: 0.5}), ok},
-		"negative MTP":   {Model{ExpertLayers: 1, ExpertsPerLayer: 4, ExpertsPerToken: 2, ExpertBytes: 1, PrefillChunk: 1, MTPExpertBytes: -1}, ok},
+		"negative MTP":   {Model{ExpertLayers: 1, ExpertsPerLayer: 4, ExpertsPerToken: 2, ExpertBytes: 1, PrefillSegment: 1, MTPExpertBytes: -1}, ok},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := Predict(tc.m, tc.mc); err == nil || !strings.HasPrefix(err.Error(), "speed: ") {
@@ -196,7 +196,7 @@ func TestChips(t *testing.T) {
 			t.Errorf("%s: implausible figures %+v", c.Name, mc)
 		}
 		p, err := Predict(p2, mc)
-		if err != nil || len(p.Assumptions) != 6 || !strings.Contains(p.Machine, c.Name) {
+		if err != nil || len(p.Assumptions) != 7 || !strings.Contains(p.Machine, c.Name) || p.AgentPrompt == nil || p.AgentPrompt.Device != "GPU" {
 			t.Errorf("%s: %v, %d assumptions, machine %q", c.Name, err, len(p.Assumptions), p.Machine)
 		}
 	}
@@ -293,6 +293,84 @@ func FuzzLoad(f *testing.F) {
 			t.Fatalf("valid probes %+v do not predict: %v", p, err)
 		}
 	})
+}
+
+// TestAgentPrompt: a 20,000-token agent prompt goes through in the plan's
+// segments, each reading the experts it routes to once beside its
+// products; a shorter segment reads more and takes longer; attention over
+// every earlier key grows with the prompt's square, DSA's selection
+// bounds it.
+func TestAgentPrompt(t *testing.T) {
+	eb := 18_915_328.0
+	mc := Machine{Name: "vm", DiskBytesPerSecond: 1e9, DiskBurstBytesPerSecond: 0.5e9, KernelBytesPerSecond: 4e9, MatMul8BytesPerSecond: 0.5e9}
+	p, err := Predict(p2, mc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := *p.AgentPrompt
+	// 4 segments of 4096 and one of 3616, each touching (almost) every
+	// one of the 64 experts of its 4 layers; 62 of 64 miss the cache.
+	var read, seconds float64
+	for _, s := range []float64{4096, 4096, 4096, 4096, 3616} {
+		touched := 64 * (1 - math.Pow(56.0/64, s))
+		r := 4 * touched * (62.0 / 64) * eb / 1e9
+		c := (135e6*math.Ceil(s/8) + 4*touched*eb*math.Ceil(s*8/touched/8)) / 0.5e9
+		read += r
+		seconds += math.Max(r, c)
+	}
+	if a.Tokens != AgentPromptTokens || a.Segments != 5 || a.Device != "CPU" || math.Abs(a.ReadSeconds-read) > 1e-9*read || math.Abs(a.Seconds-seconds) > 1e-9*seconds {
+		t.Errorf("agent prompt %+v, want 5 segments reading %.6g s in %.6g s", a, read, seconds)
+	}
+	if !strings.Contains(strings.Join(p.Assumptions, " "), "20000-token agent prompt goes through the model in 5 segment(s)") {
+		t.Errorf("assumptions do not say how the agent prompt goes: %q", p.Assumptions)
+	}
+
+	// Read-bound (fast products), segments of 2048 read twice as much.
+	fast := mc
+	fast.MatMul8BytesPerSecond = 500e9
+	short := p2
+	short.PrefillSegment = 2048
+	long, _ := Predict(p2, fast)
+	if q, _ := Predict(short, fast); !(q.AgentPrompt.ReadBytes > 19*long.AgentPrompt.ReadBytes/10 && q.AgentPrompt.Seconds > long.AgentPrompt.Seconds && q.AgentPrompt.Segments == 10) {
+		t.Errorf("segments of 2048: %+v, of 4096: %+v", q.AgentPrompt, long.AgentPrompt)
+	}
+
+	dense := p2
+	dense.AttentionFlopsPerKey = 1e6
+	d, _ := Predict(dense, mc)
+	dsa := dense
+	dsa.SelectedKeys = 2048
+	s, _ := Predict(dsa, mc)
+	if !(d.AgentPrompt.ComputeSeconds > s.AgentPrompt.ComputeSeconds && s.AgentPrompt.ComputeSeconds > a.ComputeSeconds) {
+		t.Errorf("compute: dense attention %g s, DSA %g s, none %g s", d.AgentPrompt.ComputeSeconds, s.AgentPrompt.ComputeSeconds, a.ComputeSeconds)
+	}
+	if want := 1e6 * 20000.0 * 20001 / 2 / (cpuFlopsPerMatMul8Byte * 0.5e9); math.Abs(d.AgentPrompt.ComputeSeconds-a.ComputeSeconds-want) > 1e-6*want {
+		t.Errorf("dense attention adds %g s, want %g", d.AgentPrompt.ComputeSeconds-a.ComputeSeconds, want)
+	}
+}
+
+// TestAgentPromptNeedsContext: a context shorter than the agent prompt
+// predicts none and says why.
+func TestAgentPromptNeedsContext(t *testing.T) {
+	m := p2
+	m.Context = 8192
+	p, err := Predict(m, Machine{Name: "m", DiskBytesPerSecond: 1e9, DiskBurstBytesPerSecond: 1e9, KernelBytesPerSecond: 1e9, MatMul8BytesPerSecond: 1e9})
+	if err != nil || p.AgentPrompt != nil || !strings.Contains(strings.Join(p.Assumptions, " "), "does not fit the 8192-token context") {
+		t.Errorf("%v: agent prompt %+v, assumptions %q", err, p.AgentPrompt, p.Assumptions)
+	}
+}
+
+func TestAttendedKeys(t *testing.T) {
+	for _, tc := range []struct {
+		from, n, selected int
+		want              float64
+	}{
+		{0, 4, 0, 1 + 2 + 3 + 4}, {2, 3, 0, 3 + 4 + 5}, {0, 5, 3, 1 + 2 + 3 + 3 + 3}, {4, 2, 3, 3 + 3}, {1, 3, 3, 2 + 3 + 3},
+	} {
+		if got := attendedKeys(tc.from, tc.n, tc.selected); got != tc.want {
+			t.Errorf("attendedKeys(%d, %d, %d) = %g, want %g", tc.from, tc.n, tc.selected, got, tc.want)
+		}
+	}
 }
 
 // withMTP is p2 with an MTP layer of GLM-5.2's storage (int8 experts of

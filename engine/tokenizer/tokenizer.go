@@ -54,10 +54,11 @@ type addedToken struct {
 // public ones (256k-entry vocabularies) about 35 MB. A larger file is
 // refused by its size before it is read. Parsing allocates at most
 // ParseAllocFactor times the file (GLM's: 2.9 per byte; hostile lists of
-// added tokens or merges: up to 7.8), before any weight is loaded, so the
-// largest accepted file costs at most half the memory plan's runtime
-// reserve (plan.DefaultRuntimeReserve, 1 GiB; limit_test.go checks it). A
-// 500 MB file used to be read whole and cost 1.2-4 GB before it was
+// added tokens or merges: up to 7.8), before any weight is loaded (so
+// before any line of the memory plan fills and its garbage is collected
+// by then), and the largest accepted file costs at most the plan's runtime
+// reserve (plan.DefaultRuntimeReserve, 512 MiB; limit_test.go checks it).
+// A 500 MB file used to be read whole and cost 1.2-4 GB before it was
 // refused.
 const MaxFileBytes = 48 << 20
 

@@ -22,6 +22,8 @@ interface Plan {
   fits: boolean;
   context: number;
   sequences: number;
+  prefill_segment: number;
+  kv_cache: string;
   cache_slots_per_layer: number;
   experts_per_layer: number;
   expert_layers: number;
@@ -31,11 +33,22 @@ interface Plan {
   suggestion?: string;
 }
 
+interface PromptTime {
+  tokens: number;
+  segments: number;
+  read_bytes: number;
+  read_seconds: number;
+  compute_seconds: number;
+  device: string;
+  seconds: number;
+}
+
 interface Speed {
   machine?: string;
   decode_tokens_per_second?: number;
   prefill_tokens_per_second?: number;
   prefill_tokens?: number;
+  agent_prompt?: PromptTime;
   expected_hit_rate?: number;
   decode_bound?: string;
   assumptions?: string[];
@@ -57,6 +70,7 @@ interface PlanResponse {
   resident_bytes: number;
   server_context: number;
   server_sequences: number;
+  server_kv_cache?: string;
   speed?: Speed;
   chips?: Chip[];
 }
@@ -65,6 +79,9 @@ interface PlanResponse {
 const fallbackChip = 'M4 Pro';
 
 const rate = (v: number) => (v >= 10 ? v.toFixed(0) : v >= 1 ? v.toFixed(1) : v.toFixed(2));
+
+// duration says seconds as seconds, minutes or hours.
+const duration = (s: number) => (s < 120 ? `${Math.round(s)} s` : s < 7200 ? `${(s / 60).toFixed(1)} min` : `${(s / 3600).toFixed(1)} h`);
 
 const GiB = 1024 ** 3;
 const contexts = [2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576];
@@ -77,6 +94,7 @@ export class FitPage implements Page {
   private context!: HTMLSelectElement;
   private sequences!: HTMLInputElement;
   private seqHint!: HTMLElement;
+  private kv!: HTMLSelectElement;
   private chip!: HTMLSelectElement;
   private model = 'glm52';
   private pick!: HTMLElement;
@@ -91,6 +109,12 @@ export class FitPage implements Page {
     this.context = h('select', { id: 'fit-context' });
     this.sequences = h('input', { type: 'number', id: 'fit-seq', min: 1, max: 64, value: 1, 'aria-describedby': 'fit-seq-hint' });
     this.seqHint = h('p', { class: 'hint', id: 'fit-seq-hint' });
+    this.kv = h(
+      'select',
+      { id: 'fit-kv', 'aria-describedby': 'fit-kv-hint' },
+      h('option', { value: 'f32' }, 'float32: exact'),
+      h('option', { value: 'bf16' }, 'bfloat16: half the memory'),
+    );
     this.pick = h('div', { class: 'segmented', role: 'radiogroup', 'aria-label': 'Model to plan' });
     this.chip = h('select', { id: 'fit-chip' }, h('option', { value: '' }, 'This machine (probed)'));
     const reset = h('button', { type: 'button', class: 'small', onclick: () => this.useMachine() }, 'This machine');
@@ -101,6 +125,7 @@ export class FitPage implements Page {
     });
     this.context.addEventListener('change', update);
     this.sequences.addEventListener('input', update);
+    this.kv.addEventListener('change', update);
     this.chip.addEventListener('change', update);
     replace(
       root,
@@ -116,6 +141,7 @@ export class FitPage implements Page {
           h('div', { class: 'field' }, h('label', { for: 'fit-memory' }, 'Memory'), h('div', { class: 'range-row' }, this.memory, this.memoryOut), h('div', {}, reset)),
           h('div', { class: 'field' }, h('label', { for: 'fit-context' }, 'Context (tokens per sequence)'), this.context),
           h('div', { class: 'field' }, h('label', { for: 'fit-seq' }, 'Sequences decoded together'), this.sequences, this.seqHint),
+          h('div', { class: 'field' }, h('label', { for: 'fit-kv' }, 'KV cache'), this.kv, h('p', { class: 'hint', id: 'fit-kv-hint' }, 'bfloat16 holds twice the context in the same memory; its tokens may part from float32’s at a near-tie.')),
           h('div', { class: 'field' }, h('label', { for: 'fit-chip' }, 'Speed on'), this.chip),
         ),
         this.out,
@@ -165,6 +191,7 @@ export class FitPage implements Page {
       opts.sort((a, b) => a - b);
       replace(this.context, ...opts.map((c) => h('option', { value: c, selected: c === r.plan.context }, c.toLocaleString() + (c === r.max_context ? ' (the model’s limit)' : ''))));
       this.sequences.value = String(r.plan.sequences);
+      this.kv.value = r.plan.kv_cache === 'bfloat16' ? 'bf16' : 'f32';
       this.seqHint.textContent = `The engine decodes ${r.server_sequences} sequences together (${r.server_context.toLocaleString()} tokens each).`;
       this.renderPick(r.served_model);
       this.setMemory(r.plan.memory_bytes);
@@ -200,7 +227,7 @@ export class FitPage implements Page {
   }
 
   private async refresh(): Promise<void> {
-    const q = new URLSearchParams({ model: this.model, memory: this.memory.value + 'GiB', context: this.context.value, sequences: this.sequences.value || '1' });
+    const q = new URLSearchParams({ model: this.model, memory: this.memory.value + 'GiB', context: this.context.value, sequences: this.sequences.value || '1', kv_cache: this.kv.value });
     if (this.chip.value) q.set('chip', this.chip.value);
     try {
       this.show(await this.plan(q));
@@ -288,8 +315,30 @@ export class FitPage implements Page {
         h('strong', { 'data-testid': 'speed-prefill' }, `${rate(sp.prefill_tokens_per_second ?? 0)} tokens/s`),
         ` reading a ${(sp.prefill_tokens ?? 0).toLocaleString()}-token prompt, for ${r.model} with this plan on ${sp.machine}.`,
       ),
+      this.agentLine(r),
       note,
       h('details', {}, h('summary', {}, 'What this assumes'), h('ul', { class: 'small' }, ...(sp.assumptions ?? []).map((a) => h('li', {}, a)))),
+    );
+  }
+
+  // agentLine says how long a coding agent's first prompt takes to read:
+  // its segments (each reads the routed experts it reaches once), the
+  // reads and the products, and the time; or that the context is too
+  // short for it.
+  private agentLine(r: PlanResponse): HTMLElement {
+    const a = r.speed?.agent_prompt;
+    if (!a) {
+      return h('p', { class: 'muted', 'data-testid': 'speed-agent' }, `A coding agent's 20,000-token first prompt does not fit a ${r.plan.context.toLocaleString()}-token context: choose a longer one to see how long it takes to read.`);
+    }
+    const segs = a.segments === 1 ? `in one segment of up to ${r.plan.prefill_segment.toLocaleString()} tokens, reading each routed expert once` : `in ${a.segments} segments of up to ${r.plan.prefill_segment.toLocaleString()} tokens, each reading the routed experts again`;
+    return h(
+      'p',
+      { 'data-testid': 'speed-agent' },
+      'A coding agent’s ',
+      h('strong', {}, `${a.tokens.toLocaleString()}-token`),
+      ' first prompt takes about ',
+      h('strong', { 'data-testid': 'speed-agent-time' }, duration(a.seconds)),
+      ` to read ${segs} (${diskBytes(a.read_bytes)} from the SSD: ${duration(a.read_seconds)}; the products on the ${a.device}: ${duration(a.compute_seconds)}).`,
     );
   }
 }

@@ -13,6 +13,7 @@ interface Settings {
   model_dir: string;
   memory: string;
   context: number;
+  kv_cache?: string;
   hub_cache?: string;
 }
 
@@ -91,6 +92,12 @@ export class SettingsPage implements Page {
     const dir = input('set-model', s.model_dir, { placeholder: 'the demo model', autocomplete: 'off' });
     const mem = input('set-memory', s.memory, { placeholder: "this machine's memory", autocomplete: 'off' });
     const ctx = input('set-context', s.context, { type: 'number', min: 256, step: 256, placeholder: d.context });
+    const kv = h(
+      'select',
+      { id: 'set-kv-cache' },
+      h('option', { value: 'f32', selected: (s.kv_cache || 'f32') === 'f32' }, 'float32: exact'),
+      h('option', { value: 'bf16', selected: s.kv_cache === 'bf16' }, 'bfloat16: half the memory'),
+    );
     const cache = input('set-cache', s.hub_cache ?? '', { placeholder: 'the Hugging Face cache', autocomplete: 'off' });
     const note = h('p', { class: 'muted', 'aria-live': 'polite' });
     const form = h(
@@ -106,6 +113,7 @@ export class SettingsPage implements Page {
             model_dir: dir.value.trim(),
             memory: mem.value.trim(),
             context: Number(ctx.value) || 0,
+            kv_cache: kv.value,
             hub_cache: cache.value.trim(),
           };
           try {
@@ -145,6 +153,7 @@ export class SettingsPage implements Page {
         field('set-model', 'Model directory', dir),
         field('set-memory', 'Memory budget', mem, 'For example 24GiB; empty plans against all of this machine’s memory.'),
         field('set-context', 'Context (tokens)', ctx),
+        field('set-kv-cache', 'KV cache', kv, 'bfloat16 holds twice the context (or leaves the memory to the expert cache); its tokens may part from float32’s at a near-tie.'),
         field('set-cache', 'Download folder', cache, 'Where the GLM-5.2 download goes (357 GiB); empty is HF_HUB_CACHE or ~/.cache/huggingface/hub.'),
       ),
       h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary' }, 'Save')),

@@ -122,9 +122,12 @@ type Attention struct {
 	// Q holds the query rows: [rows][Heads][Nope+Rope], RoPE applied.
 	Q []float32
 	// Cache holds the first T cache entries: [T][Latent+Rope], the
-	// normalized latent and the roped shared key.
-	Cache []float32
-	T     int
+	// normalized latent and the roped shared key; CacheBF16 holds them
+	// instead in bfloat16 (a bfloat16 KV cache), widened as they are
+	// uploaded.
+	Cache     []float32
+	CacheBF16 []uint16
+	T         int
 	// Geometry.
 	Heads, Nope, Rope, Value, Latent int
 	// Scale multiplies the raw scores (softmax scale).
@@ -162,8 +165,10 @@ func (a *Attention) check(out []float32) error {
 		return fmt.Errorf("gpu: o_proj has %d columns, want %d", a.O.Cols, a.Heads*a.Value)
 	case len(a.Q) < S*a.Heads*dq:
 		return fmt.Errorf("gpu: %d query values for %d rows of %d heads x %d", len(a.Q), S, a.Heads, dq)
-	case a.T <= 0 || len(a.Cache) < a.T*w:
-		return fmt.Errorf("gpu: %d cache values for %d entries of %d", len(a.Cache), a.T, w)
+	case (a.Cache == nil) == (a.CacheBF16 == nil):
+		return errors.New("gpu: attention needs the cache in float32 or in bfloat16")
+	case a.T <= 0 || len(a.Cache)+len(a.CacheBF16) < a.T*w:
+		return fmt.Errorf("gpu: %d cache values for %d entries of %d", len(a.Cache)+len(a.CacheBF16), a.T, w)
 	case len(out) < S*a.O.Rows:
 		return fmt.Errorf("gpu: attention output of %d values for %d rows of %d", len(out), S, a.O.Rows)
 	case a.Keys != nil && len(a.Keys) != S:

@@ -11,12 +11,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/spoolhq/spool/kernels"
 )
 
-// Routed experts reach the MoE kernels in groups, one of two ways:
+// Routed experts reach the MoE kernels in ascending id order (those the
+// source delivers ahead of their turn wait for it), in groups, one of two
+// ways:
 //
 //   - copied: into one half of the expert bank (by the host's memcpy where
 //     the bank is host-visible device memory, else through the staging
@@ -32,16 +35,29 @@ import (
 //     arrives and waited for before the next is taken, since the source
 //     may recycle its memory for a later expert of the same delivery once
 //     told (Experts.Done).
+//
+// A group's products write each (row, slot) output into a scratch that
+// holds one group's outputs (at most maxPairs of them), and the group's
+// outputs are then added, weighted, to each row's running sum (the
+// accumulate shader), so the scratch does not grow with the rows times
+// the experts per row: a layer-major forward applies each expert to every
+// row of a long prompt segment at once. Groups in ascending id order make
+// each row's sum take its experts in that order.
 
 // groupShare bounds a copied group to a share of the layer's experts, so
 // that all but the first group's copies can hide behind computation.
 const groupShare = 8
 
 // groupSet is the scratch of one group in flight: its gather tables and
-// row lists, and the submission that last read them.
+// row lists, the accumulate's lists (the group's rows, where each row's
+// entries start, and each entry's output) and weights, and the
+// submission that last read them.
 type groupSet struct {
 	tables, lists   []uint32
+	acc             []uint32
+	weights         []float32
 	tablesT, listsT transfer
+	accT, weightsT  transfer
 	seq             uint64
 }
 
@@ -56,8 +72,11 @@ func (o *op) groupSets(maxZ, pairs int) *[2]groupSet {
 	for i := range sets {
 		s := &sets[i]
 		s.tables = make([]uint32, 3*tableStride(maxZ))
-		s.lists = make([]uint32, 2*pairs) // rows in, then (row, slot) out
+		s.lists = make([]uint32, 2*pairs) // rows in, then outputs
+		s.acc = make([]uint32, 3*pairs+1) // rows, starts, outputs
+		s.weights = make([]float32, pairs)
 		s.tablesT, s.listsT = o.later(u32bytes(s.tables)), o.later(u32bytes(s.lists))
+		s.accT, s.weightsT = o.later(u32bytes(s.acc)), o.later(bytesOf(s.weights))
 	}
 	return &sets
 }
@@ -79,19 +98,25 @@ const (
 	inResident             // resident in one slab of device memory
 )
 
-// groups applies a MoE layer's routed experts as they are delivered.
+// groups applies a MoE layer's routed experts in ascending id order.
 type groups struct {
 	o       *op
 	layer   *MoE
 	union   []int
 	users   map[int][]int32
+	weights []float32 // the routes' weights, by (row, slot)
 	k, H    int
-	xr, eoR region
+	xr      region
+	eoR     region // one group's (row, slot) outputs
+	accR    region // each row's running sum
 	sets    *[2]groupSet
 	hR, uR  region
-	first   MLP   // shapes and formats of the layer's experts
-	need    int64 // bank bytes of one expert
-	count   int   // experts received
+	// maxPairs bounds a group's (row, slot) pairs (the scratch of eoR,
+	// hR and uR); pairs counts the open batch's.
+	maxPairs, pairs int
+	first           MLP   // shapes and formats of the layer's experts
+	need            int64 // bank bytes of one expert
+	count           int   // experts received
 
 	// The bank's halves: base offsets, size, and the submission that last
 	// read each; cur is the half being filled, used its fill, batch its
@@ -103,9 +128,10 @@ type groups struct {
 	used    int64
 	batch   []member
 	n       int
-	perHalf int // most members of a copied group
-	// res holds resident members by slab, applied in batches of perHalf.
-	res map[int][]member
+	perHalf int // most members of a group
+	// kind and slab say where the open batch's members lie.
+	kind kind
+	slab int
 }
 
 // expertBytes is the bank space one expert takes.
@@ -120,19 +146,24 @@ func expertBytes(e MLP) int64 {
 
 func (g *groups) apply(delivery Experts) error {
 	d := g.o.d
-	for {
-		t0 := time.Now()
-		idx, e, err := delivery.Next()
-		addTime(&d.times.Deliver, t0)
-		if errors.Is(err, io.EOF) {
-			break
+	got := make([]*MLP, len(g.union))
+	for next := range g.union {
+		for got[next] == nil {
+			t0 := time.Now()
+			idx, e, err := delivery.Next()
+			addTime(&d.times.Deliver, t0)
+			if errors.Is(err, io.EOF) {
+				return fmt.Errorf("gpu: expert %d was never delivered", g.union[next])
+			}
+			if err != nil {
+				return err
+			}
+			if idx < 0 || idx >= len(g.union) || got[idx] != nil {
+				return fmt.Errorf("gpu: expert index %d of %d delivered again or out of range", idx, len(g.union))
+			}
+			got[idx] = &e
 		}
-		if err != nil {
-			return err
-		}
-		if idx < 0 || idx >= len(g.union) {
-			return fmt.Errorf("gpu: expert index %d of %d", idx, len(g.union))
-		}
+		e := *got[next]
 		if err := checkExpert(&e, &g.first, g.count == 0, g.H); err != nil {
 			return err
 		}
@@ -142,12 +173,13 @@ func (g *groups) apply(delivery Experts) error {
 			}
 		}
 		g.count++
-		m := member{index: idx, id: g.union[idx]}
+		m := member{index: next, id: g.union[next]}
+		users := len(g.users[m.id])
 		if rp, ok := d.resident.lookup(g.layer, m.id); ok {
 			// Resident in device memory: the source's copy is not read.
-			delivery.Done(idx)
+			delivery.Done(next)
 			d.times.ExpertsResident++
-			if err := g.addResident(m, rp); err != nil {
+			if err := g.addResident(m, rp, users); err != nil {
 				return err
 			}
 			continue
@@ -159,60 +191,58 @@ func (g *groups) apply(delivery Experts) error {
 			if ok {
 				d.times.ExpertsInPlace++
 				m.mats = mats
-				if err := g.inPlace(m); err != nil {
+				if err := g.inPlace(m, users); err != nil {
 					return err
 				}
-				delivery.Done(idx)
+				delivery.Done(next)
 				continue
 			}
 		}
-		if err := g.copyIn(e, &m); err != nil {
+		if err := g.copyIn(e, &m, users); err != nil {
 			return err
 		}
-		delivery.Done(idx)
+		delivery.Done(next)
 	}
 	if len(g.batch) > 0 {
-		if err := g.submitBatch(); err != nil {
-			return err
-		}
-	}
-	for slab, ms := range g.res {
-		if len(ms) > 0 {
-			if err := g.submit(ms, inResident, slab); err != nil {
-				return err
-			}
-		}
+		return g.submitBatch()
 	}
 	return nil
 }
 
-// addResident adds a resident expert to its slab's batch, submitting the
-// batch when full.
-func (g *groups) addResident(m member, rp residentPlace) error {
+// room makes room in the open batch for a member of kind k (slab for a
+// resident one) with users (row, slot) pairs: the batch is submitted
+// first when it holds members of another kind or slab, or is full.
+func (g *groups) room(k kind, slab, users int) error {
+	if len(g.batch) > 0 && (g.kind != k || g.slab != slab || g.pairs+users > g.maxPairs || len(g.batch) >= g.perHalf) {
+		if err := g.submitBatch(); err != nil {
+			return err
+		}
+	}
+	g.kind, g.slab = k, slab
+	return nil
+}
+
+// addResident adds a resident expert to the open batch (of its slab).
+func (g *groups) addResident(m member, rp residentPlace, users int) error {
 	sl := g.o.d.resident.slabs[rp.slab]
 	base := int64(rp.slot) * sl.slot
 	for t := range 3 {
 		m.place.data[t] = base + rp.place.data[t]
 		m.place.scales[t] = base + rp.place.scales[t]
 	}
-	if g.res == nil {
-		g.res = map[int][]member{}
+	if err := g.room(inResident, rp.slab, users); err != nil {
+		return err
 	}
-	g.res[rp.slab] = append(g.res[rp.slab], m)
-	if len(g.res[rp.slab]) < g.perHalf {
-		return nil
-	}
-	ms := g.res[rp.slab]
-	g.res[rp.slab] = nil
-	return g.submit(ms, inResident, rp.slab)
+	g.batch = append(g.batch, m)
+	g.pairs += users
+	return nil
 }
 
 // start sizes the scratch of the layer's experts from the first one.
 func (g *groups) start(e MLP) error {
 	o := g.o
 	inter := e.Gate.Rows
-	pairs := len(g.sets[0].lists) / 2
-	g.hR, g.uR = o.floats(pairs*inter), o.floats(pairs*inter)
+	g.hR, g.uR = o.floats(g.maxPairs*inter), o.floats(g.maxPairs*inter)
 	if err := o.growWork(); err != nil {
 		return err
 	}
@@ -265,17 +295,21 @@ func (g *groups) ensureBank() error {
 }
 
 // copyIn copies expert e into the bank half being filled, first
-// submitting the group there when it is full and waiting for the group
-// that last read the half it moves to.
-func (g *groups) copyIn(e MLP, m *member) error {
+// submitting the open batch when it is of another kind, full, or the
+// half has no room, and waiting for the group that last read the half
+// it moves to.
+func (g *groups) copyIn(e MLP, m *member, users int) error {
 	d := g.o.d
 	if err := g.ensureBank(); err != nil {
 		return err
 	}
-	if len(g.batch) > 0 && (g.used+g.need > g.half || len(g.batch) >= g.perHalf || g.batch[0].mats != nil) {
+	if len(g.batch) > 0 && g.kind == inBank && g.used+g.need > g.half {
 		if err := g.submitBatch(); err != nil {
 			return err
 		}
+	}
+	if err := g.room(inBank, 0, users); err != nil {
+		return err
 	}
 	t0 := time.Now()
 	if len(g.batch) == 0 {
@@ -309,6 +343,7 @@ func (g *groups) copyIn(e MLP, m *member) error {
 	g.copied(t0)
 	d.times.ExpertsCopied++
 	g.batch = append(g.batch, *m)
+	g.pairs += users
 	return nil
 }
 
@@ -324,32 +359,31 @@ func (g *groups) copied(t0 time.Time) {
 }
 
 // inPlace applies expert m, bound where it lies, and waits for it.
-func (g *groups) inPlace(m member) error {
+func (g *groups) inPlace(m member, users int) error {
 	if len(g.batch) > 0 {
 		if err := g.submitBatch(); err != nil {
 			return err
 		}
 	}
+	g.kind, g.slab = inPlace, 0
 	g.batch = append(g.batch, m)
+	g.pairs = users
 	if err := g.submitBatch(); err != nil {
 		return err
 	}
 	return g.o.submit()
 }
 
-// submitBatch submits the bank's batch (or a lone in-place member).
+// submitBatch submits the open batch.
 func (g *groups) submitBatch() error {
-	k := inBank
-	if g.batch[0].mats != nil {
-		k = inPlace
-	}
-	err := g.submit(g.batch, k, 0)
-	g.batch = g.batch[:0]
+	err := g.submit(g.batch, g.kind, g.slab)
+	g.batch, g.pairs = g.batch[:0], 0
 	return err
 }
 
 // submit records the products of members (lying as k says; slab for
-// resident ones) and submits them without waiting.
+// resident ones) and their outputs' accumulation, and submits them
+// without waiting.
 func (g *groups) submit(ms []member, k kind, slab int) error {
 	o, d := g.o, g.o.d
 	set := &g.sets[g.n%2]
@@ -387,7 +421,8 @@ func (g *groups) submit(ms []member, k kind, slab int) error {
 }
 
 // expertBatch records the products of g's batch: every member applied to
-// the rows that chose it, each (row, slot) output written into eo.
+// the rows that chose it, its outputs written into eo in the batch's
+// order, then added, weighted, to each row's sum in acc.
 func (o *op) expertBatch(g *groups, set *groupSet, b []member, k kind, slab int) error {
 	d := o.d
 	Z := len(b)
@@ -405,7 +440,7 @@ func (o *op) expertBatch(g *groups, set *groupSet, b []member, k kind, slab int)
 		us := g.users[m.id]
 		for j, p := range us {
 			in[base+j] = uint32(int(p) / g.k)
-			out[base+j] = uint32(p)
+			out[base+j] = uint32(base + j)
 		}
 		for t := 0; t < 3; t++ {
 			tab := set.tables[t*stride+entry+4*z:]
@@ -431,7 +466,8 @@ func (o *op) expertBatch(g *groups, set *groupSet, b []member, k kind, slab int)
 			}
 		}
 	}
-	if err := o.stage(set.tablesT, set.listsT); err != nil {
+	rowsIn := g.accumulateLists(set, b, base)
+	if err := o.stage(set.tablesT, set.listsT, set.accT, set.weightsT); err != nil {
 		return err
 	}
 	tr, lr := set.tablesT.region(), set.listsT.region()
@@ -466,10 +502,52 @@ func (o *op) expertBatch(g *groups, set *groupSet, b []member, k kind, slab int)
 	if err := o.barrier(); err != nil {
 		return err
 	}
-	// No barrier after the products: copies submitted next (into the other
-	// half) may run beside them; whatever reads their results starts with
-	// a barrier (the next batch, the combine).
-	return o.gemm(gemm{w: mat(2), gather: 2, M: g.H, K: inter, N: most, Z: Z, x: o.bind(g.hR), xLd: inter, y: o.bind(g.eoR), yLd: g.H, table: tb(2), rows: rows, listOff: pairs})
+	if err := o.gemm(gemm{w: mat(2), gather: 2, M: g.H, K: inter, N: most, Z: Z, x: o.bind(g.hR), xLd: inter, y: o.bind(g.eoR), yLd: g.H, table: tb(2), rows: rows, listOff: pairs}); err != nil {
+		return err
+	}
+	if err := o.barrier(); err != nil {
+		return err
+	}
+	// No barrier after the accumulation: copies submitted next (into the
+	// other half) may run beside it; whatever reads or writes what it uses
+	// starts with a barrier (the next batch, the final add).
+	ar, wr := set.accT.region(), set.weightsT.region()
+	gy, gz := grid2(rowsIn)
+	return o.dispatch(shAccumulate, nil, []binding{o.bind(g.accR), o.bind(g.eoR), {d.work, ar.off, ar.size}, {d.work, wr.off, wr.size}},
+		[]uint32{uint32(rowsIn), uint32(g.H)}, (g.H+255)/256, gy, gz)
+}
+
+// accumulateLists fills set's accumulate lists for batch b, whose pairs
+// outputs lie in eo in member order: the batch's rows (ascending), where
+// each row's entries start, and each entry's output and weight, a row's
+// entries in member order (ascending expert id). It returns the rows.
+func (g *groups) accumulateLists(set *groupSet, b []member, pairs int) int {
+	type entry struct{ row, local, pair int32 }
+	entries := make([]entry, 0, pairs)
+	for _, m := range b {
+		for _, p := range g.users[m.id] {
+			entries = append(entries, entry{row: p / int32(g.k), local: int32(len(entries)), pair: p})
+		}
+	}
+	slices.SortStableFunc(entries, func(a, b entry) int { return int(a.row - b.row) })
+	R := 0
+	for i, e := range entries {
+		if i == 0 || e.row != entries[i-1].row {
+			R++
+		}
+	}
+	ids, starts, locals := set.acc[:R], set.acc[R:2*R+1], set.acc[2*R+1:2*R+1+len(entries)]
+	r := -1
+	for i, e := range entries {
+		if i == 0 || e.row != entries[i-1].row {
+			r++
+			ids[r], starts[r] = uint32(e.row), uint32(i)
+		}
+		locals[i] = uint32(e.local)
+		set.weights[i] = g.weights[e.pair]
+	}
+	starts[R] = uint32(len(entries))
+	return R
 }
 
 func bankSize(b *buffer) int64 {

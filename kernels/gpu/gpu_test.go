@@ -354,8 +354,43 @@ func TestMoEParity(t *testing.T) {
 		{10, 3, 40, 24, 9, 0, kernels.Int8Row, false},
 		// Experts of 12 MiB: the staging ring copies them on several threads.
 		{4, 2, 4096, 1024, 3, 0, kernels.Int8Row, false},
+		// Many rows per expert (a prompt segment): groups are cut at the
+		// (row, slot) pairs their scratch holds, each row's sum built up
+		// group by group.
+		{16, 8, 64, 32, 600, 0, kernels.Int4Row, true},
 	} {
 		t.Run(fmt.Sprintf("E%d_k%d_%s_h%d", c.E, c.k, c.f, c.hidden), func(t *testing.T) { checkMoE(t, d, r, c) })
+	}
+}
+
+// TestMoEDeliveryOrder: the experts applied in ascending order whatever
+// order the source delivers them in, the output is bit-identical for any
+// delivery order, also with groups cut short by their scratch.
+func TestMoEDeliveryOrder(t *testing.T) {
+	d := device(t)
+	for _, c := range []moeCase{{16, 8, 64, 32, 600, 0, kernels.Int4Row, true}, {24, 4, 64, 48, 21, 32, kernels.Int4Group, false}} {
+		r := rand.New(rand.NewPCG(21, 22))
+		m := newMoELayer(r, c)
+		x := randVec(r, c.n*c.hidden)
+		var first []float32
+		for run := range 3 {
+			fetch := func(ids []int) (gpu.Experts, error) {
+				del := &delivery{order: r.Perm(len(ids)), done: make([]bool, len(ids))}
+				for _, e := range ids {
+					del.experts = append(del.experts, m.experts[e])
+				}
+				return del, nil
+			}
+			y := make([]float32, c.n*c.hidden)
+			if _, err := d.MoE(y, x, c.n, m.l, fetch); err != nil {
+				t.Fatal(err)
+			}
+			if run == 0 {
+				first = y
+			} else if !slices.Equal(y, first) {
+				t.Errorf("E%d n%d: delivery order %d changed the output", c.E, c.n, run)
+			}
+		}
 	}
 }
 
@@ -502,6 +537,32 @@ func TestAttentionParity(t *testing.T) {
 				t.Fatal(err)
 			}
 			closeRel(t, "attention", out, attentionRef(a), 2e-5)
+
+			// A bfloat16 cache is widened as it is uploaded: the result
+			// is the float32 cache's of the same (rounded) values, bit
+			// for bit.
+			b16 := make([]uint16, len(a.Cache))
+			for i, v := range a.Cache {
+				b16[i] = uint16(math.Float32bits(v) >> 16) // truncated: any bfloat16 values do
+				a.Cache[i] = math.Float32frombits(uint32(b16[i]) << 16)
+			}
+			if err := dd.Attention(out, a); err != nil {
+				t.Fatal(err)
+			}
+			want := slices.Clone(out)
+			f32 := a.Cache
+			a.Cache, a.CacheBF16 = nil, b16
+			if err := dd.Attention(out, a); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(out, want) {
+				t.Error("attention over a bfloat16 cache differs from the same values in float32")
+			}
+			a.Cache = f32
+			if err := dd.Attention(out, a); err == nil {
+				t.Error("attention with the cache in both float32 and bfloat16 was accepted")
+			}
+			a.Cache = nil
 		})
 	}
 }

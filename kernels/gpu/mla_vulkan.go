@@ -29,7 +29,12 @@ func (d *Device) Attention(out []float32, a *Attention) error {
 	plan := planAttention(a, d.scoreBytes)
 	o := d.newOp()
 	qr := o.input(bytesOf(a.Q[:S*nh*dq]))
-	cr := o.input(bytesOf(a.Cache[:T*wd]))
+	var cr region
+	if a.CacheBF16 != nil {
+		cr = o.inputBF16(a.CacheBF16[:T*wd])
+	} else {
+		cr = o.input(bytesOf(a.Cache[:T*wd]))
+	}
 	vr := o.input(u32bytes(plan.vis))
 	var lr region
 	if plan.list != nil {

@@ -21,7 +21,10 @@ import (
 // selection only, ties to the lower id), fetch makes the union of the
 // chosen experts ready, each is applied to the rows that chose it, and
 // y[r] = shared(x[r]) + sum of the row's weighted expert outputs in
-// ascending expert order. It returns the routes.
+// ascending expert order. It returns the routes. y may be x: x is read
+// before y is written. The device scratch holds the rows' inputs, outputs
+// and sums, and one group of experts' outputs at a time (not every row's
+// every expert's), so n may be a long prompt segment.
 func (d *Device) MoE(y, x []float32, n int, l *MoE, fetch Fetch) (Routes, error) {
 	if n <= 0 {
 		return Routes{}, nil
@@ -84,13 +87,14 @@ func (d *Device) moe(y, x []float32, n int, l *MoE, fetch Fetch) (Routes, error)
 			return Routes{}, err
 		}
 	}
-	// The experts' scratch is sized for the worst case, n*k (row, slot)
-	// pairs, so that one layout serves every group of experts.
+	// Each row's sum of its weighted expert outputs, and one group's
+	// outputs: at most maxPairs (row, slot) pairs, at least every row
+	// (one expert may serve them all).
+	accR := o.floats(n * H)
 	pairs := n * k
-	sets := o.groupSets(min(E, pairs), pairs)
-	combine := make([]uint32, 2*pairs)
-	combineT := o.later(u32bytes(combine))
-	eoR := o.floats(pairs * H) // every (row, slot) output is written
+	maxPairs := min(pairs, max(n, (pairs+groupShare-1)/groupShare))
+	sets := o.groupSets(min(E, pairs), maxPairs)
+	eoR := o.floats(maxPairs * H)
 
 	if err := o.begin(); err != nil {
 		return Routes{}, err
@@ -111,6 +115,9 @@ func (d *Device) moe(y, x []float32, n int, l *MoE, fetch Fetch) (Routes, error)
 			return Routes{}, err
 		}
 	} else if rc := C.spool_vk_fill(d.v, d.work.b, C.uint64_t(outR.off), C.uint64_t(outR.size), 0); rc != 0 {
+		return Routes{}, d.lastError("fill", rc)
+	}
+	if rc := C.spool_vk_fill(d.v, d.work.b, C.uint64_t(accR.off), C.uint64_t(accR.size), 0); rc != 0 {
 		return Routes{}, d.lastError("fill", rc)
 	}
 	if err := o.barrier(); err != nil {
@@ -139,32 +146,16 @@ func (d *Device) moe(y, x []float32, n int, l *MoE, fetch Fetch) (Routes, error)
 	}
 	defer delivery.Release()
 	d.resident.noteUses(l, union)
-	g := &groups{o: o, layer: l, union: union, users: users, k: k, H: H, xr: xr, eoR: eoR, sets: sets}
+	g := &groups{o: o, layer: l, union: union, users: users, weights: routes.Weights, k: k, H: H, xr: xr, eoR: eoR, accR: accR, sets: sets, maxPairs: maxPairs}
 	if err := g.apply(delivery); err != nil {
 		return Routes{}, err
 	}
-
-	// Combine: per row, the k slots in ascending expert order.
-	perm, wperm := combine[:pairs], unsafe.Slice((*float32)(unsafe.Pointer(&combine[pairs])), pairs)
-	order := make([]int, k)
-	for r := 0; r < n; r++ {
-		for j := range order {
-			order[j] = j
-		}
-		ids := routes.IDs[r*k : (r+1)*k]
-		slices.SortFunc(order, func(a, b int) int { return int(ids[a]) - int(ids[b]) })
-		for j, s := range order {
-			perm[r*k+j] = uint32(s)
-			wperm[r*k+j] = routes.Weights[r*k+s]
-		}
-	}
-	if err := o.stage(combineT); err != nil {
+	// y = the sums + the shared expert's output (or zeros).
+	if err := o.barrier(); err != nil {
 		return Routes{}, err
 	}
-	cr := combineT.region()
-	permB := binding{d.work, cr.off, int64(4 * pairs)}
-	wB := binding{d.work, cr.off + int64(4*pairs), int64(4 * pairs)}
-	if err := o.dispatch(shCombine, nil, []binding{o.bind(outR), o.bind(eoR), permB, wB}, []uint32{uint32(n), uint32(H), uint32(k)}, (H+255)/256, n, 1); err != nil {
+	gx, gy = grid2((n*H + 255) / 256)
+	if err := o.dispatch(shAdd, nil, []binding{o.bind(outR), o.bind(accR)}, []uint32{uint32(n * H)}, gx, gy, 1); err != nil {
 		return Routes{}, err
 	}
 	if err := o.barrier(); err != nil {

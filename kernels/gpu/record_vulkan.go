@@ -21,10 +21,20 @@ import (
 type region struct{ off, size int64 }
 
 // transfer is a host slice and the staging and scratch offsets it moves
-// through.
+// through. An upload from widen (bfloat16 values, host nil) writes them
+// into staging as float32.
 type transfer struct {
 	host       []byte
+	widen      []uint16
 	stage, dev int64
+}
+
+// size is the bytes the transfer moves.
+func (t transfer) size() int64 {
+	if t.widen != nil {
+		return 4 * int64(len(t.widen))
+	}
+	return int64(len(t.host))
 }
 
 // op lays out and records one operation: its scratch regions, the inputs
@@ -58,6 +68,16 @@ func (o *op) input(b []byte) region {
 	return r
 }
 
+// inputBF16 reserves scratch for bfloat16 values uploaded as float32
+// before the dispatches: they are widened as they are staged.
+func (o *op) inputBF16(v []uint16) region {
+	n := 4 * int64(len(v))
+	r := o.scratch(n)
+	o.inputs = append(o.inputs, transfer{widen: v, stage: o.up, dev: r.off})
+	o.up += roundUp(n, align)
+	return r
+}
+
 // output reserves read-back staging for copying r into host bytes b
 // (finish does it).
 func (o *op) output(r region, b []byte) transfer {
@@ -76,7 +96,7 @@ func (o *op) later(b []byte) transfer {
 }
 
 // region returns the scratch region of a transfer.
-func (t transfer) region() region { return region{t.dev, roundUp(max(int64(len(t.host)), 4), 4)} }
+func (t transfer) region() region { return region{t.dev, roundUp(max(t.size(), 4), 4)} }
 
 // begin sizes the buffers, stages the inputs and records their uploads.
 func (o *op) begin() error {
@@ -102,8 +122,12 @@ func (o *op) stage(in ...transfer) error {
 	d := o.d
 	defer addTime(&d.times.Stage, time.Now())
 	for _, t := range in {
-		parallelCopy(d.up.bytes(t.stage, int64(len(t.host))), t.host)
-		if rc := C.spool_vk_copy(d.v, d.up.b, C.uint64_t(t.stage), d.work.b, C.uint64_t(t.dev), C.uint64_t(len(t.host))); rc != 0 {
+		if t.widen != nil {
+			widenBF16(d.up.bytes(t.stage, t.size()), t.widen)
+		} else {
+			parallelCopy(d.up.bytes(t.stage, t.size()), t.host)
+		}
+		if rc := C.spool_vk_copy(d.v, d.up.b, C.uint64_t(t.stage), d.work.b, C.uint64_t(t.dev), C.uint64_t(t.size())); rc != 0 {
 			return d.lastError("copy", rc)
 		}
 	}
@@ -169,6 +193,33 @@ func parallelCopy(dst, src []byte) {
 		go func() {
 			defer wg.Done()
 			copy(dst[lo:hi], src[lo:hi])
+		}()
+	}
+	wg.Wait()
+}
+
+// widenBF16 writes the bfloat16 values v into dst as little-endian
+// float32 (exactly: a bfloat16 is a float32's high half), spread over up
+// to 8 goroutines as parallelCopy does.
+func widenBF16(dst []byte, v []uint16) {
+	out := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(dst))), len(v))
+	parts := min(8, runtime.GOMAXPROCS(0), len(v)/(1<<18))
+	if parts <= 1 {
+		for i, b := range v {
+			out[i] = uint32(b) << 16
+		}
+		return
+	}
+	chunk := (len(v) + parts - 1) / parts
+	var wg sync.WaitGroup
+	for lo := 0; lo < len(v); lo += chunk {
+		hi := min(lo+chunk, len(v))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i, b := range v[lo:hi] {
+				out[lo+i] = uint32(b) << 16
+			}
 		}()
 	}
 	wg.Wait()

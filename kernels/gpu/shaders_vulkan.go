@@ -26,13 +26,14 @@ type shader struct {
 }
 
 var (
-	shGemm    = shader{"gemm", 6}
-	shSoftmax = shader{"softmax", 2}
-	shRoute   = shader{"route", 4}
-	shSiluMul = shader{"silu_mul", 2}
-	shCombine = shader{"combine", 4}
-	shCopy2D  = shader{"copy2d", 2}
-	shGather  = shader{"gather", 3}
+	shGemm       = shader{"gemm", 6}
+	shSoftmax    = shader{"softmax", 2}
+	shRoute      = shader{"route", 4}
+	shSiluMul    = shader{"silu_mul", 2}
+	shAccumulate = shader{"accumulate", 4}
+	shAdd        = shader{"add", 2}
+	shCopy2D     = shader{"copy2d", 2}
+	shGather     = shader{"gather", 3}
 )
 
 // pipeKey names a pipeline: a shader and its specialization constants.
