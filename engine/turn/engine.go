@@ -39,8 +39,10 @@ type Stream interface {
 	// Next waits for the turn's next piece: output, an Idle piece after
 	// the engine's keep-alive interval without any, or the last piece,
 	// which has End set. After the last, Next returns ErrEnded. An error
-	// ends the turn: its cause (ctx's error when the turn was cancelled),
-	// or an *apiwire.Error. ctx bounds the wait (the turn goes on).
+	// ends the turn: its cause (the cause of Submit's ctx when the turn
+	// was cancelled: context.Cause, an *apiwire.Error for a turn a server
+	// stopped, see Stopped), or an *apiwire.Error. Next's own ctx bounds
+	// the wait alone (the turn goes on).
 	Next(ctx context.Context) (Piece, error)
 	// Close ends the turn, cancelling it if it still runs. It is safe to
 	// call more than once, and after the end.
