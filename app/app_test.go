@@ -214,16 +214,16 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// waitState polls the host until it reaches state (or fails the test
+// waitState polls the supervisor until it reaches state (or fails the test
 // when it fails or the test's deadline nears).
-func waitState(t *testing.T, h *engineHost, state string) hostStatus {
+func waitState(t *testing.T, h *supervisor, state string) engineStatus {
 	t.Helper()
 	for {
 		st := h.Status()
 		switch {
 		case st.State == state:
 			return st
-		case st.State == hostFailed:
+		case st.State == engineFailed:
 			t.Fatalf("engine failed: %s", st.Detail)
 		}
 		if d, ok := t.Deadline(); ok && time.Until(d) < 5*time.Second {
@@ -253,7 +253,7 @@ func TestEngineHost(t *testing.T) {
 	model := demoModel(t)
 	tmp := t.TempDir()
 	t.Setenv("HF_HUB_OFFLINE", "1")
-	cfg := hostConfig{
+	cfg := supervisorConfig{
 		Config: host.Config{ModelDir: model, Context: 512, MaxBatch: 2, UsageDir: filepath.Join(tmp, "usage")},
 		Server: server.Config{Host: "127.0.0.1", Port: freePort(t)},
 	}
@@ -261,11 +261,11 @@ func TestEngineHost(t *testing.T) {
 	dm := newDownloadManager(nil)
 	defer dm.Close()
 	var states []string
-	h := newEngineHost(cfg, assets, newUIAPI(model, newSettingsStore(filepath.Join(tmp, "settings.json")), dm), func(st hostStatus) { states = append(states, st.State) })
+	h := newSupervisor(cfg, assets, newUIAPI(model, newSettingsStore(filepath.Join(tmp, "settings.json")), dm), func(st engineStatus) { states = append(states, st.State) })
 	ctx := context.Background()
 	h.Start(ctx)
 	defer h.Stop()
-	st := waitState(t, h, hostReady)
+	st := waitState(t, h, engineReady)
 	if st.URL == "" {
 		t.Fatal("ready without a URL")
 	}
@@ -296,34 +296,34 @@ func TestEngineHost(t *testing.T) {
 	}
 
 	h.Stop()
-	if got := h.Status().State; got != hostStopped {
+	if got := h.Status().State; got != engineStopped {
 		t.Fatalf("after Stop: %s", got)
 	}
 	if saved, _ := filepath.Glob(filepath.Join(cfg.UsageDir, "glm52-demo-*.coli_usage")); len(saved) != 1 {
 		t.Errorf("usage histories saved at stop: %v, want one for the model", saved)
 	}
 	h.Start(ctx)
-	waitState(t, h, hostReady)
+	waitState(t, h, engineReady)
 	h.Stop()
-	want := []string{hostLoading, hostReady, hostStopped}
-	if got := strings.Join(states, ","); !strings.Contains(got, strings.Join(want, ",")) || !strings.HasSuffix(got, hostStopped) {
+	want := []string{engineLoading, engineReady, engineStopped}
+	if got := strings.Join(states, ","); !strings.Contains(got, strings.Join(want, ",")) || !strings.HasSuffix(got, engineStopped) {
 		t.Errorf("state changes %s, want loading steps, ready and stopped twice", got)
 	}
 }
 
 func TestEngineHostFailure(t *testing.T) {
 	model := demoModel(t)
-	cfg := hostConfig{Config: host.Config{ModelDir: model}, Server: server.Config{Host: "0.0.0.0", Port: freePort(t)}}
+	cfg := supervisorConfig{Config: host.Config{ModelDir: model}, Server: server.Config{Host: "0.0.0.0", Port: freePort(t)}}
 	dm := newDownloadManager(nil)
 	defer dm.Close()
-	h := newEngineHost(cfg, fstest.MapFS{}, newUIAPI(model, newSettingsStore(filepath.Join(t.TempDir(), "s.json")), dm), nil)
+	h := newSupervisor(cfg, fstest.MapFS{}, newUIAPI(model, newSettingsStore(filepath.Join(t.TempDir(), "s.json")), dm), nil)
 	h.Start(context.Background())
 	defer h.Stop()
 	for h.Running() {
 		time.Sleep(10 * time.Millisecond)
 	}
 	st := h.Status()
-	if st.State != hostFailed || !strings.Contains(st.Detail, "API key") {
+	if st.State != engineFailed || !strings.Contains(st.Detail, "API key") {
 		t.Fatalf("a public bind without a key: %+v, want failed naming the API key", st)
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/spoolhq/spool/engine/host"
-	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/server"
 	"github.com/spoolhq/spool/frontend"
 )
@@ -23,7 +22,7 @@ import (
 type appFlags struct {
 	model    string
 	noWindow bool
-	host     string
+	bind     string
 	port     int
 	apiKey   string
 	memory   string
@@ -57,7 +56,7 @@ memory budget, context) apply at the next start; flags override them.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.model, "model", "", "model directory (default: the saved setting, $SPOOL_MODEL or the demo model)")
 	fl.BoolVar(&f.noWindow, "no-window", false, "no menu bar and no window: serve the engine and the web UI only")
-	fl.StringVar(&f.host, "host", "", "address to listen on (default: the saved setting or 127.0.0.1)")
+	fl.StringVar(&f.bind, "host", "", "address to listen on (default: the saved setting or 127.0.0.1)")
 	fl.IntVar(&f.port, "port", 0, "port to listen on (default: the saved setting or 8484)")
 	fl.StringVar(&f.apiKey, "api-key", "", "require this API key (default: the saved setting or $SPOOL_API_KEY; prefer those: every local user can read a flag in the process list)")
 	fl.StringVar(&f.memory, "memory", "", "memory budget, e.g. 24GiB (default: the saved setting or the machine's memory)")
@@ -68,10 +67,10 @@ memory budget, context) apply at the next start; flags override them.`,
 	return cmd
 }
 
-// appRuntime is what `spool app` runs: the engine host, the UI's API and
+// appRuntime is what `spool app` runs: the supervisor, the UI's API and
 // the download manager, built from the saved settings and the flags.
 type appRuntime struct {
-	host      *engineHost
+	engine    *supervisor
 	downloads *downloadManager
 	settings  *settingsStore // the settings file, its one owner in this process
 	built     bool           // the UI was built in (not the placeholder)
@@ -92,12 +91,19 @@ func newAppRuntime(f *appFlags, stderr io.Writer) (*appRuntime, error) {
 	}
 	assets, built := frontend.Assets()
 	rt.built = built
-	rt.downloads = newDownloadManager(nil)
+	rt.downloads = newDownloadManager(rt.publish)
 	ui := newUIAPI(cfg.ModelDir, rt.settings, rt.downloads)
 	ui.load = rt.loadModel
-	rt.host = newEngineHost(cfg, assets, ui, nil)
-	rt.downloads.publish = rt.host.publish
+	rt.engine = newSupervisor(cfg, assets, ui, nil)
 	return rt, nil
+}
+
+// publish sends an event to the UI's websocket clients, while the engine
+// serves.
+func (rt *appRuntime) publish(ev server.Event) {
+	if rt.engine != nil {
+		rt.engine.publish(ev)
+	}
 }
 
 // loadModel makes dir the model directory (saved, and over --model for
@@ -137,27 +143,23 @@ func (rt *appRuntime) checkModel() error {
 	if err != nil {
 		return err
 	}
-	d, err := loader.OpenHeaders(cfg.ModelDir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if cfg.MaxBatch <= 0 {
-		cfg.MaxBatch = host.DefaultMaxBatch
-	}
-	_, err = host.PlanFor(d, cfg.Config, nil) // the CPU plan: a start falls back to it when the GPU lines do not fit
+	// The CPU's plan: a start falls back to it when the GPU's lines do
+	// not fit.
+	c := cfg.Config
+	c.GPU = host.GPUOff
+	_, err = host.PreviewOpen(c)
 	return err
 }
 
 // config reads the saved settings and applies the flags over them.
-func (rt *appRuntime) config() (hostConfig, error) {
+func (rt *appRuntime) config() (supervisorConfig, error) {
 	rt.mu.Lock()
 	flags := rt.flags
 	rt.mu.Unlock()
 	f := &flags
 	gpuMode, err := f.gpu.check()
 	if err != nil {
-		return hostConfig{}, err
+		return supervisorConfig{}, err
 	}
 	s, _, err := rt.settings.Load()
 	if err != nil {
@@ -170,14 +172,14 @@ func (rt *appRuntime) config() (hostConfig, error) {
 	}
 	rcfg, err := f.remote.over(s)
 	if err != nil {
-		return hostConfig{}, err
+		return supervisorConfig{}, err
 	}
 	dir, err := host.ResolveModelDir(s.ModelDir)
 	if err != nil && rcfg.URL == "" {
-		return hostConfig{}, err
+		return supervisorConfig{}, err
 	}
-	if f.host != "" {
-		s.Host = f.host
+	if f.bind != "" {
+		s.Host = f.bind
 	}
 	if f.port != 0 {
 		s.Port = f.port
@@ -193,23 +195,30 @@ func (rt *appRuntime) config() (hostConfig, error) {
 	}
 	pc, err := f.promptCache.resolve()
 	if err != nil {
-		return hostConfig{}, err
+		return supervisorConfig{}, err
 	}
 	log := newLogger(rt.stderr, slog.LevelInfo)
 	pc.Logger = log
-	return hostConfig{
+	return supervisorConfig{
 		Remote: rcfg,
 		Server: server.Config{Host: s.Host, Port: s.Port, APIKey: s.APIKey, ModelID: modelIDFor(dir), Logger: log},
 		Config: host.Config{
 			ModelDir:    dir,
 			Memory:      host.Memory{Budget: s.Memory, KVCache: s.KVCache},
 			Context:     s.Context,
+			MaxBatch:    appSequences,
 			UsageDir:    usageDir(),
 			PromptCache: pc,
 			GPU:         gpuMode,
 		},
 	}, nil
 }
+
+// appSequences is the sequences the app's engine decodes together: a
+// desktop app serves one person and the agents they run, and fewer
+// sequences than spool serve's (scheduler.DefaultMaxBatch) leave the
+// memory plan more room for the expert cache.
+const appSequences = 4
 
 // restart applies the saved settings and starts the engine (stopping it
 // first when it runs).
@@ -220,9 +229,9 @@ func (rt *appRuntime) restart(ctx context.Context) error {
 	}
 	rt.restarting.Store(true)
 	defer rt.restarting.Store(false)
-	rt.host.Stop()
-	rt.host.SetConfig(cfg)
-	rt.host.Start(ctx)
+	rt.engine.Stop()
+	rt.engine.SetConfig(cfg)
+	rt.engine.Start(ctx)
 	return nil
 }
 
@@ -243,19 +252,19 @@ func runApp(cmd *cobra.Command, f *appFlags) error {
 	if !f.noWindow && desktopAvailable() {
 		return runDesktop(cmd.Context(), rt)
 	}
-	return serveHeadless(cmd.Context(), rt.host, stderr, rt.restarting.Load)
+	return serveHeadless(cmd.Context(), rt.engine, stderr, rt.restarting.Load)
 }
 
 // runHeadless serves until ctx ends or the engine fails.
-func runHeadless(ctx context.Context, h *engineHost, stderr io.Writer) error {
+func runHeadless(ctx context.Context, h *supervisor, stderr io.Writer) error {
 	return serveHeadless(ctx, h, stderr, nil)
 }
 
 // serveHeadless is runHeadless where a stop during a restart (restarting
 // reports one) is not the end.
-func serveHeadless(ctx context.Context, h *engineHost, stderr io.Writer, restarting func() bool) error {
-	changes := make(chan hostStatus, 16)
-	h.onChange = func(st hostStatus) {
+func serveHeadless(ctx context.Context, h *supervisor, stderr io.Writer, restarting func() bool) error {
+	changes := make(chan engineStatus, 16)
+	h.onChange = func(st engineStatus) {
 		select {
 		case changes <- st:
 		default:
@@ -272,9 +281,9 @@ func serveHeadless(ctx context.Context, h *engineHost, stderr io.Writer, restart
 			return nil
 		case st := <-changes:
 			switch st.State {
-			case hostLoading:
+			case engineLoading:
 				fmt.Fprintf(stderr, "spool: %s\n", st.Detail)
-			case hostReady:
+			case engineReady:
 				what := st.Model
 				if st.Remote != "" {
 					what = "the remote engine at " + st.Remote
@@ -283,9 +292,9 @@ func serveHeadless(ctx context.Context, h *engineHost, stderr io.Writer, restart
 				if st.Detail != "" {
 					fmt.Fprintf(stderr, "spool: %s\n", st.Detail)
 				}
-			case hostFailed:
+			case engineFailed:
 				return errors.New(st.Detail)
-			case hostStopped:
+			case engineStopped:
 				// A restart stops the engine and starts it again.
 				if (restarting != nil && restarting()) || h.Running() {
 					continue

@@ -15,10 +15,7 @@ import (
 	"github.com/spoolhq/spool/engine/draftgate"
 	"github.com/spoolhq/spool/engine/generate"
 	"github.com/spoolhq/spool/engine/host"
-	"github.com/spoolhq/spool/engine/loader"
-	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/plan"
-	"github.com/spoolhq/spool/native/diskio"
 )
 
 type runFlags struct {
@@ -160,62 +157,30 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	loadStart := time.Now()
 	// Every file is checked, the memory planned and the prompt measured
 	// before any weight is read.
-	lm, err := host.OpenModel(dir)
+	var prompt []int
+	e, err := host.Open(ctx, host.Config{
+		ModelDir: dir, Memory: f.mem.Memory, Context: f.context, MaxBatch: 1, NoMTP: f.noMTP, NoDSA: f.noDSA,
+		UsageDir: usageDir(), PromptCache: pc, GPU: gpuMode, Log: cmd.ErrOrStderr(),
+		ResidentWhenCached: !f.stream, NoScheduler: true,
+		Check: func(lm *host.LoadedModel, p *plan.Plan) error {
+			var err error
+			if prompt, err = runPrompt(f, lm, lm.Dir.Config.VocabSize); err != nil {
+				return err
+			}
+			return p.CheckPrompt(len(prompt))
+		},
+	}, nil)
 	if err != nil {
 		return err
 	}
-	g := host.OpenGPU(gpuMode, cmd.ErrOrStderr())
-	defer g.Close() // on the way out before the load; a no-op after the Close below
-	p, err := g.Plan(func(dev *plan.GPUDevice) (*plan.Plan, error) {
-		return host.PlanOpened(lm.Dir, &f.mem.Memory, pc, f.context, 1, dev)
-	})
-	if err != nil {
-		lm.Close()
-		return err
-	}
-	cfg := lm.Dir.Config
-	prompt, err := runPrompt(f, lm, cfg.VocabSize)
-	if err == nil {
-		err = p.CheckPrompt(len(prompt))
-	}
-	if err != nil {
-		lm.Close()
-		return err
-	}
-	opts := loader.Options{Model: host.PlannedModel(p, model.Options{DisableMTP: f.noMTP, DisableDSA: f.noDSA})}
-	streaming := f.stream || !p.AllExpertsCached()
-	if streaming {
-		usage, err := host.UsageFile(ctx, lm.Dir, usageDir())
-		if err != nil {
-			lm.Close()
-			return err
-		}
-		opts.Experts = host.StreamedExperts(p, usage)
-	}
+	defer e.Close()
+	lm, p, cache, cfg := e.Model, e.Plan, e.PromptCache, e.Model.Dir.Config
+	streaming := e.Experts != nil
 	speculate := streaming
 	if cmd.Flags().Changed("speculative") {
 		speculate = f.speculative
 	}
-	host.SetMemoryLimit(p)
-	if err := lm.Load(ctx, opts); err != nil {
-		return err
-	}
-	defer lm.Close()
-	defer g.Close() // before the model's memory goes
-	var pool *diskio.ReadPool
-	if s := host.Streamed(lm.Dir); s != nil {
-		pool = s.ReadPool()
-	}
-	cache, err := pc.Open(ctx, lm.Dir, p, pool)
-	if err != nil {
-		return err
-	}
-	if cache != nil {
-		// Closing writes the blocks to disk, for the next run.
-		defer cache.Close()
-	}
 	m := lm.Dir.Model
-	g.Attach(m, p)
 	loadTime := time.Since(loadStart)
 
 	params := generate.Params{MaxTokens: f.maxTokens, StopTokens: cfg.EOSTokenIDs, Speculative: speculate && m.HasMTP(), PrefillChunk: p.PrefillSegment, PromptCache: cache}
@@ -296,7 +261,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		PrefillExpertBytes:     res.PrefillExpertBytes,
 		DecodeExpertBytes:      res.DecodeExpertBytes,
 		PlannedProcessBytes:    p.PlannedProcessBytes,
-		GPU:                    g.Status(),
+		GPU:                    e.GPU.Status(),
 	}
 	if n := len(res.Tokens) - 1; n > 0 {
 		r.DecodeExpertBytesPerToken = float64(res.DecodeExpertBytes) / float64(n)

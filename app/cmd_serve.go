@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spoolhq/spool/engine/host"
-	"github.com/spoolhq/spool/engine/loader"
+	"github.com/spoolhq/spool/engine/scheduler"
 	"github.com/spoolhq/spool/engine/server"
 	"github.com/spoolhq/spool/frontend"
 )
@@ -19,59 +19,10 @@ import (
 // tokens) without planning memory a chat never uses.
 const maxDefaultContext = 32768
 
-// serveContext resolves the served context: the one asked for, checked
-// against the model's positions and the memory plan, or else the largest
-// multiple of 1024 up to maxDefaultContext that the plan fits.
-func serveContext(dir string, cfg hostConfig) (int, error) {
-	d, err := loader.OpenHeaders(dir)
-	if err != nil {
-		return 0, err
-	}
-	defer d.Close()
-	limit := d.Config.MaxPositionEmbeddings
-	fits := func(n int) error {
-		c := cfg
-		c.Context = n
-		_, err := host.PlanFor(d, c.Config, nil)
-		return err
-	}
-	if cfg.Context > 0 {
-		if cfg.Context > limit {
-			return 0, fmt.Errorf("--context %d is more than the model's %d positions", cfg.Context, limit)
-		}
-		if err := fits(cfg.Context); err != nil {
-			return 0, fmt.Errorf("--context %d: %w", cfg.Context, err)
-		}
-		return cfg.Context, nil
-	}
-	hi := min(limit, maxDefaultContext)
-	if fits(hi) == nil {
-		return hi, nil
-	}
-	// Memory grows with context: bisect on multiples of 1024.
-	lo := 0
-	for step := hi / 1024; lo+1 < step; {
-		mid := (lo + step) / 2
-		if fits(mid*1024) == nil {
-			lo = mid
-		} else {
-			step = mid
-		}
-	}
-	if lo == 0 {
-		err := fits(min(hi, 1024))
-		if err == nil {
-			return min(hi, 1024), nil
-		}
-		return 0, err
-	}
-	return lo * 1024, nil
-}
-
 type serveFlags struct {
 	model        string
 	modelID      string
-	host         string
+	bind         string
 	port         int
 	apiKey       string
 	context      int
@@ -127,12 +78,12 @@ only.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.model, "model", "", "model directory (default $SPOOL_MODEL or the demo model)")
 	fl.StringVar(&f.modelID, "model-id", "", `model id clients send (default: the directory's name; "spool" is always accepted)`)
-	fl.StringVar(&f.host, "host", "127.0.0.1", "address to listen on")
+	fl.StringVar(&f.bind, "host", "127.0.0.1", "address to listen on")
 	fl.IntVar(&f.port, "port", 8484, "port to listen on (0 picks a free one)")
 	fl.StringVar(&f.apiKey, "api-key", "", "require this key as 'Authorization: Bearer KEY' or 'x-api-key' (default $SPOOL_API_KEY; prefer it: every local user can read a flag in the process list)")
 	fl.IntVar(&f.context, "context", 0, "context length per sequence in tokens, at most the model's (default: the largest the memory plan allows, up to 32768)")
-	fl.IntVar(&f.maxBatch, "max-batch", 8, "requests generating at once (continuous batching)")
-	fl.IntVar(&f.maxQueue, "max-queue", 16, "requests waiting for a slot before answering 429")
+	fl.IntVar(&f.maxBatch, "max-batch", scheduler.DefaultMaxBatch, "requests generating at once (continuous batching)")
+	fl.IntVar(&f.maxQueue, "max-queue", scheduler.DefaultMaxQueue, "requests waiting for a slot before answering 429")
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "cap on tokens generated per request (default: the rest of the context)")
 	fl.StringSliceVar(&f.origins, "cors-origin", nil, `extra CORS origin allowed ("scheme://host:*" for any port, "*" for all)`)
 	fl.StringSliceVar(&f.allowedHosts, "allowed-host", nil, "extra Host header name accepted (DNS-rebinding guard)")
@@ -163,7 +114,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 		f.apiKey = os.Getenv("SPOOL_API_KEY")
 	}
 	// Check the security settings before the (slow) model load.
-	if err := server.CheckBind(f.host, f.apiKey); err != nil {
+	if err := server.CheckBind(f.bind, f.apiKey); err != nil {
 		return err
 	}
 	pc, err := f.promptCache.resolve()
@@ -172,9 +123,9 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	}
 	log := newLogger(cmd.ErrOrStderr(), slog.LevelInfo)
 	pc.Logger = log
-	cfg := hostConfig{
+	cfg := supervisorConfig{
 		Server: server.Config{
-			Host: f.host, Port: f.port, APIKey: f.apiKey, ModelID: f.modelID,
+			Host: f.bind, Port: f.port, APIKey: f.apiKey, ModelID: f.modelID,
 			AllowedOrigins: f.origins, AllowedHosts: f.allowedHosts, MaxTokens: f.maxTokens, Logger: log, ShutdownGrace: f.grace,
 		},
 		Config: host.Config{
@@ -193,14 +144,21 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 		OllamaPort: f.ollamaPort,
 	}
 	if rcfg.URL == "" {
-		if cfg.Context, err = serveContext(dir, cfg); err != nil {
+		// The served context: the one asked for, checked against the
+		// model's positions and the memory plan, or else the largest
+		// the plan fits up to maxDefaultContext.
+		if cfg.Context, err = host.FitContext(cfg.Config, maxDefaultContext); err != nil {
 			return err
 		}
 	}
 	assets, _ := frontend.Assets()
-	downloads := newDownloadManager(nil)
+	var eh *supervisor
+	downloads := newDownloadManager(func(ev server.Event) {
+		if eh != nil {
+			eh.publish(ev)
+		}
+	})
 	defer downloads.Close()
-	host := newEngineHost(cfg, assets, newUIAPI(dir, newSettingsStore(settingsPath()), downloads), nil)
-	downloads.publish = host.publish
-	return runHeadless(cmd.Context(), host, cmd.ErrOrStderr())
+	eh = newSupervisor(cfg, assets, newUIAPI(dir, newSettingsStore(settingsPath()), downloads), nil)
+	return runHeadless(cmd.Context(), eh, cmd.ErrOrStderr())
 }

@@ -10,7 +10,9 @@ import (
 	"net/url"
 	"os"
 	"runtime"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/wailsapp/wails/v2"
 	"github.com/wailsapp/wails/v2/pkg/menu"
@@ -54,7 +56,7 @@ func runDesktop(ctx context.Context, rt *appRuntime) error {
 		MinWidth:  720,
 		MinHeight: 480,
 		AssetServer: &assetserver.Options{
-			Assets:  rt.host.assets,
+			Assets:  rt.engine.Assets(),
 			Handler: shellHandler(ctx, rt, windowCtx),
 		},
 		BackgroundColour: &options.RGBA{R: 245, G: 246, B: 248, A: 255},
@@ -72,11 +74,11 @@ func runDesktop(ctx context.Context, rt *appRuntime) error {
 			window = wctx
 			mu.Unlock()
 			wailsCtx <- wctx
-			rt.host.Start(ctx)
+			rt.engine.Start(ctx)
 		},
 		OnDomReady: func(context.Context) { setAccessoryPolicy() },
 		OnShutdown: func(context.Context) {
-			rt.host.Stop()
+			rt.engine.Stop()
 			t.stop()
 		},
 		Mac: &mac.Options{
@@ -100,6 +102,9 @@ func appMenu() *menu.Menu {
 	return m
 }
 
+// shellWait bounds how long GET /shell/status?wait holds an answer back.
+const shellWait = 25 * time.Second
+
 // shellHandler answers what the embedded assets do not: spool-ui.json
 // (where the API is, and its key), the shell's engine controls, opening a
 // link in the system browser and choosing a folder. wails is the window's
@@ -112,21 +117,35 @@ func shellHandler(ctx context.Context, rt *appRuntime, wails func() context.Cont
 		json.NewEncoder(w).Encode(v)
 	}
 	mux.HandleFunc("GET /spool-ui.json", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, map[string]any{"api": rt.host.URL(), "key": rt.host.APIKey(), "shell": true})
+		writeJSON(w, map[string]any{"api": rt.engine.URL(), "key": rt.engine.APIKey(), "shell": true})
 	})
+	// The supervisor's state, with the status board's version; with
+	// ?wait=VERSION the answer waits (up to shellWait) until the state
+	// has changed since that version: the page follows the state without
+	// polling it.
 	mux.HandleFunc("GET /shell/status", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, rt.host.Status())
+		board := rt.engine.Board()
+		version := board.Version()
+		if wait, err := strconv.ParseUint(r.URL.Query().Get("wait"), 10, 64); err == nil {
+			ctx, cancel := context.WithTimeout(r.Context(), shellWait)
+			version = board.Wait(ctx, wait)
+			cancel()
+		}
+		writeJSON(w, struct {
+			engineStatus
+			Version uint64 `json:"version"`
+		}{rt.engine.Status(), version})
 	})
 	mux.HandleFunc("POST /shell/start", func(w http.ResponseWriter, r *http.Request) {
 		if err := rt.restart(ctx); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		writeJSON(w, rt.host.Status())
+		writeJSON(w, rt.engine.Status())
 	})
 	mux.HandleFunc("POST /shell/stop", func(w http.ResponseWriter, r *http.Request) {
-		rt.host.Stop()
-		writeJSON(w, rt.host.Status())
+		rt.engine.Stop()
+		writeJSON(w, rt.engine.Status())
 	})
 	mux.HandleFunc("POST /shell/open", func(w http.ResponseWriter, r *http.Request) {
 		var body struct {

@@ -7,8 +7,8 @@
 // It owns three things. The flags, and what they resolve to
 // (engineflags.go): engine/host opens the engine from the resulting
 // host.Config, and engine/bench runs the benchmark harnesses. The desktop
-// shell: the host that runs, stops and restarts the engine and its server
-// on a new configuration (host.go, remote.go), the window, the menu bar,
+// shell: the supervisor that runs, stops and restarts the engine and its server
+// on a new configuration (supervisor.go, remote.go), the window, the menu bar,
 // the login item and the saved settings. And the web UI's own HTTP API,
 // beside the inference API engine/server serves on the same listener.
 //
@@ -24,7 +24,10 @@
 //	                              GLM-5.2 artifact; memory, context and sequences ask what-ifs
 //	GET  /ui/atlas                the expert atlas (experts.json) of the model
 //	GET  /ui/settings             the saved settings
-//	PUT  /ui/settings             replaces them (applied at the next start; a new download folder at once)
+//	PUT  /ui/settings             changes the fields the body names, the others stay (applied at the next
+//	                              start; a new download folder at once); with If-Match: a version, 412
+//	                              settings_changed when the file changed since
+//	POST /ui/settings/reset       sets the settings file aside (renamed next to it); the defaults apply
 //	GET  /ui/download             the download's state: plan, progress, cache folder
 //	POST /ui/download/{action}    plan, start, pause, resume or cancel the download
 //	POST /ui/download/folder      {"dir"} downloads to another folder from now on
@@ -37,7 +40,8 @@
 // the shell's own handler (desktop.go), which adds:
 //
 //	GET  /spool-ui.json           where the API is, and its key
-//	GET  /shell/status            the engine host's state
+//	GET  /shell/status            the engine's state (engine/status) and its version; ?wait=VERSION
+//	                              answers once it has changed since that version
 //	POST /shell/start             applies the saved settings and starts the engine
 //	POST /shell/stop              stops it
 //	POST /shell/open              {"url"} opens an http, https or mailto link in the browser

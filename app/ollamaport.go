@@ -13,7 +13,7 @@ import (
 // same host), so that clients hard-coding Ollama's address reach the same
 // server; when that port is taken (Ollama itself running, say) it says so
 // on log and serves ln alone.
-func (h *engineHost) withOllamaPort(ln net.Listener, log io.Writer) net.Listener {
+func (h *supervisor) withOllamaPort(ln net.Listener, log io.Writer) net.Listener {
 	h.mu.Lock()
 	host, port := h.cfg.Server.Host, h.cfg.OllamaPort
 	h.mu.Unlock()

@@ -21,7 +21,7 @@ func TestWithOllamaPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := taken.Addr().(*net.TCPAddr).Port
-	h := &engineHost{}
+	h := &supervisor{}
 	h.cfg.Server.Host = "127.0.0.1"
 	h.cfg.OllamaPort = port
 	var log bytes.Buffer

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spoolhq/spool/engine/remote"
 	"github.com/spoolhq/spool/engine/server"
+	"github.com/spoolhq/spool/engine/status"
 )
 
 // The remote engine: instead of loading the model, Spool forwards its API
@@ -124,18 +125,20 @@ func (s appSettings) withEngineOf(saved appSettings) appSettings {
 // runRemote serves the API and the UI forwarding to the remote engine of
 // cfg; no model is loaded. The remote may be down at the start: Spool
 // serves anyway, says so, and its status follows the remote's probes.
-func (h *engineHost) runRemote(ctx context.Context, cfg hostConfig) error {
+func (h *supervisor) runRemote(ctx context.Context, cfg supervisorConfig) error {
 	rc, err := remote.New(cfg.Remote)
 	if err != nil {
 		return err
 	}
-	h.set(hostStatus{State: hostLoading, Detail: "connecting to the remote engine at " + rc.Endpoint(), Progress: 0.5, Remote: rc.Endpoint()})
-	srv, err := server.NewRemote(cfg.Server, rc)
+	h.set(engineStatus{State: engineLoading, Detail: "connecting to the remote engine at " + rc.Endpoint(), Progress: 0.5, Remote: rc.Endpoint()})
+	scfg := cfg.Server
+	scfg.Status = h.board
+	srv, err := server.NewRemote(scfg, rc)
 	if err != nil {
 		return err
 	}
-	return h.serve(ctx, srv, nil, rc.Run, func(ctx context.Context, url string) hostStatus {
-		st := hostStatus{State: hostReady, Progress: 1, URL: url, Remote: rc.Endpoint()}
+	return h.serve(ctx, srv, nil, rc.Run, func(ctx context.Context, url string) engineStatus {
+		st := engineStatus{State: engineReady, Progress: 1, URL: url, Remote: rc.Endpoint()}
 		if first := rc.Probe(ctx); !first.Reachable {
 			st.Detail = "the remote engine does not answer yet: " + first.Error
 		}
@@ -143,9 +146,9 @@ func (h *engineHost) runRemote(ctx context.Context, cfg hostConfig) error {
 	})
 }
 
-// remoteStatus is the remote engine's state while the host forwards to
+// remoteStatus is the remote engine's state while the supervisor forwards to
 // one.
-func (h *engineHost) remoteStatus() (remote.Status, bool) {
+func (h *supervisor) remoteStatus() (remote.Status, bool) {
 	h.mu.Lock()
 	srv := h.srv
 	h.mu.Unlock()
@@ -168,7 +171,7 @@ type engineMenuView struct {
 
 // engineMenu computes the engine item from the saved settings and the
 // running engine (rs: the remote's state while forwarding to one).
-func engineMenu(s appSettings, running hostStatus, rs *remote.Status) engineMenuView {
+func engineMenu(s appSettings, running engineStatus, rs *remote.Status) engineMenuView {
 	v := engineMenuView{Title: "Engine: this Mac", Local: true, ServerTitle: "A server… (set one in Settings)"}
 	if s.RemoteURL != "" {
 		v.ServerSet = true
@@ -209,12 +212,12 @@ func hostOf(raw string) string {
 // remoteStatusLine is the menu bar's first line while Spool forwards to a
 // server: which one, whether it answers, and the last reply's rate from
 // its usage.
-func remoteStatusLine(srv *server.Status) string {
+func remoteStatusLine(srv *status.Status) string {
 	where := "Server " + hostOf(srv.Remote.Endpoint)
 	switch {
 	case !srv.Remote.Reachable:
 		return where + " not reachable"
-	case srv.State == server.PhaseGenerating:
+	case srv.State == status.Generating:
 		return where + " · generating"
 	}
 	line := where + " · " + srv.Model

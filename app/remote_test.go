@@ -20,6 +20,7 @@ import (
 	"github.com/spoolhq/spool/engine/remote"
 	"github.com/spoolhq/spool/engine/remote/standin"
 	"github.com/spoolhq/spool/engine/server"
+	"github.com/spoolhq/spool/engine/status"
 	"github.com/spoolhq/spool/internal/jsonvalue"
 )
 
@@ -153,23 +154,23 @@ func TestUIEngine(t *testing.T) {
 	}
 }
 
-// The host forwards to a remote engine: no model is loaded, the API and
+// The supervisor forwards to a remote engine: no model is loaded, the API and
 // the UI are served, the remote's state is known.
 func TestEngineHostRemote(t *testing.T) {
 	_, url := newStandin(t, testRemoteKey)
 	dm := newDownloadManager(nil)
 	defer dm.Close()
-	cfg := hostConfig{
+	cfg := supervisorConfig{
 		Config: host.Config{ModelDir: filepath.Join(t.TempDir(), "no-model")},
 		Server: server.Config{Host: "127.0.0.1", Port: freePort(t)},
 	}
 	cfg.Remote.URL, cfg.Remote.Key = url, testRemoteKey
 	assets := fstest.MapFS{"index.html": {Data: []byte("<!doctype html>spool ui")}}
 	u := newUIAPI(cfg.ModelDir, newSettingsStore(filepath.Join(t.TempDir(), "settings.json")), dm)
-	h := newEngineHost(cfg, assets, u, nil)
+	h := newSupervisor(cfg, assets, u, nil)
 	h.Start(context.Background())
 	defer h.Stop()
-	st := waitState(t, h, hostReady)
+	st := waitState(t, h, engineReady)
 	if st.Remote != url || st.Detail != "" {
 		t.Fatalf("%+v", st)
 	}
@@ -292,19 +293,19 @@ func TestEngineMenu(t *testing.T) {
 	down := remote.Status{CheckedAt: &now, Error: "refused"}
 	for _, tc := range []struct {
 		s       appSettings
-		running hostStatus
+		running engineStatus
 		rs      *remote.Status
 		want    engineMenuView
 	}{
-		{appSettings{}, hostStatus{State: hostReady}, nil,
+		{appSettings{}, engineStatus{State: engineReady}, nil,
 			engineMenuView{Title: "Engine: this Mac", Local: true, ServerTitle: "A server… (set one in Settings)"}},
-		{saved, hostStatus{State: hostReady}, nil,
+		{saved, engineStatus{State: engineReady}, nil,
 			engineMenuView{Title: "Engine: a server (applies at the next start)", Server: true, ServerTitle: "A server (gpu-box:8000)", ServerSet: true}},
-		{saved, hostStatus{State: hostReady, Remote: "http://gpu-box:8000"}, &reach,
+		{saved, engineStatus{State: engineReady, Remote: "http://gpu-box:8000"}, &reach,
 			engineMenuView{Title: "Engine: gpu-box:8000 · 12 ms · 41.3 tok/s", Server: true, ServerTitle: "A server (gpu-box:8000)", ServerSet: true}},
-		{saved, hostStatus{State: hostReady, Remote: "http://gpu-box:8000"}, &down,
+		{saved, engineStatus{State: engineReady, Remote: "http://gpu-box:8000"}, &down,
 			engineMenuView{Title: "Engine: gpu-box:8000 · not reachable", Server: true, ServerTitle: "A server (gpu-box:8000)", ServerSet: true}},
-		{saved, hostStatus{State: hostLoading, Remote: "http://gpu-box:8000"}, nil,
+		{saved, engineStatus{State: engineLoading, Remote: "http://gpu-box:8000"}, nil,
 			engineMenuView{Title: "Engine: gpu-box:8000 · connecting", Server: true, ServerTitle: "A server (gpu-box:8000)", ServerSet: true}},
 	} {
 		if got := engineMenu(tc.s, tc.running, tc.rs); got != tc.want {
@@ -314,16 +315,16 @@ func TestEngineMenu(t *testing.T) {
 }
 
 func TestRemoteStatusLine(t *testing.T) {
-	up := &server.RemoteSummary{Endpoint: "http://gpu-box:8000", Reachable: true}
+	up := &status.RemoteSummary{Endpoint: "http://gpu-box:8000", Reachable: true}
 	for _, tc := range []struct {
-		srv  server.Status
+		srv  status.Status
 		want string
 	}{
-		{server.Status{State: server.StateReady, Model: "glm-5.2-fp8", Remote: up, Last: &server.RequestSummary{DecodeTokensPerSecond: 41.26}}, "Server gpu-box:8000 · glm-5.2-fp8 · last reply 41.3 tok/s"},
-		{server.Status{State: server.PhaseGenerating, Model: "glm-5.2-fp8", Remote: up}, "Server gpu-box:8000 · generating"},
-		{server.Status{State: server.StateReady, Remote: &server.RemoteSummary{Endpoint: "http://gpu-box:8000"}}, "Server gpu-box:8000 not reachable"},
+		{status.Status{State: status.Ready, Model: "glm-5.2-fp8", Remote: up, Last: &status.RequestSummary{DecodeTokensPerSecond: 41.26}}, "Server gpu-box:8000 · glm-5.2-fp8 · last reply 41.3 tok/s"},
+		{status.Status{State: status.Generating, Model: "glm-5.2-fp8", Remote: up}, "Server gpu-box:8000 · generating"},
+		{status.Status{State: status.Ready, Remote: &status.RemoteSummary{Endpoint: "http://gpu-box:8000"}}, "Server gpu-box:8000 not reachable"},
 	} {
-		if got := statusLine(hostStatus{State: hostReady, URL: "http://127.0.0.1:8484", Remote: "http://gpu-box:8000"}, &tc.srv); got != tc.want {
+		if got := statusLine(engineStatus{State: engineReady, URL: "http://127.0.0.1:8484", Remote: "http://gpu-box:8000"}, &tc.srv); got != tc.want {
 			t.Errorf("%q, want %q", got, tc.want)
 		}
 	}

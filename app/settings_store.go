@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/internal/atomicfile"
+	"github.com/spoolhq/spool/internal/notify"
 )
 
 // settingsStore is the one owner of the settings file in a process: the
@@ -18,9 +19,13 @@ import (
 // so none saves a stale copy over another's edit), and a caller that
 // edited what it read earlier passes that version to be refused, not
 // applied, when the file has changed since (compare-and-swap).
+//
+// Writers in this process are the only ones: subscribers (the menu bar)
+// hear of every change (Changes) instead of re-reading the file.
 type settingsStore struct {
-	path string
-	mu   sync.Mutex
+	path    string
+	changes notify.Notifier
+	mu      sync.Mutex
 }
 
 func newSettingsStore(path string) *settingsStore {
@@ -34,6 +39,15 @@ var errSettingsChanged = errors.New("the settings were changed elsewhere since t
 
 // errSettingsUnchanged, from a change, leaves the file as it is.
 var errSettingsUnchanged = errors.New("the settings are unchanged")
+
+// Path is the settings file.
+func (st *settingsStore) Path() string { return st.path }
+
+// Changes subscribes to the saved settings: the channel is signalled after
+// each change saved or reset; stop ends the subscription.
+func (st *settingsStore) Changes() (changed <-chan struct{}, stop func()) {
+	return st.changes.Subscribe()
+}
 
 // Load reads the settings and their version.
 func (st *settingsStore) Load() (appSettings, string, error) {
@@ -67,6 +81,9 @@ func (st *settingsStore) Update(ifVersion string, change func(*appSettings) erro
 		return s, version, err
 	}
 	version, err = writeSettings(st.path, s)
+	if err == nil {
+		st.changes.Notify()
+	}
 	return s, version, err
 }
 
@@ -83,6 +100,7 @@ func (st *settingsStore) Reset(now time.Time) (string, error) {
 	if err := os.Rename(st.path, aside); err != nil {
 		return "", fmt.Errorf("setting the settings file aside: %w", err)
 	}
+	st.changes.Notify()
 	if err := atomicfile.SyncDir(filepath.Dir(st.path)); err != nil {
 		return aside, err
 	}

@@ -8,12 +8,11 @@ import (
 	"log"
 	"runtime"
 	"sync"
-	"time"
 
 	"fyne.io/systray"
 	wruntime "github.com/wailsapp/wails/v2/pkg/runtime"
 
-	"github.com/spoolhq/spool/engine/server"
+	"github.com/spoolhq/spool/engine/status"
 )
 
 var (
@@ -93,8 +92,8 @@ func (t *tray) onReady() {
 		systray.SetTitle("Spool")
 	}
 	systray.SetTooltip("Spool")
-	status := systray.AddMenuItem("Stopped", "The engine's state")
-	status.Disable()
+	stateItem := systray.AddMenuItem("Stopped", "The engine's state")
+	stateItem.Disable()
 	systray.AddSeparator()
 	toggle := systray.AddMenuItem("Start model", "Load the model and serve it")
 	open := systray.AddMenuItem("Open Spool", "Show the window")
@@ -116,21 +115,21 @@ func (t *tray) onReady() {
 	t.mu.Lock()
 	t.wctx = wctx
 	t.mu.Unlock()
-	// Twice a second: the line turns to ready within half a second of a
-	// reply's end.
-	tick := time.NewTicker(500 * time.Millisecond)
-	defer tick.Stop()
+	// The line follows the engine's status board: it turns to ready the
+	// moment a reply ends.
+	changed, stop := t.rt.engine.Board().Subscribe()
+	defer stop()
 	last := ""
 	for {
-		st := t.rt.host.Status()
-		var srv *server.Status
-		if s, ok := t.rt.host.serverStatus(); ok {
+		st := t.rt.engine.Status()
+		var srv *status.Status
+		if s, ok := t.rt.engine.serverStatus(); ok {
 			srv = &s
 		}
 		if line := statusLine(st, srv); line != last {
 			last = line
-			status.SetTitle(line)
-			if t.rt.host.Running() {
+			stateItem.SetTitle(line)
+			if t.rt.engine.Running() {
 				toggle.SetTitle("Stop model")
 			} else {
 				toggle.SetTitle("Start model")
@@ -139,17 +138,17 @@ func (t *tray) onReady() {
 		select {
 		case <-t.done:
 			return
-		case <-tick.C:
+		case <-changed:
 		case <-toggle.ClickedCh:
-			if t.rt.host.Running() {
-				go t.rt.host.Stop()
+			if t.rt.engine.Running() {
+				go t.rt.engine.Stop()
 			} else if err := t.rt.restart(context.Background()); err != nil {
-				status.SetTitle("Cannot start: " + err.Error())
+				stateItem.SetTitle("Cannot start: " + err.Error())
 			}
 		case <-open.ClickedCh:
 			wailsShow(wctx)
 		case <-copyURL.ClickedCh:
-			wruntime.ClipboardSetText(wctx, t.rt.host.URL()+"/v1")
+			wruntime.ClipboardSetText(wctx, t.rt.engine.URL()+"/v1")
 		case <-login.ClickedCh:
 			on := !login.Checked()
 			if err := setLoginItem(on); err != nil {

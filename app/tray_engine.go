@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"log"
-	"time"
 
 	"fyne.io/systray"
 
@@ -22,8 +21,12 @@ func (t *tray) addEngineMenu() {
 	local := item.AddSubMenuItemCheckbox("This Mac", "Run the model on this Mac", true)
 	server := item.AddSubMenuItemCheckbox("A server", "Forward to the vLLM or SGLang server saved in Settings", false)
 	go func() {
-		tick := time.NewTicker(2 * time.Second)
-		defer tick.Stop()
+		// The item follows the saved settings and the engine's status
+		// board (the remote's reachability is on it).
+		saved, stopSaved := t.rt.settings.Changes()
+		defer stopSaved()
+		changed, stop := t.rt.engine.Board().Subscribe()
+		defer stop()
 		var last engineMenuView
 		for {
 			s, _, err := t.rt.settings.Load()
@@ -31,10 +34,10 @@ func (t *tray) addEngineMenu() {
 				s = appSettings{}
 			}
 			var rs *remote.Status
-			if st, ok := t.rt.host.remoteStatus(); ok {
+			if st, ok := t.rt.engine.remoteStatus(); ok {
 				rs = &st
 			}
-			v := engineMenu(s, t.rt.host.Status(), rs)
+			v := engineMenu(s, t.rt.engine.Status(), rs)
 			if v != last {
 				last = v
 				item.SetTitle(v.Title)
@@ -53,7 +56,8 @@ func (t *tray) addEngineMenu() {
 			select {
 			case <-t.done:
 				return
-			case <-tick.C:
+			case <-saved:
+			case <-changed:
 			case <-local.ClickedCh:
 				t.chooseEngine(engineLocal)
 			case <-server.ClickedCh:

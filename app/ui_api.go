@@ -42,7 +42,7 @@ type uiAPI struct {
 	settings  *settingsStore
 	downloads *downloadManager
 	// host, when set, is the in-process engine (desktop) for /ui/info.
-	host *engineHost
+	engine *supervisor
 	// load, when set, switches the engine to another model directory.
 	load func(dir string) error
 
@@ -63,6 +63,9 @@ type planInput struct {
 	// download's assumed ones).
 	packs speedPacks
 }
+
+// attach gives the UI's API the supervisor it reports on.
+func (u *uiAPI) attach(h *supervisor) { u.engine = h }
 
 func newUIAPI(modelDir string, settings *settingsStore, downloads *downloadManager) *uiAPI {
 	u := &uiAPI{modelDir: modelDir, settings: settings, downloads: downloads, weights: map[string]planInput{}}
@@ -97,8 +100,8 @@ func (u *uiAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) { u.mux.ServeH
 // dir is the model directory: the engine's when there is one (its
 // settings may change between starts).
 func (u *uiAPI) dir() string {
-	if u.host != nil {
-		return u.host.ModelDir()
+	if u.engine != nil {
+		return u.engine.ModelDir()
 	}
 	return u.modelDir
 }
@@ -129,7 +132,7 @@ type modelInfo struct {
 }
 
 func (u *uiAPI) handleInfo(w http.ResponseWriter, r *http.Request) {
-	out := map[string]any{"version": version, "settings_path": u.settings.path}
+	out := map[string]any{"version": version, "settings_path": u.settings.Path()}
 	if cfg, err := config.Load(u.dir()); err != nil {
 		out["model_error"] = err.Error()
 	} else {
@@ -143,8 +146,8 @@ func (u *uiAPI) handleInfo(w http.ResponseWriter, r *http.Request) {
 		}
 		out["model"] = mi
 	}
-	if u.host != nil {
-		out["engine"] = u.host.Status()
+	if u.engine != nil {
+		out["engine"] = u.engine.Status()
 	}
 	uiJSON(w, http.StatusOK, out)
 }

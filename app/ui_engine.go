@@ -33,7 +33,7 @@ type engineView struct {
 	RemoteURL    string `json:"remote_url"`
 	RemoteKeySet bool   `json:"remote_key_set"`
 	// Running is the engine serving now (it changes at the next start).
-	Running *hostStatus `json:"running,omitempty"`
+	Running *engineStatus `json:"running,omitempty"`
 	// Remote is the remote engine's state while Spool forwards to one.
 	Remote *remote.Status `json:"remote,omitempty"`
 	Path   string         `json:"path"`
@@ -46,14 +46,14 @@ func (u *uiAPI) engineRoutes(mux *http.ServeMux) {
 }
 
 func (u *uiAPI) engineView(s appSettings) engineView {
-	v := engineView{Engine: s.Engine, RemoteURL: s.RemoteURL, RemoteKeySet: s.RemoteKey != "", Path: u.settings.path}
+	v := engineView{Engine: s.Engine, RemoteURL: s.RemoteURL, RemoteKeySet: s.RemoteKey != "", Path: u.settings.Path()}
 	if v.Engine == "" {
 		v.Engine = engineLocal
 	}
-	if u.host != nil {
-		st := u.host.Status()
+	if u.engine != nil {
+		st := u.engine.Status()
 		v.Running = &st
-		if rs, ok := u.host.remoteStatus(); ok {
+		if rs, ok := u.engine.remoteStatus(); ok {
 			v.Remote = &rs
 		}
 	}

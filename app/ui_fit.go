@@ -42,20 +42,19 @@ func glm52PlanInput() (planInput, error) {
 // planShape is the context, the sequence count and the KV cache type the
 // engine runs with: the ones a plan for this machine must use.
 func (u *uiAPI) planShape() (context, sequences int, kv string) {
-	context, sequences, kv = plan.DefaultContext, host.DefaultMaxBatch, host.KVFloat32
-	if u.host == nil {
+	context, sequences, kv = plan.DefaultContext, appSequences, host.KVFloat32
+	if u.engine == nil {
 		return context, sequences, kv
 	}
-	u.host.mu.Lock()
-	defer u.host.mu.Unlock()
-	if c := u.host.cfg.Context; c > 0 {
-		context = c
+	cfg := u.engine.Config()
+	if cfg.Context > 0 {
+		context = cfg.Context
 	}
-	if b := u.host.cfg.MaxBatch; b > 0 {
-		sequences = b
+	if cfg.MaxBatch > 0 {
+		sequences = cfg.MaxBatch
 	}
-	if u.host.cfg.Memory.KVCache != "" {
-		kv = u.host.cfg.Memory.KVCache
+	if cfg.Memory.KVCache != "" {
+		kv = cfg.Memory.KVCache
 	}
 	return context, sequences, kv
 }

@@ -65,7 +65,7 @@ func (u *uiAPI) settingsAnswer(w http.ResponseWriter, s appSettings, version str
 	w.Header().Set("ETag", `"`+version+`"`)
 	uiJSON(w, http.StatusOK, map[string]any{
 		"settings": s.forBrowser(), "remote_key_set": s.RemoteKey != "", "version": version,
-		"path": u.settings.path, "defaults": defaultSettings(),
+		"path": u.settings.Path(), "defaults": defaultSettings(),
 	})
 }
 
@@ -83,7 +83,7 @@ func (u *uiAPI) settingsFailure(w http.ResponseWriter, err error) {
 	case errors.Is(err, errSettingsSave):
 		status, code = http.StatusInternalServerError, "settings_not_saved"
 	}
-	uiJSON(w, status, map[string]any{"error": map[string]string{"message": err.Error(), "code": code, "path": u.settings.path}})
+	uiJSON(w, status, map[string]any{"error": map[string]string{"message": err.Error(), "code": code, "path": u.settings.Path()}})
 }
 
 func (u *uiAPI) handleGetSettings(w http.ResponseWriter, r *http.Request) {
@@ -134,6 +134,6 @@ func (u *uiAPI) handleResetSettings(w http.ResponseWriter, r *http.Request) {
 	}
 	uiJSON(w, http.StatusOK, map[string]any{
 		"settings": appSettings{}, "remote_key_set": false, "version": settingsVersion(nil), "set_aside": aside,
-		"path": u.settings.path, "defaults": defaultSettings(),
+		"path": u.settings.Path(), "defaults": defaultSettings(),
 	})
 }

@@ -4,32 +4,29 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/spoolhq/spool/engine/server"
+	"github.com/spoolhq/spool/engine/status"
 )
 
 // serverStatus is the serving engine's own status (requests in flight,
 // the last reply's figures), the one the UI's sidebar shows; false when
 // no server runs.
-func (h *engineHost) serverStatus() (server.Status, bool) {
-	h.mu.Lock()
-	srv := h.srv
-	h.mu.Unlock()
-	if srv == nil {
-		return server.Status{}, false
+func (h *supervisor) serverStatus() (status.Status, bool) {
+	if !h.serving() {
+		return status.Status{}, false
 	}
-	return srv.Status(), true
+	return h.board.Status(), true
 }
 
-// statusLine is the menu bar's first line: the host's state, and while it
+// statusLine is the menu bar's first line: the supervisor's state, and while it
 // serves, what the server says (ready the moment a request ends, and one
 // tok/s figure per reply, the request's own).
-func statusLine(st hostStatus, srv *server.Status) string {
+func statusLine(st engineStatus, srv *status.Status) string {
 	switch st.State {
-	case hostLoading:
+	case engineLoading:
 		return fmt.Sprintf("Loading… %d%%", int(st.Progress*100))
-	case hostFailed:
+	case engineFailed:
 		return "Failed: " + st.Detail
-	case hostStopped:
+	case engineStopped:
 		return "Stopped"
 	}
 	if srv == nil {
@@ -39,16 +36,16 @@ func statusLine(st hostStatus, srv *server.Status) string {
 		return remoteStatusLine(srv)
 	}
 	switch srv.State {
-	case server.PhaseQueued:
+	case status.Queued:
 		return "Waiting for a free slot"
-	case server.PhasePrefilling:
+	case status.Prefilling:
 		for _, r := range srv.Requests {
-			if r.Phase == server.PhasePrefilling && r.PromptTokens > 0 {
+			if r.Phase == status.Prefilling && r.PromptTokens > 0 {
 				return fmt.Sprintf("Reading prompt · %d%%", 100*r.PrefillDone/r.PromptTokens)
 			}
 		}
 		return "Reading prompt"
-	case server.PhaseGenerating:
+	case status.Generating:
 		return "Generating · " + formatRate(srv.TokensPerSecond) + " tok/s"
 	}
 	line := "Ready · " + srv.Model

@@ -12,8 +12,8 @@ import (
 
 	"github.com/spoolhq/spool/engine/download"
 	"github.com/spoolhq/spool/engine/download/fakehub"
-	"github.com/spoolhq/spool/engine/host"
 	"github.com/spoolhq/spool/engine/server"
+	"github.com/spoolhq/spool/engine/status"
 	"github.com/spoolhq/spool/internal/fixtures"
 )
 
@@ -36,7 +36,7 @@ func TestGLM52Plan(t *testing.T) {
 	if code != 200 || p["resident_bytes"] != 10_877_286_144.0 || p["routed_bytes"] != 372_848_459_776.0 || p["model"] != "GLM-5.2" {
 		t.Fatalf("glm52 plan: %d %v", code, p)
 	}
-	if plan["sequences"] != float64(host.DefaultMaxBatch) || plan["context"] != 4096.0 || p["max_context"] != 1_048_576.0 || plan["experts_per_layer"] != 256.0 {
+	if plan["sequences"] != float64(appSequences) || plan["context"] != 4096.0 || p["max_context"] != 1_048_576.0 || plan["experts_per_layer"] != 256.0 {
 		t.Errorf("glm52 plan shape: sequences %v context %v max %v experts %v", plan["sequences"], plan["context"], p["max_context"], plan["experts_per_layer"])
 	}
 	if code, p := uiRequest(t, u, "GET", "/ui/plan?model=glm52&context=1048576&sequences=1&memory=512GiB", ""); code != 200 || p["plan"].(map[string]any)["context"] != 1_048_576.0 {
@@ -51,25 +51,25 @@ func TestGLM52Plan(t *testing.T) {
 }
 
 func TestStatusLine(t *testing.T) {
-	ready := hostStatus{State: hostReady, URL: "http://127.0.0.1:8484"}
-	last := &server.RequestSummary{DecodeTokensPerSecond: 12.345}
+	ready := engineStatus{State: engineReady, URL: "http://127.0.0.1:8484"}
+	last := &status.RequestSummary{DecodeTokensPerSecond: 12.345}
 	tests := []struct {
-		host hostStatus
-		srv  *server.Status
+		host engineStatus
+		srv  *status.Status
 		want string
 	}{
-		{hostStatus{State: hostStopped}, nil, "Stopped"},
-		{hostStatus{State: hostLoading, Progress: 0.2}, nil, "Loading… 20%"},
-		{hostStatus{State: hostFailed, Detail: "no model"}, nil, "Failed: no model"},
+		{engineStatus{State: engineStopped}, nil, "Stopped"},
+		{engineStatus{State: engineLoading, Progress: 0.2}, nil, "Loading… 20%"},
+		{engineStatus{State: engineFailed, Detail: "no model"}, nil, "Failed: no model"},
 		{ready, nil, "Ready · http://127.0.0.1:8484"},
-		{ready, &server.Status{State: server.StateReady, Model: "glm52-mini"}, "Ready · glm52-mini"},
-		{ready, &server.Status{State: server.StateReady, Model: "glm52-mini", Last: last}, "Ready · glm52-mini · last reply 12.3 tok/s"},
-		{ready, &server.Status{State: server.PhaseQueued}, "Waiting for a free slot"},
-		{ready, &server.Status{State: server.PhasePrefilling, Requests: []server.RequestStatus{{Phase: server.PhasePrefilling, PromptTokens: 400, PrefillDone: 100}}}, "Reading prompt · 25%"},
-		{ready, &server.Status{State: server.PhaseGenerating, TokensPerSecond: 199.4}, "Generating · 199 tok/s"},
+		{ready, &status.Status{State: status.Ready, Model: "glm52-mini"}, "Ready · glm52-mini"},
+		{ready, &status.Status{State: status.Ready, Model: "glm52-mini", Last: last}, "Ready · glm52-mini · last reply 12.3 tok/s"},
+		{ready, &status.Status{State: status.Queued}, "Waiting for a free slot"},
+		{ready, &status.Status{State: status.Prefilling, Requests: []status.RequestStatus{{Phase: status.Prefilling, PromptTokens: 400, PrefillDone: 100}}}, "Reading prompt · 25%"},
+		{ready, &status.Status{State: status.Generating, TokensPerSecond: 199.4}, "Generating · 199 tok/s"},
 		// A generating host whose server has just finished says ready: the
 		// server's word wins over the scheduler's rate window.
-		{hostStatus{State: hostGenerating, TokensPerSecond: 199}, &server.Status{State: server.StateReady, Model: "m"}, "Ready · m"},
+		{engineStatus{State: engineGenerating, TokensPerSecond: 199}, &status.Status{State: status.Ready, Model: "m"}, "Ready · m"},
 	}
 	for _, tc := range tests {
 		if got := statusLine(tc.host, tc.srv); got != tc.want {
@@ -212,8 +212,8 @@ func TestLoadModelRefuses(t *testing.T) {
 	if err := rt.loadModel(model); err == nil {
 		t.Error("a model that does not fit in 1 GiB was loaded")
 	}
-	if rt.flags.model != model || rt.host.Running() {
-		t.Errorf("after the refusals: model %q, running %v", rt.flags.model, rt.host.Running())
+	if rt.flags.model != model || rt.engine.Running() {
+		t.Errorf("after the refusals: model %q, running %v", rt.flags.model, rt.engine.Running())
 	}
 	if s, _ := loadSettings(rt.settings.path); s.ModelDir != "" {
 		t.Errorf("a refused model was saved: %q", s.ModelDir)

@@ -21,7 +21,7 @@ func DecodeJSON(body []byte, v any) error {
 		var se *json.SyntaxError
 		switch {
 		case errors.As(err, &te):
-			field := strings.TrimPrefix(te.Field, "samplingParams.")
+			field := jsonField(te.Field)
 			if field == "" {
 				field = "body"
 			}
@@ -35,6 +35,18 @@ func DecodeJSON(body []byte, v any) error {
 		return Invalid("", "the request body has data after the JSON object")
 	}
 	return nil
+}
+
+// jsonField is a decoding error's field path as the JSON names it: the
+// names of embedded structs (Go's, capitalized) are left out.
+func jsonField(path string) string {
+	for {
+		head, rest, ok := strings.Cut(path, ".")
+		if !ok || head == "" || head[0] < 'A' || head[0] > 'Z' {
+			return path
+		}
+		path = rest
+	}
 }
 
 // jsonKind names a Go kind as JSON does.

@@ -1,11 +1,10 @@
 // Package apiwire owns the wire shapes that Spool's API fronts share: the
 // error answered to a client (Error) with its OpenAI, Anthropic and
 // Ollama envelopes and the choice among them by path (WriteError), the
-// JSON answer writer, the server-sent event stream writer (SSE), and an
-// Anthropic Messages reply with its stop reason (AnthropicReply,
-// AnthropicStop; the stream's framing is engine/anthropicsse's).
+// JSON request decoder and answer writer, and the server-sent event
+// stream writer (SSE).
 //
-// engine/server's protocol handlers and engine/remotefront use it, and
-// engine/httpguard's refusals are its Errors; it knows nothing of the
-// engine or the scheduler.
+// The API packages (engine/api/...), engine/server and engine/remotefront
+// use it, and engine/httpguard's refusals are its Errors; it knows nothing
+// of the engine, the scheduler or a turn.
 package apiwire

@@ -108,6 +108,30 @@ func Unavailable(format string, args ...any) *Error {
 	return &Error{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "unavailable", Message: fmt.Sprintf(format, args...), RetryAfter: 1}
 }
 
+// ShuttingDownRetryAfter is the Retry-After of a request refused or cut
+// by a stopping server: long enough for a restart (the app's settings, an
+// update) to load the model again.
+const ShuttingDownRetryAfter = 30
+
+// ShuttingDown is the answer to a generation a stopping server (or
+// engine) refuses or cuts.
+func ShuttingDown() *Error {
+	e := Unavailable("the server is shutting down; retry once it is back")
+	e.Code, e.RetryAfter = "shutting_down", ShuttingDownRetryAfter
+	return e
+}
+
+// StatusClientClosed is the status logged for a request whose client left
+// before its answer (nginx's 499).
+const StatusClientClosed = 499
+
+// ClientClosed is the error of a request whose client left (err, its
+// context's error): nobody reads the answer, and it is not a failure of
+// the server.
+func ClientClosed(err error) *Error {
+	return &Error{Status: StatusClientClosed, Type: "invalid_request_error", Code: "client_closed_request", Message: "the client closed the request", Cause: err}
+}
+
 // ContextLength refuses a request the context of limit tokens cannot
 // hold; the message goes on from "this model's context length is N
 // tokens, but".

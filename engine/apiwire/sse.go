@@ -52,7 +52,7 @@ func (s *SSE) Data(v any) error {
 }
 
 // Event writes a named event with v as JSON (the Anthropic and Responses
-// stream form; anthropicsse.EventWriter).
+// stream form; anthropic.EventWriter).
 func (s *SSE) Event(name string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/bits"
 	"math/rand/v2"
 	"os"
@@ -16,7 +17,6 @@ import (
 	"github.com/spoolhq/spool/engine/experts"
 	"github.com/spoolhq/spool/engine/generate"
 	"github.com/spoolhq/spool/engine/host"
-	"github.com/spoolhq/spool/engine/loader"
 	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/kernels/gpu"
@@ -191,48 +191,61 @@ func Prefill(ctx context.Context, dir string, f *PrefillOptions) (*PrefillResult
 	if f.AllKeys && !w.DSA {
 		return nil, fmt.Errorf("%s has no DSA indexer weights: --compare-all-keys has nothing to compare", dir)
 	}
-	p, err := planPrefill(cfg, w, f, nil, 0)
+	b := &prefillRun{dir: dir, weights: w, flags: f}
+	cpu, err := host.PreviewOpen(b.config(host.GPUOff, false, 0))
 	if err != nil {
 		return nil, err
 	}
-	gp, status, err := planGPUPrefill(cfg, w, f, p.PrefillSegment)
+	p := cpu.Plan
+	// The GPU leg's plan: the device's lines for chunks of the CPU leg's
+	// rows, or why the GPU is not used (an error with --gpu on).
+	mode, err := host.CheckGPUMode(f.GPU)
 	if err != nil {
 		return nil, err
+	}
+	gpuLeg, err := host.PreviewOpen(b.config(mode, false, p.PrefillSegment))
+	if err != nil {
+		return nil, err
+	}
+	status := gpuLeg.GPU
+	if !status.Active && mode == host.GPUOn {
+		return nil, fmt.Errorf("--gpu on: the GPU is not used: %s", status.Reason)
 	}
 	res := &PrefillResult{
 		Model: dir, PromptTokens: f.Tokens, Context: f.Context, SegmentRows: p.PrefillSegment, ScratchRows: p.ScratchRows, Threads: runtime.GOMAXPROCS(0), GPU: status, Warm: f.Warm != "", WarmGPUOnly: f.Warm == "gpu",
 		CacheSlotsPerLayer: p.CacheSlotsPerLayer, ExpertLayers: p.ExpertLayers, ExpertsPerLayer: p.ExpertsPerLayer,
 		RoutedBytes: p.RoutedBytes, PlannedProcessBytes: p.PlannedProcessBytes,
 	}
+	b.res = res
 	rng := rand.New(rand.NewPCG(f.Seed, 0x9e3779b9))
 	prompt := make([]int, f.Tokens)
 	for i := range prompt {
 		prompt[i] = rng.IntN(cfg.VocabSize)
 	}
 
+	b.prompt = prompt
 	var legs []prefillMode
 	if !f.GPUOnly {
-		legs = append(legs, prefillMode{plan: p, leg: &res.Prefill})
+		legs = append(legs, prefillMode{cfg: b.config(host.GPUOff, false, 0), leg: &res.Prefill})
 	}
 	if f.AllKeys {
 		res.AllKeys = &PrefillLeg{}
-		legs = append(legs, prefillMode{plan: p, leg: res.AllKeys, allKeys: true})
+		legs = append(legs, prefillMode{cfg: b.config(host.GPUOff, true, 0), leg: res.AllKeys, allKeys: true})
 	}
 	if f.CompareChunk > 0 {
 		if f.GPUOnly {
 			return nil, errors.New("--compare-chunk compares with the CPU leg, which --gpu-only drops")
 		}
 		res.Chunked, res.ChunkRows = &PrefillLeg{}, min(f.CompareChunk, p.PrefillSegment)
-		legs = append(legs, prefillMode{plan: p, leg: res.Chunked, chunk: res.ChunkRows})
+		legs = append(legs, prefillMode{cfg: b.config(host.GPUOff, false, 0), leg: res.Chunked, chunk: res.ChunkRows})
 	}
-	if gp != nil {
+	if status.Active {
 		res.GPUPrefill = &PrefillLeg{}
-		legs = append(legs, prefillMode{plan: gp, leg: res.GPUPrefill, gpu: true})
+		legs = append(legs, prefillMode{cfg: b.config(mode, false, p.PrefillSegment), leg: res.GPUPrefill, gpu: true})
 	}
 	// Each run loads the model afresh (the attention mode is a load
 	// option, the GPU keeps one model's weights), so every run meets the
 	// same cold expert cache.
-	b := &prefillRun{dir: dir, weights: w, flags: f, prompt: prompt, res: res}
 	for run := 0; run < f.Repeat; run++ {
 		for _, mode := range legs {
 			if err := b.run(ctx, mode, run == 0); err != nil {
@@ -250,10 +263,10 @@ func Prefill(ctx context.Context, dir string, f *PrefillOptions) (*PrefillResult
 		same := res.Chunked.FirstToken == res.Prefill.FirstToken
 		res.ChunkedSameFirstToken = &same
 	}
-	if f.GPUOnly && gp == nil {
+	if f.GPUOnly && !status.Active {
 		return nil, fmt.Errorf("--gpu-only: the GPU is not used: %s", status.Reason)
 	}
-	if gp != nil && !f.GPUOnly {
+	if status.Active && !f.GPUOnly {
 		res.GPUSpeedup = res.Prefill.Seconds / res.GPUPrefill.Seconds
 		same := res.GPUPrefill.FirstToken == res.Prefill.FirstToken
 		res.GPUSameFirstToken = &same
@@ -266,63 +279,33 @@ func Prefill(ctx context.Context, dir string, f *PrefillOptions) (*PrefillResult
 	return res, nil
 }
 
-// planPrefill plans the run: one sequence of --context tokens, the prefill
-// chunk the plan's activation budget allows (or chunk rows when set), the
-// expert cache of --cache-slots or the memory flags, and the lines of dev
-// when prefill runs on a GPU.
-func planPrefill(cfg *config.Config, w plan.Weights, f *PrefillOptions, dev *plan.GPUDevice, chunk int) (*plan.Plan, error) {
-	opts, err := f.Memory.Options()
-	if err != nil {
-		return nil, err
+// config is the engine of one leg: one sequence of --context tokens, the
+// prefill chunk the plan's activation budget allows (or chunk rows when
+// set), the expert cache of --cache-slots or the memory flags, the
+// experts resident when they all fit the cache (unless --stream) and
+// streamed through a tier of the plan's size otherwise, no MTP layer, no
+// prompt cache, the GPU in mode.
+func (b *prefillRun) config(mode string, allKeys bool, chunk int) host.Config {
+	f := b.flags
+	return host.Config{
+		ModelDir: b.dir, Memory: f.Memory, Context: f.Context, MaxBatch: 1, NoMTP: true, ComputeAllKeys: allKeys,
+		PromptCache: host.PromptCache{Off: true}, GPU: mode, GPUCopyExperts: f.CopyExperts, Log: io.Discard,
+		ResidentWhenCached: !f.Stream, NoScheduler: true,
+		Stream: func(p *plan.Plan) experts.StreamOptions {
+			return experts.StreamOptions{CacheBytes: p.ExpertCacheBytes, WorkingSlots: p.WorkingSlots, FootprintLimit: p.MemoryLimitBytes}
+		},
+		TunePlan: func(cfg *config.Config, w plan.Weights, opts *plan.Options) error {
+			opts.Segment = chunk
+			if f.CacheSlots > 0 {
+				probe, err := plan.New(cfg, w, *opts)
+				if err != nil {
+					return err
+				}
+				opts.ExpertCache = int64(f.CacheSlots) * probe.SlotSetBytes
+			}
+			return nil
+		},
 	}
-	opts.Context, opts.Sequences, opts.GPU, opts.Segment = f.Context, 1, dev, chunk
-	if f.CacheSlots > 0 {
-		probe, err := plan.New(cfg, w, opts)
-		if err != nil {
-			return nil, err
-		}
-		opts.ExpertCache = int64(f.CacheSlots) * probe.SlotRowBytes
-	}
-	p, err := plan.New(cfg, w, opts)
-	if err != nil {
-		return nil, err
-	}
-	return p, p.Err()
-}
-
-// planGPUPrefill plans the GPU leg of --gpu: the device's lines for
-// chunks of the CPU leg's rows. It returns no plan, and the reason in the
-// status, where the GPU is not used (an error with --gpu on).
-func planGPUPrefill(cfg *config.Config, w plan.Weights, f *PrefillOptions, chunk int) (*plan.Plan, host.GPUStatus, error) {
-	mode, _ := host.CheckGPUMode(f.GPU)
-	g := host.OpenGPU(mode, nil)
-	defer g.Close() // each GPU run opens the device afresh
-	if g.Device() == nil {
-		st := g.Status()
-		if mode == host.GPUOn {
-			return nil, st, fmt.Errorf("--gpu on: no GPU: %s", st.Reason)
-		}
-		return nil, st, nil
-	}
-	p, err := planPrefill(cfg, w, f, g.Device(), chunk)
-	var fit *plan.FitError
-	switch {
-	case errors.As(err, &fit):
-		g.Drop("the memory plan with the GPU lines does not fit: " + fit.Plan.Problem)
-	case err != nil:
-		return nil, g.Status(), err
-	default:
-		if reason := g.Misfit(p); reason != "" {
-			g.Drop(reason)
-			p = nil
-		}
-	}
-	st := g.Status()
-	if p == nil && mode == host.GPUOn {
-		return nil, st, fmt.Errorf("--gpu on: the GPU is not used: %s", st.Reason)
-	}
-	st.Active = p != nil
-	return p, st, nil
 }
 
 // prefillRun is what every run of the benchmark shares.
@@ -334,11 +317,11 @@ type prefillRun struct {
 	res     *PrefillResult
 }
 
-// prefillMode is one leg of the benchmark: its plan, where it records its
-// runs, and how it runs (every key computed on DSA layers, on the GPU, in
-// chunks of chunk rows rather than the plan's segments).
+// prefillMode is one leg of the benchmark: its engine, where it records
+// its runs, and how it runs (every key computed on DSA layers, on the
+// GPU, in chunks of chunk rows rather than the plan's segments).
 type prefillMode struct {
-	plan         *plan.Plan
+	cfg          host.Config
 	leg          *PrefillLeg
 	allKeys, gpu bool
 	chunk        int
@@ -347,31 +330,21 @@ type prefillMode struct {
 // run loads the model in one mode, prefills the prompt once and records
 // the run in the mode's leg (and, on the first run, the expert I/O).
 func (b *prefillRun) run(ctx context.Context, mode prefillMode, first bool) error {
-	p, f, res, prompt, leg := mode.plan, b.flags, b.res, b.prompt, mode.leg
-	opts := loader.Options{Model: host.PlannedModel(p, model.Options{DisableMTP: true, ComputeAllKeys: mode.allKeys})}
-	if f.Stream || !p.AllExpertsCached() {
-		opts.Experts = host.StreamedWith(experts.StreamOptions{
-			CacheBytes: p.ExpertCacheBytes, WorkingSlots: p.WorkingSlots, FootprintLimit: p.MemoryLimitBytes,
-		})
-	}
-	// The Go runtime is bounded by the plan's heap lines, as the engine's
-	// is; what the previous run left is collected and returned first, so
-	// that each run's peak is its own.
+	f, res, prompt, leg := b.flags, b.res, b.prompt, mode.leg
+	// What the previous run left is collected and returned first, so
+	// that each run's peak is its own (host.Open bounds the Go runtime by
+	// the plan's heap lines, as the engine's is).
 	runtime.GC()
 	debug.FreeOSMemory()
-	host.SetMemoryLimit(p)
-	d, err := loader.Open(ctx, b.dir, opts) // on error it closes the tier
+	e, err := host.Open(ctx, mode.cfg, nil)
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	src := host.Streamed(d) // nil: the experts are resident
-	m := d.Model
+	defer e.Close()
+	p, src, m := e.Plan, e.Experts, e.Model.Dir.Model // src nil: the experts are resident
 	var g *host.GPU
 	if mode.gpu {
-		g = host.OpenGPUWith(host.GPUOn, nil, gpu.Options{Device: -1, CopyExperts: b.flags.CopyExperts})
-		defer g.Close() // before the model's memory goes
-		if g.Attach(m, p); !m.Accelerated() {
+		if g = e.GPU; !m.Accelerated() {
 			return fmt.Errorf("the GPU leg: %s", g.Status().Reason)
 		}
 	}

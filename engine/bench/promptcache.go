@@ -69,24 +69,17 @@ func PromptCache(ctx context.Context, modelFlag string, mem host.Memory, stream 
 		ModelDir: path, Memory: mem, Context: tokens + turn + 8, MaxBatch: 1, IdleSequences: -1,
 		PromptCache: host.PromptCache{Dir: dir, DiskBytes: promptcache.DefaultDiskBytes(dir), Build: build},
 	}
-	lm, err := host.OpenModel(path)
+	pv, err := host.PreviewOpen(host.Config{ModelDir: path, Memory: mem, Context: cfg.Context, MaxBatch: 1, PromptCache: cfg.PromptCache, GPU: host.GPUOff})
 	if err != nil {
 		return nil, err
 	}
-	vocab := lm.Dir.Config.VocabSize
-	if cfg.Context > lm.Dir.Config.MaxPositionEmbeddings {
-		lm.Close()
-		return nil, fmt.Errorf("--tokens %d + --turn %d exceed the model's %d positions", tokens, turn, lm.Dir.Config.MaxPositionEmbeddings)
+	vocab := pv.Model.VocabSize
+	if cfg.Context > pv.Model.MaxPositionEmbeddings {
+		return nil, fmt.Errorf("--tokens %d + --turn %d exceed the model's %d positions", tokens, turn, pv.Model.MaxPositionEmbeddings)
 	}
 	if stream {
-		p, err := host.PlanFor(lm.Dir, cfg, nil)
-		if err != nil {
-			lm.Close()
-			return nil, err
-		}
-		cfg.Memory.ExpertCache = strconv.FormatInt(p.SlotRowBytes, 10)
+		cfg.Memory.ExpertCache = strconv.FormatInt(pv.Plan.SlotSetBytes, 10)
 	}
-	lm.Close()
 
 	rng := rand.New(rand.NewPCG(seed, 0x9c))
 	ids := func(n int) []int {

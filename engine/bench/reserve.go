@@ -103,7 +103,7 @@ func Reserve(ctx context.Context, modelFlag string, f ReserveOptions) (*ReserveR
 	if err != nil {
 		return nil, err
 	}
-	cfg.Memory.ExpertCache = strconv.FormatInt(probe.SlotRowBytes, 10)
+	cfg.Memory.ExpertCache = strconv.FormatInt(probe.SlotSetBytes, 10)
 
 	rng := rand.New(rand.NewPCG(f.Seed, 0x7e5))
 	prompt := make([]int, f.Tokens)

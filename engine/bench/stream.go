@@ -6,11 +6,10 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/spoolhq/spool/engine/config"
 	"github.com/spoolhq/spool/engine/experts"
 	"github.com/spoolhq/spool/engine/generate"
 	"github.com/spoolhq/spool/engine/host"
-	"github.com/spoolhq/spool/engine/loader"
-	"github.com/spoolhq/spool/engine/model"
 	"github.com/spoolhq/spool/engine/plan"
 	"github.com/spoolhq/spool/native/diskio"
 )
@@ -92,11 +91,7 @@ type StreamResult struct {
 // with the experts streamed through so's tier in the memory mem plans,
 // between two disk probes of probeBytes each.
 func Stream(ctx context.Context, dir string, mem *host.Memory, tokens int, speculate bool, so experts.StreamOptions, probeBytes int64, seed uint64) (*StreamResult, error) {
-	cfg, w, err := host.WeightsOf(dir)
-	if err != nil {
-		return nil, err
-	}
-	opts, err := mem.Options()
+	cfg, err := config.Load(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -107,26 +102,27 @@ func Stream(ctx context.Context, dir string, mem *host.Memory, tokens int, specu
 	if so.WorkingSlots == 0 {
 		so.WorkingSlots = 2 * cfg.ExpertsPerToken
 	}
-	opts.Segment, opts.WorkingSlots, opts.Context = promptLen, so.WorkingSlots, promptLen+tokens+8
-	p, err := plan.New(cfg, w, opts)
+	e, err := host.Open(ctx, host.Config{
+		ModelDir: dir, Memory: *mem, Context: promptLen + tokens + 8, MaxBatch: 1, NoMTP: !speculate,
+		PromptCache: host.PromptCache{Off: true}, GPU: host.GPUOff, NoScheduler: true,
+		TunePlan: func(_ *config.Config, _ plan.Weights, o *plan.Options) error {
+			o.Segment, o.WorkingSlots = promptLen, so.WorkingSlots
+			return nil
+		},
+		Stream: func(p *plan.Plan) experts.StreamOptions {
+			so.CacheBytes, so.WorkingSlots = p.ExpertCacheBytes, p.WorkingSlots
+			if so.PinnedBytes < 0 {
+				so.PinnedBytes = so.CacheBytes / 2
+			}
+			so.PinnedBytes = min(so.PinnedBytes, so.CacheBytes)
+			return so
+		},
+	}, nil)
 	if err != nil {
 		return nil, err
 	}
-	if err := p.Err(); err != nil {
-		return nil, err
-	}
-
-	so.CacheBytes, so.WorkingSlots = p.ExpertCacheBytes, p.WorkingSlots
-	if so.PinnedBytes < 0 {
-		so.PinnedBytes = so.CacheBytes / 2
-	}
-	so.PinnedBytes = min(so.PinnedBytes, so.CacheBytes)
-	d, err := loader.Open(ctx, dir, loader.Options{Model: model.Options{DisableMTP: !speculate, KVBF16: p.KVBF16()}, Experts: host.StreamedWith(so)})
-	if err != nil {
-		return nil, err // loader.Open closed the tier
-	}
-	defer d.Close() // and the tier
-	src := host.Streamed(d)
+	defer e.Close() // and the tier
+	p, src := e.Plan, e.Experts
 
 	before, err := src.ProbeReads(ctx, probeBytes, seed)
 	if err != nil {
@@ -138,11 +134,11 @@ func Stream(ctx context.Context, dir string, mem *host.Memory, tokens int, specu
 	for i := range prompt {
 		prompt[i] = rng.IntN(cfg.VocabSize)
 	}
-	m := d.Model
+	m := e.Model.Dir.Model
 	var start time.Time
 	var activity diskio.Activity
 	first := true
-	res, err := generate.Generate(ctx, m, m.NewSequence(0), prompt, generate.Params{MaxTokens: tokens, Speculative: speculate}, func(int) error {
+	res, err := generate.Generate(ctx, m, m.NewSequence(p.Context), prompt, generate.Params{MaxTokens: tokens, Speculative: speculate}, func(int) error {
 		if first {
 			first = false
 			src.ResetTurn()

@@ -450,3 +450,17 @@ func BenchmarkRender(b *testing.B) {
 		}
 	}
 }
+
+// parseTemplateFile parses one template file for a test.
+func parseTemplateFile(t testing.TB, path string) *Template {
+	t.Helper()
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := ParseTemplate(string(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tmpl
+}

@@ -110,16 +110,6 @@ func (c *Config) FullIndexerLayers() []int {
 	return out
 }
 
-// IsEOS reports whether id ends generation.
-func (c *Config) IsEOS(id int) bool {
-	for _, e := range c.EOSTokenIDs {
-		if e == id {
-			return true
-		}
-	}
-	return false
-}
-
 // maxConfigBytes bounds config.json and generation_config.json.
 const maxConfigBytes = 16 << 20
 

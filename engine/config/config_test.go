@@ -64,7 +64,7 @@ func TestRealConfig(t *testing.T) {
 	if len(full) != 21 || full[0] != 0 || full[1] != 1 || full[2] != 2 || full[3] != 6 || full[20] != 74 {
 		t.Errorf("full indexer layers %v", full)
 	}
-	if !c.IsEOS(154827) || c.IsEOS(154822) {
+	if !slices.Contains(c.EOSTokenIDs, 154827) || slices.Contains(c.EOSTokenIDs, 154822) {
 		t.Error("eos set wrong")
 	}
 }

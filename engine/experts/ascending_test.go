@@ -37,10 +37,10 @@ func TestAscendingConsumerCompletes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := probe.SlotRowBytes()
+	set := probe.SlotSetBytes()
 	probe.Close()
 	for _, working := range []int{1, 2, 5} {
-		s, err := experts.NewStreamed(context.Background(), c, cfg, layers, experts.StreamOptions{CacheBytes: 3 * row, WorkingSlots: working, Workers: 4})
+		s, err := experts.NewStreamed(context.Background(), c, cfg, layers, experts.StreamOptions{CacheBytes: 3 * set, WorkingSlots: working, Workers: 4})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,9 +111,9 @@ func TestMissesReadInRankOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := probe.SlotRowBytes()
+	set := probe.SlotSetBytes()
 	probe.Close()
-	s, err := experts.NewStreamed(context.Background(), c, cfg, layers, experts.StreamOptions{CacheBytes: 4 * row, WorkingSlots: 2, Workers: 1})
+	s, err := experts.NewStreamed(context.Background(), c, cfg, layers, experts.StreamOptions{CacheBytes: 4 * set, WorkingSlots: 2, Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

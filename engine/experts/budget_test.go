@@ -16,9 +16,9 @@ import (
 func TestLRUShareWaitsForLeases(t *testing.T) {
 	c, cfg := openContainer(t, "glm52-tiny")
 	layers := cfg.SparseLayers()
-	row := slotRow(t, c, cfg, layers)
+	set := slotSet(t, c, cfg, layers)
 	const planned = 4
-	s, err := experts.NewStreamed(context.Background(), c, cfg, layers, experts.StreamOptions{CacheBytes: planned * row, WorkingSlots: 2})
+	s, err := experts.NewStreamed(context.Background(), c, cfg, layers, experts.StreamOptions{CacheBytes: planned * set, WorkingSlots: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -129,7 +129,7 @@ func (s *Streamed) landed(f *fill, k int, res diskio.ReadResult) {
 	defer s.mu.Unlock()
 	f.left--
 	f.bytes += res.Bytes
-	s.tel.read(f.lc.row, res.Bytes, res.Service)
+	s.tel.read(f.lc.index, res.Bytes, res.Service)
 	if res.Err != nil {
 		s.failFillLocked(f, s.readError(f, file, "reading", res.Err))
 	}
@@ -147,7 +147,7 @@ func (s *Streamed) decoded(f *fill, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f.left--
-	s.tel.unpacked(f.lc.row, f.u.out, f.u.spent)
+	s.tel.unpacked(f.lc.index, f.u.out, f.u.spent)
 	if err != nil {
 		s.failFillLocked(f, s.readError(f, f.lo.reads[0].file, "decoding", err))
 	}
@@ -326,7 +326,7 @@ func (l *streamLease) claimLocked(i int) bool {
 		return false
 	}
 	delete(it.lc.ahead, it.id)
-	s.tel.prefetchHit(it.lc.row)
+	s.tel.prefetchHit(it.lc.index)
 	f.owner, f.item = l, i
 	it.f, it.slot, it.gen = f, f.slot, f.gen
 	if !f.done {
@@ -352,7 +352,7 @@ func (s *Streamed) cancelAheadLocked(f *fill) {
 	if f.lc.ahead[f.id] == f {
 		delete(f.lc.ahead, f.id)
 	}
-	s.tel.prefetchCancelled(f.lc.row)
+	s.tel.prefetchCancelled(f.lc.index)
 	if f.done {
 		s.dropAheadLocked(f)
 	}

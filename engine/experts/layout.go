@@ -268,11 +268,11 @@ func (s *Streamed) locate(c *container.Container, layers []int) error {
 	}
 	main := &slotClass{name: mainClass}
 	mtp := &slotClass{name: mtpClass}
-	for row, l := range layers {
+	for i, l := range layers {
 		if _, dup := s.byLayer[l]; dup {
 			return fmt.Errorf("experts: layer %d listed twice", l)
 		}
-		lc := &layerCache{layer: l, row: row, pinned: map[int]*slot{}, lru: map[int]*slot{}, ahead: map[int]*fill{}, class: main, policy: s.opts.newPolicy()}
+		lc := &layerCache{layer: l, index: i, pinned: map[int]*slot{}, lru: map[int]*slot{}, ahead: map[int]*fill{}, class: main, policy: s.opts.newPolicy()}
 		if l == s.cfg.NumLayers {
 			lc.class = mtp
 		}

@@ -217,7 +217,7 @@ func (l *streamLease) Next(ctx context.Context) (int, *Expert, error) {
 			return 0, nil, err
 		}
 		s.mu.Lock()
-		s.tel.wait(l.lc.row, time.Since(start))
+		s.tel.wait(l.lc.index, time.Since(start))
 		s.mu.Unlock()
 	}
 }

@@ -69,13 +69,13 @@ func (s *Streamed) leaseLocked(ctx context.Context, lc *layerCache, ids []int) *
 		it.lc, it.id = lc, id
 		s.usage.add(lc.layer, id)
 		s.touchLocked(lc, id)
-		s.tel.routed(lc.row, id)
+		s.tel.routed(lc.index, id)
 		if sl, ok := lc.pinned[id]; ok && sl.state == slotReady {
 			sl.refs++
 			it.slot, it.gen, it.state = sl, sl.gen, itemReady
 			l.ready = append(l.ready, i)
 			l.hitAtAcquire[i] = true
-			s.tel.hit(lc.row, true)
+			s.tel.hit(lc.index, true)
 			continue
 		}
 		if sl, ok := lc.lru[id]; ok && sl.state == slotReady {
@@ -84,10 +84,10 @@ func (s *Streamed) leaseLocked(ctx context.Context, lc *layerCache, ids []int) *
 			it.slot, it.gen, it.state = sl, sl.gen, itemReady
 			l.ready = append(l.ready, i)
 			l.hitAtAcquire[i] = true
-			s.tel.hit(lc.row, false)
+			s.tel.hit(lc.index, false)
 			continue
 		}
-		s.tel.miss(lc.row)
+		s.tel.miss(lc.index)
 		misses = append(misses, i)
 	}
 	l.rankLocked()

@@ -66,7 +66,7 @@ func TestCorruptPack(t *testing.T) {
 		}
 		f.Close()
 	}
-	d, damaged := openStreamed(t, dir, func(row int64) experts.StreamOptions {
+	d, damaged := openStreamed(t, dir, func(set int64) experts.StreamOptions {
 		return experts.StreamOptions{WorkingSlots: 4, Packs: experts.PacksRead, Logger: slog.New(slog.DiscardHandler)}
 	}, nil)
 	for i, p := range ref.prompts {
@@ -84,7 +84,7 @@ func TestCorruptPack(t *testing.T) {
 	if err := os.Chtimes(stale+"/out-00001.safetensors", later, later); err != nil {
 		t.Fatal(err)
 	}
-	d2, s := openStreamed(t, stale, func(row int64) experts.StreamOptions {
+	d2, s := openStreamed(t, stale, func(set int64) experts.StreamOptions {
 		return experts.StreamOptions{WorkingSlots: 4, Packs: experts.PacksRead}
 	}, nil)
 	// Both packs hold bytes of out-00001 (an expert straddles the two
@@ -126,7 +126,7 @@ func TestPackPolicy(t *testing.T) {
 		{"ignore", experts.PacksIgnore, rans.Loop{}, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d, s := openStreamed(t, dir, func(row int64) experts.StreamOptions {
+			d, s := openStreamed(t, dir, func(set int64) experts.StreamOptions {
 				return experts.StreamOptions{WorkingSlots: 4, Packs: tc.policy, DecodeLoop: tc.loop}
 			}, nil)
 			if got := generateTokens(t, d, ref.prompts[0], false); !slices.Equal(got, ref.plain[0]) {

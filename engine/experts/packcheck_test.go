@@ -117,13 +117,13 @@ func TestDamagedPackFallsBack(t *testing.T) {
 					t.Fatal(err)
 				}
 				usage := everyExpertUsed(t, cfg.NumLayers, cfg.NumRoutedExperts)
-				d, s := openStreamed(t, dir, func(row int64) experts.StreamOptions {
+				d, s := openStreamed(t, dir, func(set int64) experts.StreamOptions {
 					o := experts.StreamOptions{WorkingSlots: 4, Packs: experts.PacksRead, Logger: slog.New(slog.NewTextHandler(&log, nil))}
 					switch mode {
 					case "pinned":
-						o.CacheBytes, o.PinnedBytes, o.UsagePath = 8*row, 8*row, usage
+						o.CacheBytes, o.PinnedBytes, o.UsagePath = 8*set, 8*set, usage
 					case "read ahead":
-						o.CacheBytes, o.WorkingSlots, o.Prefetch = 2*row, 24, true
+						o.CacheBytes, o.WorkingSlots, o.Prefetch = 2*set, 24, true
 					}
 					return o
 				}, nil)

@@ -64,14 +64,14 @@ func openContainer(t *testing.T, model string) (*container.Container, *config.Co
 	return testmodel.Open(t, fixtures.Path(t, model))
 }
 
-func slotRow(t *testing.T, c *container.Container, cfg *config.Config, layers []int) int64 {
+func slotSet(t *testing.T, c *container.Container, cfg *config.Config, layers []int) int64 {
 	t.Helper()
 	probe, err := experts.NewStreamed(context.Background(), c, cfg, layers, experts.StreamOptions{WorkingSlots: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer probe.Close()
-	return probe.SlotRowBytes()
+	return probe.SlotSetBytes()
 }
 
 // drain takes every expert of a lease, marking each Done.
@@ -94,9 +94,9 @@ func drain(t *testing.T, l experts.Lease) {
 func TestPolicyTrace(t *testing.T) {
 	c, cfg := openContainer(t, "glm52-tiny")
 	layers := cfg.SparseLayers()
-	row := slotRow(t, c, cfg, layers)
+	set := slotSet(t, c, cfg, layers)
 	for _, slots := range []int{0, 1, 2, 3, 5} {
-		s, err := experts.NewStreamed(context.Background(), c, cfg, layers, experts.StreamOptions{CacheBytes: int64(slots) * row, WorkingSlots: 2, Workers: 3})
+		s, err := experts.NewStreamed(context.Background(), c, cfg, layers, experts.StreamOptions{CacheBytes: int64(slots) * set, WorkingSlots: 2, Workers: 3})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -40,10 +40,10 @@ func TestReplayPolicyMatchesTheStreamedTier(t *testing.T) {
 			if err := hist.Save(usage); err != nil {
 				t.Fatal(err)
 			}
-			_, s := openStreamed(t, fixtures.Path(t, "glm52-mini"), func(row int64) experts.StreamOptions {
-				o := experts.StreamOptions{CacheBytes: 4 * row, UsagePath: usage}
+			_, s := openStreamed(t, fixtures.Path(t, "glm52-mini"), func(set int64) experts.StreamOptions {
+				o := experts.StreamOptions{CacheBytes: 4 * set, UsagePath: usage}
 				if tc.pins {
-					o.PinnedBytes = 2 * row
+					o.PinnedBytes = 2 * set
 				}
 				return o
 			}, nil)

@@ -51,7 +51,7 @@ func (s *Streamed) Prefetch(ctx context.Context, layer int, ids []int) {
 		f, r := s.startFillLocked(ctx, lc, id, sl, nil, 0)
 		lc.ahead[id] = f
 		reqs = append(reqs, r...)
-		s.tel.prefetched(lc.row)
+		s.tel.prefetched(lc.index)
 	}
 	if len(reqs) == 0 {
 		s.mu.Unlock()

@@ -16,8 +16,8 @@ import (
 func TestProbeReadsAndBursts(t *testing.T) {
 	const model = "glm52-mini"
 	ref := residentRef(t, model)
-	d, s := openStreamed(t, fixtures.Path(t, model), func(row int64) experts.StreamOptions {
-		return experts.StreamOptions{CacheBytes: row, WorkingSlots: 6, Workers: 3, ReadChunk: 4096}
+	d, s := openStreamed(t, fixtures.Path(t, model), func(set int64) experts.StreamOptions {
+		return experts.StreamOptions{CacheBytes: set, WorkingSlots: 6, Workers: 3, ReadChunk: 4096}
 	}, func(s *experts.Streamed) { experts.SetPoison(s, true) })
 	ctx := context.Background()
 	const budget = 1 << 20

@@ -26,8 +26,8 @@ func TestStreamedMatchesReferences(t *testing.T) {
 				name, dir = model+"/packed", packedModel(t, model)
 			}
 			t.Run(name, func(t *testing.T) {
-				d, s := openStreamed(t, dir, func(row int64) experts.StreamOptions {
-					o := experts.StreamOptions{CacheBytes: row, WorkingSlots: 2, Workers: 3, ReadChunk: 4096}
+				d, s := openStreamed(t, dir, func(set int64) experts.StreamOptions {
+					o := experts.StreamOptions{CacheBytes: set, WorkingSlots: 2, Workers: 3, ReadChunk: 4096}
 					if packed {
 						o.Packs = experts.PacksRead
 					}

@@ -25,9 +25,9 @@ func loadTrace(t *testing.T, name string) *experts.RouteTrace {
 }
 
 // replayPolicy replays trace through a streamed glm52-mini source built
-// from opts(row) and returns its counters. A usage history, when given,
+// from opts(set) and returns its counters. A usage history, when given,
 // is written first to seed the pins.
-func replayPolicy(t *testing.T, trace *experts.RouteTrace, history *experts.Usage, opts func(row int64) experts.StreamOptions) (experts.Counters, experts.Stats) {
+func replayPolicy(t *testing.T, trace *experts.RouteTrace, history *experts.Usage, opts func(set int64) experts.StreamOptions) (experts.Counters, experts.Stats) {
 	t.Helper()
 	usage := filepath.Join(t.TempDir(), ".coli_usage")
 	if history != nil {
@@ -35,8 +35,8 @@ func replayPolicy(t *testing.T, trace *experts.RouteTrace, history *experts.Usag
 			t.Fatal(err)
 		}
 	}
-	_, s := openStreamed(t, fixtures.Path(t, "glm52-mini"), func(row int64) experts.StreamOptions {
-		o := opts(row)
+	_, s := openStreamed(t, fixtures.Path(t, "glm52-mini"), func(set int64) experts.StreamOptions {
+		o := opts(set)
 		o.UsagePath = usage
 		return o
 	}, nil)
@@ -59,17 +59,17 @@ func TestReplayPolicies(t *testing.T) {
 	learn, eval := loadTrace(t, "mini1.trace"), loadTrace(t, "mini2.trace")
 	// The usage a first session leaves behind.
 	hist := historyOf(t, learn)
-	lru, _ := replayPolicy(t, eval, nil, func(row int64) experts.StreamOptions {
-		return experts.StreamOptions{CacheBytes: 4 * row}
+	lru, _ := replayPolicy(t, eval, nil, func(set int64) experts.StreamOptions {
+		return experts.StreamOptions{CacheBytes: 4 * set}
 	})
-	pinned, _ := replayPolicy(t, eval, hist, func(row int64) experts.StreamOptions {
-		return experts.StreamOptions{CacheBytes: 4 * row, PinnedBytes: 2 * row}
+	pinned, _ := replayPolicy(t, eval, hist, func(set int64) experts.StreamOptions {
+		return experts.StreamOptions{CacheBytes: 4 * set, PinnedBytes: 2 * set}
 	})
-	repin, st := replayPolicy(t, eval, hist, func(row int64) experts.StreamOptions {
-		return experts.StreamOptions{CacheBytes: 4 * row, PinnedBytes: 2 * row, RepinEvery: 16}
+	repin, st := replayPolicy(t, eval, hist, func(set int64) experts.StreamOptions {
+		return experts.StreamOptions{CacheBytes: 4 * set, PinnedBytes: 2 * set, RepinEvery: 16}
 	})
-	live, st2 := replayPolicy(t, eval, nil, func(row int64) experts.StreamOptions {
-		return experts.StreamOptions{CacheBytes: 4 * row, PinnedBytes: 2 * row, RepinEvery: 16}
+	live, st2 := replayPolicy(t, eval, nil, func(set int64) experts.StreamOptions {
+		return experts.StreamOptions{CacheBytes: 4 * set, PinnedBytes: 2 * set, RepinEvery: 16}
 	})
 	t.Logf("4 LRU slots a layer:              hit rate %.3f", lru.HitRate())
 	t.Logf("2 LRU + 2 pins learned live:      hit rate %.3f (%d swaps)", live.HitRate(), st2.Repins)

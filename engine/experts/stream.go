@@ -77,7 +77,7 @@ type Streamed struct {
 // layerCache is one expert layer's tiers.
 type layerCache struct {
 	layer   int
-	row     int // row in the expert map
+	index   int // among the expert layers: its counters, its row of the expert map
 	class   *slotClass
 	layouts []*layout // by expert id
 	pinned  map[int]*slot
@@ -199,9 +199,9 @@ func (s *Streamed) Files() []string {
 	return out
 }
 
-// SlotRowBytes is the slab memory of one LRU slot in every expert layer:
+// SlotSetBytes is the slab memory of one LRU slot in every expert layer:
 // the granule CacheBytes is divided by.
-func (s *Streamed) SlotRowBytes() int64 {
+func (s *Streamed) SlotSetBytes() int64 {
 	var n int64
 	for _, lc := range s.layers {
 		n += lc.class.size

@@ -97,20 +97,20 @@ func tryGenerate(d *loader.Dir, prompt []int, spec bool) ([]int, error) {
 }
 
 // openStreamed opens a fixture model with a streamed source built by
-// build from the slot row size (one LRU slot in every expert layer).
-func openStreamed(t *testing.T, dir string, build func(row int64) experts.StreamOptions, setup func(*experts.Streamed)) (*loader.Dir, *experts.Streamed) {
+// build from the slot set size (one LRU slot in every expert layer).
+func openStreamed(t *testing.T, dir string, build func(set int64) experts.StreamOptions, setup func(*experts.Streamed)) (*loader.Dir, *experts.Streamed) {
 	t.Helper()
 	return openSource(t, dir, false, build, setup)
 }
 
 // openChecked is openStreamed with the weights fingerprinted first: the
 // tier checks every read against the experts' checksums.
-func openChecked(t *testing.T, dir string, build func(row int64) experts.StreamOptions, setup func(*experts.Streamed)) (*loader.Dir, *experts.Streamed) {
+func openChecked(t *testing.T, dir string, build func(set int64) experts.StreamOptions, setup func(*experts.Streamed)) (*loader.Dir, *experts.Streamed) {
 	t.Helper()
 	return openSource(t, dir, true, build, setup)
 }
 
-func openSource(t *testing.T, dir string, checked bool, build func(row int64) experts.StreamOptions, setup func(*experts.Streamed)) (*loader.Dir, *experts.Streamed) {
+func openSource(t *testing.T, dir string, checked bool, build func(set int64) experts.StreamOptions, setup func(*experts.Streamed)) (*loader.Dir, *experts.Streamed) {
 	t.Helper()
 	var s *experts.Streamed
 	d, err := loader.OpenHeaders(dir)
@@ -133,11 +133,11 @@ func openSource(t *testing.T, dir string, checked bool, build func(row int64) ex
 			if err != nil {
 				return nil, err
 			}
-			row := probe.SlotRowBytes()
+			set := probe.SlotSetBytes()
 			if err := probe.Close(); err != nil {
 				return nil, err
 			}
-			s, err = experts.NewStreamed(ctx, c, cfg, layers, build(row))
+			s, err = experts.NewStreamed(ctx, c, cfg, layers, build(set))
 			if err != nil {
 				return nil, err
 			}
@@ -208,10 +208,10 @@ func TestStreamedMatchesResident(t *testing.T) {
 					open, name = openChecked, name+"/checked"
 				}
 				t.Run(name, func(t *testing.T) {
-					d, s := open(t, dir, func(row int64) experts.StreamOptions {
-						o := experts.StreamOptions{CacheBytes: b.slots * row, WorkingSlots: b.working, Workers: b.workers, ReadChunk: b.chunk, Prefetch: v.prefetch}
+					d, s := open(t, dir, func(set int64) experts.StreamOptions {
+						o := experts.StreamOptions{CacheBytes: b.slots * set, WorkingSlots: b.working, Workers: b.workers, ReadChunk: b.chunk, Prefetch: v.prefetch}
 						if v.repin {
-							o.PinnedBytes, o.RepinEvery = pinned*row, 2
+							o.PinnedBytes, o.RepinEvery = pinned*set, 2
 						}
 						if v.packed {
 							// Every decode loop streams some budget.
@@ -258,8 +258,8 @@ func TestReadErrorThenRecover(t *testing.T) {
 	for _, model := range fixtureModels {
 		t.Run(model, func(t *testing.T) {
 			ref := residentRef(t, model)
-			d, s := openStreamed(t, fixtures.Path(t, model), func(row int64) experts.StreamOptions {
-				return experts.StreamOptions{CacheBytes: 2 * row, WorkingSlots: 2, Workers: 4}
+			d, s := openStreamed(t, fixtures.Path(t, model), func(set int64) experts.StreamOptions {
+				return experts.StreamOptions{CacheBytes: 2 * set, WorkingSlots: 2, Workers: 4}
 			}, func(s *experts.Streamed) { experts.SetPoison(s, true) })
 			injected := errors.New("injected I/O error")
 			for _, nth := range []int64{1, 7, 40} {
@@ -304,8 +304,8 @@ func TestShortReadThenRecover(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			build := func(row int64) experts.StreamOptions {
-				return experts.StreamOptions{CacheBytes: row, WorkingSlots: 2, Workers: 2}
+			build := func(set int64) experts.StreamOptions {
+				return experts.StreamOptions{CacheBytes: set, WorkingSlots: 2, Workers: 2}
 			}
 			poison := func(s *experts.Streamed) { experts.SetPoison(s, true) }
 			var d *loader.Dir
@@ -354,8 +354,8 @@ func copyModel(t *testing.T, src string) string { return fixtures.CopyModel(t, s
 func TestFootprintGuard(t *testing.T) {
 	model := "glm52-mini"
 	ref := residentRef(t, model)
-	d, s := openStreamed(t, fixtures.Path(t, model), func(row int64) experts.StreamOptions {
-		return experts.StreamOptions{CacheBytes: 6 * row, WorkingSlots: 3, FootprintLimit: 1, GuardEvery: 2}
+	d, s := openStreamed(t, fixtures.Path(t, model), func(set int64) experts.StreamOptions {
+		return experts.StreamOptions{CacheBytes: 6 * set, WorkingSlots: 3, FootprintLimit: 1, GuardEvery: 2}
 	}, func(s *experts.Streamed) {
 		experts.SetPoison(s, true)
 		experts.SetFootprint(s, func() (uint64, error) { return 1 << 40, nil })
@@ -381,16 +381,16 @@ func TestMemoryUnderBudget(t *testing.T) {
 	model := "glm52-mini"
 	ref := residentRef(t, model)
 	const working = 4
-	var row int64
+	var set int64
 	d, s := openStreamed(t, fixtures.Path(t, model), func(r int64) experts.StreamOptions {
-		row = r
+		set = r
 		return experts.StreamOptions{CacheBytes: 3*r + r/2, WorkingSlots: working}
 	}, nil)
 	st := s.Stats()
-	budget := 3*row + row/2
+	budget := 3*set + set/2
 	// Decoder and MTP working banks: at most working slots of the widest
-	// class each, bounded by one slot row per slot.
-	if max := budget + int64(working)*row; st.SlabBytes > max {
+	// class each, bounded by one slot set per slot.
+	if max := budget + int64(working)*set; st.SlabBytes > max {
 		t.Errorf("slabs take %d bytes, budget %d + working bank", st.SlabBytes, budget)
 	}
 	if st.LRUSlots != 3*len(st.Layers) {
@@ -438,9 +438,9 @@ func TestChurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := probe.SlotRowBytes()
+	set := probe.SlotSetBytes()
 	probe.Close()
-	s, err := experts.NewStreamed(context.Background(), c, cfg, layers, experts.StreamOptions{CacheBytes: 3 * row, WorkingSlots: 5, Workers: 4})
+	s, err := experts.NewStreamed(context.Background(), c, cfg, layers, experts.StreamOptions{CacheBytes: 3 * set, WorkingSlots: 5, Workers: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -513,8 +513,8 @@ func TestUsagePinning(t *testing.T) {
 	model := "glm52-mini"
 	ref := residentRef(t, model)
 	usage := filepath.Join(t.TempDir(), ".coli_usage")
-	d, s := openStreamed(t, fixtures.Path(t, model), func(row int64) experts.StreamOptions {
-		return experts.StreamOptions{CacheBytes: 2 * row, WorkingSlots: 3, UsagePath: usage}
+	d, s := openStreamed(t, fixtures.Path(t, model), func(set int64) experts.StreamOptions {
+		return experts.StreamOptions{CacheBytes: 2 * set, WorkingSlots: 3, UsagePath: usage}
 	}, nil)
 	if got := generateTokens(t, d, ref.prompts[0], false); !slices.Equal(got, ref.plain[0]) {
 		t.Fatalf("%v, want %v", got, ref.plain[0])
@@ -545,8 +545,8 @@ func TestUsagePinning(t *testing.T) {
 		t.Fatalf("saved history: %v, total %d", err, u.Total())
 	}
 
-	d2, s2 := openStreamed(t, fixtures.Path(t, model), func(row int64) experts.StreamOptions {
-		return experts.StreamOptions{CacheBytes: 4 * row, PinnedBytes: 2 * row, WorkingSlots: 3, UsagePath: usage}
+	d2, s2 := openStreamed(t, fixtures.Path(t, model), func(set int64) experts.StreamOptions {
+		return experts.StreamOptions{CacheBytes: 4 * set, PinnedBytes: 2 * set, WorkingSlots: 3, UsagePath: usage}
 	}, func(s *experts.Streamed) { experts.SetPoison(s, true) })
 	st := s2.Stats()
 	if st.Pinned == 0 {

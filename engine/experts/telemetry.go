@@ -84,27 +84,27 @@ type Stats struct {
 // telemetry holds the counters; it is guarded by the source's mutex.
 type telemetry struct {
 	experts int
-	turn    []Counters // per row
+	turn    []Counters // per expert layer (layerCache.index)
 	total   []Counters
 	hits    []byte // routed bitmap since the last HitBitmap, LSB-first
 	shrinks int
 	repins  int
 }
 
-func (t *telemetry) init(rows, experts int) {
+func (t *telemetry) init(layers, experts int) {
 	t.experts = experts
-	t.turn = make([]Counters, rows)
-	t.total = make([]Counters, rows)
-	t.hits = make([]byte, (rows*experts+7)/8)
+	t.turn = make([]Counters, layers)
+	t.total = make([]Counters, layers)
+	t.hits = make([]byte, (layers*experts+7)/8)
 }
 
-func (t *telemetry) routed(row, expert int) {
-	b := row*t.experts + expert
+func (t *telemetry) routed(layer, expert int) {
+	b := layer*t.experts + expert
 	t.hits[b>>3] |= 1 << (b & 7)
 }
 
-func (t *telemetry) hit(row int, pinned bool) {
-	for _, c := range []*Counters{&t.turn[row], &t.total[row]} {
+func (t *telemetry) hit(layer int, pinned bool) {
+	for _, c := range []*Counters{&t.turn[layer], &t.total[layer]} {
 		c.Hits++
 		if pinned {
 			c.PinnedHits++
@@ -112,45 +112,45 @@ func (t *telemetry) hit(row int, pinned bool) {
 	}
 }
 
-func (t *telemetry) miss(row int) {
-	t.turn[row].Misses++
-	t.total[row].Misses++
+func (t *telemetry) miss(layer int) {
+	t.turn[layer].Misses++
+	t.total[layer].Misses++
 }
 
-func (t *telemetry) read(row int, n int64, service time.Duration) {
-	for _, c := range []*Counters{&t.turn[row], &t.total[row]} {
+func (t *telemetry) read(layer int, n int64, service time.Duration) {
+	for _, c := range []*Counters{&t.turn[layer], &t.total[layer]} {
 		c.Reads++
 		c.BytesRead += n
 		c.DiskTime += service
 	}
 }
 
-func (t *telemetry) unpacked(row int, n int64, spent time.Duration) {
-	for _, c := range []*Counters{&t.turn[row], &t.total[row]} {
+func (t *telemetry) unpacked(layer int, n int64, spent time.Duration) {
+	for _, c := range []*Counters{&t.turn[layer], &t.total[layer]} {
 		c.Unpacked++
 		c.Decoded += n
 		c.DecodeTime += spent
 	}
 }
 
-func (t *telemetry) prefetched(row int) {
-	t.turn[row].Prefetched++
-	t.total[row].Prefetched++
+func (t *telemetry) prefetched(layer int) {
+	t.turn[layer].Prefetched++
+	t.total[layer].Prefetched++
 }
 
-func (t *telemetry) prefetchHit(row int) {
-	t.turn[row].PrefetchHits++
-	t.total[row].PrefetchHits++
+func (t *telemetry) prefetchHit(layer int) {
+	t.turn[layer].PrefetchHits++
+	t.total[layer].PrefetchHits++
 }
 
-func (t *telemetry) prefetchCancelled(row int) {
-	t.turn[row].PrefetchCancelled++
-	t.total[row].PrefetchCancelled++
+func (t *telemetry) prefetchCancelled(layer int) {
+	t.turn[layer].PrefetchCancelled++
+	t.total[layer].PrefetchCancelled++
 }
 
-func (t *telemetry) wait(row int, d time.Duration) {
-	t.turn[row].Wait += d
-	t.total[row].Wait += d
+func (t *telemetry) wait(layer int, d time.Duration) {
+	t.turn[layer].Wait += d
+	t.total[layer].Wait += d
 }
 
 // Stats returns a snapshot of the counters and tiers.
@@ -162,7 +162,7 @@ func (s *Streamed) Stats() Stats {
 		st.WorkingSlots += cl.all
 	}
 	for _, lc := range s.layers {
-		ls := LayerStats{Layer: lc.layer, Turn: s.tel.turn[lc.row], Total: s.tel.total[lc.row]}
+		ls := LayerStats{Layer: lc.layer, Turn: s.tel.turn[lc.index], Total: s.tel.total[lc.index]}
 		st.Layers = append(st.Layers, ls)
 		st.Turn.add(ls.Turn)
 		st.Total.add(ls.Total)
@@ -202,7 +202,7 @@ func (s *Streamed) ExpertMap() []byte {
 	E := s.cfg.NumRoutedExperts
 	out := make([]byte, len(s.layers)*E)
 	for _, lc := range s.layers {
-		row := out[lc.row*E : (lc.row+1)*E]
+		row := out[lc.index*E : (lc.index+1)*E]
 		for e := range row {
 			row[e] = byte(min(63, bits.Len64(s.usage.Count(lc.layer, e))))
 		}

@@ -35,8 +35,8 @@ func TestDamagedUsageSetAside(t *testing.T) {
 				t.Fatal(err)
 			}
 			var log syncBuffer
-			d, s := openStreamed(t, fixtures.Path(t, model), func(row int64) experts.StreamOptions {
-				return experts.StreamOptions{CacheBytes: 4 * row, PinnedBytes: 2 * row, WorkingSlots: 4, UsagePath: usage,
+			d, s := openStreamed(t, fixtures.Path(t, model), func(set int64) experts.StreamOptions {
+				return experts.StreamOptions{CacheBytes: 4 * set, PinnedBytes: 2 * set, WorkingSlots: 4, UsagePath: usage,
 					Logger: slog.New(slog.NewTextHandler(&log, nil))}
 			}, nil)
 			if tc.generate {
@@ -73,7 +73,7 @@ func TestEmptyUsageNeverSaved(t *testing.T) {
 	if err := os.WriteFile(usage, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, s := openStreamed(t, fixtures.Path(t, "glm52-tiny"), func(row int64) experts.StreamOptions {
+	_, s := openStreamed(t, fixtures.Path(t, "glm52-tiny"), func(set int64) experts.StreamOptions {
 		return experts.StreamOptions{WorkingSlots: 4, UsagePath: usage}
 	}, nil)
 	before, _ := os.Stat(usage)

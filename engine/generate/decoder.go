@@ -91,8 +91,7 @@ func NewDecoder(r *model.Runner, seq *kvcache.Sequence, prompt []int, p Params, 
 	}
 	common := 0
 	if p.Embed {
-		seq.Trim(0)
-		seq.TrimMTP(0)
+		seq.Clear()
 	} else {
 		common = reusePrefix(seq, prompt)
 	}
@@ -117,17 +116,11 @@ func NewDecoder(r *model.Runner, seq *kvcache.Sequence, prompt []int, p Params, 
 }
 
 // reusePrefix keeps the longest prefix of prompt (all of it but the last
-// token) that seq holds and drops the rest, with the MTP row that consumed
-// a token the prompt does not have after that prefix. It returns the
-// prefix's length.
+// token) that seq holds and drops the rest (kvcache's Rewind keeps the MTP
+// cache's lag). It returns the prefix's length.
 func reusePrefix(seq *kvcache.Sequence, prompt []int) int {
-	held := seq.Tokens()
-	n := commonPrefix(held, prompt[:len(prompt)-1])
-	sameNext := len(held) > n && held[n] == prompt[n]
-	seq.Trim(n)
-	if !sameNext && seq.MTPEnd() == n && seq.MTP().Len() > 0 {
-		seq.TrimMTP(seq.MTP().Len() - 1)
-	}
+	n := commonPrefix(seq.Tokens(), prompt[:len(prompt)-1])
+	seq.Rewind(n, prompt[n])
 	return n
 }
 

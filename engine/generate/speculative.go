@@ -12,13 +12,12 @@ import (
 // they reach this bound. The memory plan counts it (plan.MTPPendingRows).
 const MaxPendingMTP = 64
 
-// The MTP layer's cache continues the main model's one position behind:
-// row p consumes the hidden state of position p and the token at p+1, so
-// when the sequence holds positions [0, n) the MTP cache holds rows up to
-// n-2 and the hidden state of n-1 waits for the token at n. The decoder
-// keeps the MTP cache's rows contiguous and, unless state was missing
-// (MTPFrom past 0), starting at position 0, which is what lets the prompt
-// cache store and restore it with the main cache's blocks.
+// The MTP layer's cache continues the main model's one position behind
+// (kvcache's mtp.go explains the lag, and its operations keep it): the
+// hidden states wait here for the token after them. The decoder keeps the
+// MTP cache's rows contiguous and, unless state was missing (ResetMTP),
+// starting at position 0, which is what lets the prompt cache store and
+// restore it with the main cache's blocks.
 
 // mtpQueue holds copies of the final-normed hidden states of consecutive
 // positions from, from+1, ... that the MTP layer has not absorbed (from is

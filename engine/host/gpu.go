@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"runtime"
 	"sync"
 
@@ -61,14 +62,23 @@ type GPU struct {
 	status GPUStatus
 }
 
-// OpenGPU opens the Vulkan device for mode. Any failure leaves the
-// backend unused, with the reason in its status.
-func OpenGPU(mode string, log io.Writer) *GPU {
-	return OpenGPUWith(mode, log, gpu.Options{Device: -1})
+// openGPU opens the Vulkan device of cfg's engine in mode.
+func openGPU(mode string, cfg Config) *GPU {
+	w := cfg.Log
+	if w == nil {
+		w = log.Writer()
+	}
+	return OpenGPU(mode, w, gpuOptions(cfg))
 }
 
-// OpenGPUWith is OpenGPU with the device's options.
-func OpenGPUWith(mode string, log io.Writer, opts gpu.Options) *GPU {
+// gpuOptions are the device options of cfg's engine.
+func gpuOptions(cfg Config) gpu.Options {
+	return gpu.Options{Device: -1, CopyExperts: cfg.GPUCopyExperts}
+}
+
+// OpenGPU opens the Vulkan device for mode with opts. Any failure leaves
+// the backend unused, with the reason in its status.
+func OpenGPU(mode string, log io.Writer, opts gpu.Options) *GPU {
 	g := &GPU{log: log, status: GPUStatus{Mode: mode}}
 	if mode == GPUOff {
 		g.status.Reason = "--gpu off"
@@ -211,6 +221,11 @@ func (g *GPU) Times() gpu.Times {
 	return dev.Times()
 }
 
+func (g *GPU) close() error {
+	g.Close()
+	return nil
+}
+
 // Close closes the device; call it after the model's last forward.
 func (g *GPU) Close() {
 	g.mu.Lock()
@@ -226,7 +241,7 @@ func (g *GPU) Close() {
 // GPU lines in the plan of the default context on this machine, without
 // loading the model.
 func InspectGPU(mode string, cfg *config.Config, w plan.Weights) GPUStatus {
-	g := OpenGPU(mode, nil)
+	g := OpenGPU(mode, nil, gpu.Options{Device: -1})
 	defer g.Close()
 	if g.dev == nil {
 		return g.Status()
@@ -235,24 +250,26 @@ func InspectGPU(mode string, cfg *config.Config, w plan.Weights) GPUStatus {
 		MachineMemory: MachineMemory, Threads: runtime.GOMAXPROCS(0),
 		Context: min(plan.DefaultContext, cfg.MaxPositionEmbeddings), GPU: g.Device(),
 	})
-	st := g.Status()
 	if err != nil {
+		st := g.Status()
 		st.Reason = err.Error()
 		return st
 	}
+	return g.preview(p)
+}
+
+// preview is the status Attach would give a model planned with p, without
+// one: the device used when p's GPU lines fit it.
+func (g *GPU) preview(p *plan.Plan) GPUStatus {
+	if g.dev == nil {
+		return g.Status()
+	}
 	if reason := g.misfit(p); reason != "" {
-		st = g.Status()
+		st := g.Status()
 		st.Reason = reason
 		return st
 	}
-	st = g.Status()
+	st := g.Status()
 	st.Active = true
 	return st
 }
-
-// Misfit records p's GPU lines in the status and says why they do not fit
-// the device ("" when they do); see Attach.
-func (g *GPU) Misfit(p *plan.Plan) string { return g.misfit(p) }
-
-// Drop stops using the device, saying why (see Attach).
-func (g *GPU) Drop(reason string) { g.drop(reason) }

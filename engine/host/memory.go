@@ -17,39 +17,8 @@ import (
 
 // Memory planning for the engines that load a model (run, serve, app,
 // the benchmarks): the plan of an opened model (with its prompt cache) for
-// a Memory setting, and what the plan sizes at load (the forwards' limits,
+// a configuration, and what the plan sizes at load (the forwards' limits,
 // the Go memory limit).
-
-// PlanOpened plans running the model whose headers d holds open (before any
-// weight is read) with the memory setting m; it returns
-// the plan, or a *plan.FitError carrying the table and a suggestion when
-// not even one expert cache slot per layer fits. spool run calls it before
-// loading. gpu is the device prefill runs on (nil: the CPU).
-func PlanOpened(d *loader.Dir, m *Memory, pc PromptCache, context, sequences int, gpu *plan.GPUDevice) (*plan.Plan, error) {
-	w, err := plan.FromContainer(d.Container, d.Config, d.Summary)
-	if err != nil {
-		return nil, err
-	}
-	return PlanWeights(d.Config, w, m, pc, context, sequences, gpu)
-}
-
-// PlanWeights plans running the model of cfg with weights w, as
-// PlanOpened does.
-func PlanWeights(cfg *config.Config, w plan.Weights, m *Memory, pc PromptCache, context, sequences int, gpu *plan.GPUDevice) (*plan.Plan, error) {
-	opts, err := m.Options()
-	if err != nil {
-		return nil, err
-	}
-	opts.Context, opts.Sequences, opts.GPU = context, sequences, gpu
-	if opts.PromptCache, err = pc.PlanMemory(cfg, w); err != nil {
-		return nil, err
-	}
-	p, err := plan.New(cfg, w, opts)
-	if err != nil {
-		return nil, err
-	}
-	return p, p.Err()
-}
 
 // Memory is the memory budget, the expert cache size and the KV cache's
 // type, as the --memory, --expert-cache and --kv-cache flags of fit, run
@@ -136,6 +105,11 @@ func PlanFor(d *loader.Dir, cfg Config, gpu *plan.GPUDevice) (*plan.Plan, error)
 	opts.GPU = gpu
 	if opts.PromptCache, err = cfg.PromptCache.PlanMemory(mc, w); err != nil {
 		return nil, err
+	}
+	if cfg.TunePlan != nil {
+		if err := cfg.TunePlan(mc, w, &opts); err != nil {
+			return nil, err
+		}
 	}
 	p, err := plan.New(mc, w, opts)
 	if err != nil {

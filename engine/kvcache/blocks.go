@@ -14,10 +14,10 @@ import (
 // The MTP rows lag the main rows by one position because MTP row p consumes
 // token p+1: a block's MTP rows are exactly those its own tokens and the
 // tokens before them determine. Rows are found by position (the MTP cache
-// may start past 0, see Sequence.MTPFrom). A block's values are float32
-// whatever the sequence stores: a bfloat16 sequence's, widened exactly
-// (and a block imported into one is rounded again, to the same values
-// when it came from one).
+// may start past 0; see mtp.go). A block's values are float32 whatever
+// the sequence stores: a bfloat16 sequence's, widened exactly (and a
+// block imported into one is rounded again, to the same values when it
+// came from one).
 
 // MainFloats is the number of float32 values one token's main-model state
 // occupies in a block: every layer's KV row and indexer key.

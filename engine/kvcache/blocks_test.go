@@ -173,8 +173,8 @@ func TestMTPCacheFromAPosition(t *testing.T) {
 	for p := 10; p < 47; p++ {
 		late.MTP().Append(src.MTP().KV(p, p+1, nil), nil)
 	}
-	if late.MTPFrom() != 10 || late.MTPEnd() != 47 || !late.HasMTPRows(15, 47) || late.HasMTPRows(9, 20) {
-		t.Fatalf("from %d end %d", late.MTPFrom(), late.MTPEnd())
+	if late.mtpFrom != 10 || late.MTPEnd() != 47 || !late.HasMTPRows(15, 47) || late.HasMTPRows(9, 20) {
+		t.Fatalf("from %d end %d", late.mtpFrom, late.MTPEnd())
 	}
 	if _, err := late.ExportBlock(nil, 0, 16, true); err == nil {
 		t.Error("exported MTP rows the cache does not hold")
@@ -196,11 +196,11 @@ func TestMTPCacheFromAPosition(t *testing.T) {
 	// Trim keeps the rows of positions below n; below the start it empties
 	// the cache, which then starts at n.
 	late.Trim(30)
-	if late.MTPEnd() != 30 || late.MTPFrom() != 10 {
-		t.Errorf("trim 30: MTP [%d, %d)", late.MTPFrom(), late.MTPEnd())
+	if late.MTPEnd() != 30 || late.mtpFrom != 10 {
+		t.Errorf("trim 30: MTP [%d, %d)", late.mtpFrom, late.MTPEnd())
 	}
 	late.Trim(4)
-	if late.MTPEnd() != 4 || late.MTPFrom() != 4 || late.MTP().Len() != 0 {
-		t.Errorf("trim 4: MTP [%d, %d)", late.MTPFrom(), late.MTPEnd())
+	if late.MTPEnd() != 4 || late.mtpFrom != 4 || late.MTP().Len() != 0 {
+		t.Errorf("trim 4: MTP [%d, %d)", late.mtpFrom, late.MTPEnd())
 	}
 }

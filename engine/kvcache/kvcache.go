@@ -88,7 +88,7 @@ type Sequence struct {
 	mtp    Layer
 	// mtpFrom is the position of the MTP cache's first row: its row i is
 	// the state of position mtpFrom+i (0 unless the MTP layer started over
-	// past the start; see ResetMTP).
+	// past the start; see mtp.go).
 	mtpFrom int
 }
 
@@ -116,34 +116,6 @@ func (s *Sequence) Tokens() []int { return s.tokens }
 // Layer returns layer l's cache.
 func (s *Sequence) Layer(l int) *Layer { return &s.layers[l] }
 
-// MTP returns the MTP layer's cache (its rows lag the main model's).
-func (s *Sequence) MTP() *Layer { return &s.mtp }
-
-// MTPFrom is the position of the MTP cache's first row. Rows are
-// contiguous: row i holds position MTPFrom()+i, and MTP row p consumes the
-// main model's hidden state of position p and the token at p+1.
-func (s *Sequence) MTPFrom() int { return s.mtpFrom }
-
-// MTPEnd is the position after the MTP cache's last row: the position of
-// the row the MTP layer appends next.
-func (s *Sequence) MTPEnd() int { return s.mtpFrom + s.mtp.n }
-
-// ResetMTP empties the MTP cache; its next row is that of position from.
-// The rows of an MTP cache that starts past 0 are exact for their
-// positions (a row depends only on its own inputs), but the MTP layer
-// attends over fewer of them than a run from the start: its drafts may
-// differ, the main model's tokens never do.
-func (s *Sequence) ResetMTP(from int) {
-	s.mtp.trim(0)
-	s.mtpFrom = max(from, 0)
-}
-
-// HasMTPRows reports whether the MTP cache holds the rows of every position
-// in [lo, hi).
-func (s *Sequence) HasMTPRows(lo, hi int) bool {
-	return s.geo.MTP && lo >= s.mtpFrom && hi <= s.MTPEnd()
-}
-
 // Reserve records that tokens are about to be forwarded; the model then
 // appends their state layer by layer. It fails when the context would
 // overflow.
@@ -153,31 +125,6 @@ func (s *Sequence) Reserve(tokens []int) error {
 	}
 	s.tokens = append(s.tokens, tokens...)
 	return nil
-}
-
-// Trim drops every token from position n on (speculative rollback, prefix
-// reuse). The MTP cache keeps the rows of positions below n: row n-1, which
-// consumed the token at n, stays valid only while that token does (the
-// caller knows; TrimMTP drops it otherwise).
-func (s *Sequence) Trim(n int) {
-	if n < 0 {
-		n = 0
-	}
-	if n < len(s.tokens) {
-		s.tokens = s.tokens[:n]
-	}
-	for i := range s.layers {
-		s.layers[i].trim(n)
-	}
-	if n < s.mtpFrom {
-		s.ResetMTP(n)
-	}
-	s.mtp.trim(n - s.mtpFrom)
-}
-
-// TrimMTP drops MTP rows from row n on (the row of position MTPFrom()+n).
-func (s *Sequence) TrimMTP(n int) {
-	s.mtp.trim(n)
 }
 
 // Bytes is the memory the cached state occupies.

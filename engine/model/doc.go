@@ -8,5 +8,7 @@
 // forward's buffers belong to a Runner, sized once by the memory plan's
 // Limits.
 //
-// The math follows ../shared/docs/glm52-math.md (HF transformers 5.17).
+// The math follows Hugging Face transformers' glm_moe_dsa (5.17), equation
+// by equation; the parity tests check it against that implementation's
+// float64 references (internal/fixtures).
 package model

@@ -10,7 +10,8 @@ import (
 )
 
 // Constants of the engine that the buffer lines count. engine/model and
-// engine/generate define them; app's tests check that they agree.
+// engine/generate define them, and their tests check that they agree
+// (their TestEngineConstants).
 const (
 	// ExpertBlockRows is the rows an expert worker applies an MLP to at
 	// once (model.ExpertBlockRows).
@@ -108,7 +109,7 @@ func (p *Plan) sizeBuffers(cfg *config.Config, w Weights, segment int, dev *GPUD
 	if segment == 0 {
 		least := min(MinPrefillSegment, p.Context)
 		floor := total(BufferItems(p.shape(cfg, w, least, dev)))
-		p.PrefillBudgetBytes = floor + max(0, p.MemoryLimitBytes-fixed-floor-p.cacheFloorSlots()*p.SlotRowBytes)/2
+		p.PrefillBudgetBytes = floor + max(0, p.MemoryLimitBytes-fixed-floor-p.cacheFloorSlots()*p.SlotSetBytes)/2
 		lo, hi := least, p.Context
 		for lo < hi {
 			mid := lo + (hi-lo+1)/2

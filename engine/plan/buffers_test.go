@@ -136,7 +136,7 @@ func TestSegmentAndCacheFloor(t *testing.T) {
 	if p.cacheFloorSlots() != 3 || !p.Fits || p.CacheSlotsPerLayer != 3 || p.CacheSlotsPerLayer != budget.CacheSlotsPerLayer {
 		t.Errorf("24 GiB: %d slots (floor %d, the budget's %d)", p.CacheSlotsPerLayer, p.cacheFloorSlots(), budget.CacheSlotsPerLayer)
 	}
-	if p.PrefillSegment <= budget.PrefillSegment || p.PrefillSegment < 4096 || p.MemoryLimitBytes-p.PlannedProcessBytes >= p.SlotRowBytes {
+	if p.PrefillSegment <= budget.PrefillSegment || p.PrefillSegment < 4096 || p.MemoryLimitBytes-p.PlannedProcessBytes >= p.SlotSetBytes {
 		t.Errorf("24 GiB: segment %d (the budget's %d), %d bytes left under the limit", p.PrefillSegment, budget.PrefillSegment, p.MemoryLimitBytes-p.PlannedProcessBytes)
 	}
 	if p.PlannedProcessBytes > p.MemoryLimitBytes || p.PrefillBudgetBytes != budget.PrefillBudgetBytes {

@@ -182,10 +182,11 @@ type Plan struct {
 	MTPSlots           int   `json:"mtp_slots"`
 
 	// ExpertLayers is the number of layers with routed experts (MTP
-	// included); SlotRowBytes is one cache slot in each of them.
+	// included); SlotSetBytes is a slot set, one cache slot in each of
+	// them: the expert cache comes in whole slot sets.
 	ExpertLayers       int   `json:"expert_layers"`
 	ExpertsPerLayer    int   `json:"experts_per_layer"`
-	SlotRowBytes       int64 `json:"slot_row_bytes"`
+	SlotSetBytes       int64 `json:"slot_row_bytes"`
 	CacheSlotsPerLayer int   `json:"cache_slots_per_layer"`
 	ExpertCacheBytes   int64 `json:"expert_cache_bytes"`
 	// PromptCacheBytes is the prompt cache's memory tier cap (0 without
@@ -330,7 +331,7 @@ func build(cfg *config.Config, w Weights, opts Options) (*Plan, error) {
 	p.ExpertSlotBytes = SlotBytes(w.MainExpertBytes())
 	p.MTPSlotBytes = SlotBytes(w.MTPExpertBytes())
 	for _, l := range w.Layers {
-		p.SlotRowBytes += SlotBytes(l.ExpertBytes)
+		p.SlotSetBytes += SlotBytes(l.ExpertBytes)
 	}
 	E, k := cfg.NumRoutedExperts, cfg.ExpertsPerToken
 	p.WorkingSlots = opts.WorkingSlots
@@ -430,17 +431,17 @@ func (p *Plan) size(fixed, requested int64) {
 	}
 	slots := int64(0)
 	if avail > 0 {
-		slots = avail / p.SlotRowBytes
+		slots = avail / p.SlotSetBytes
 	}
 	if requested > 0 {
-		want := requested / p.SlotRowBytes
+		want := requested / p.SlotSetBytes
 		if want < 1 {
-			p.Problem = fmt.Sprintf("an expert cache of %s holds less than one slot in each of the %d expert layers (%s)", bytesize.IEC(requested), p.ExpertLayers, bytesize.IEC(p.SlotRowBytes))
+			p.Problem = fmt.Sprintf("an expert cache of %s holds less than one slot in each of the %d expert layers (%s)", bytesize.IEC(requested), p.ExpertLayers, bytesize.IEC(p.SlotSetBytes))
 			return
 		}
 		if want > slots {
 			p.CacheSlotsPerLayer = int(min(want, int64(p.ExpertsPerLayer)))
-			p.ExpertCacheBytes = int64(p.CacheSlotsPerLayer) * p.SlotRowBytes
+			p.ExpertCacheBytes = int64(p.CacheSlotsPerLayer) * p.SlotSetBytes
 			p.Problem = fmt.Sprintf("an expert cache of %d slots per layer (%s) plus the fixed items (%s) exceeds the limit of %s", p.CacheSlotsPerLayer, bytesize.IEC(p.ExpertCacheBytes), bytesize.IEC(fixed), bytesize.IEC(p.MemoryLimitBytes))
 			return
 		}
@@ -448,9 +449,9 @@ func (p *Plan) size(fixed, requested int64) {
 	}
 	slots = min(slots, int64(p.ExpertsPerLayer))
 	p.CacheSlotsPerLayer = int(slots)
-	p.ExpertCacheBytes = slots * p.SlotRowBytes
+	p.ExpertCacheBytes = slots * p.SlotSetBytes
 	if slots < 1 {
-		p.Problem = fmt.Sprintf("not even one expert cache slot per expert layer fits: the fixed items need %s, %s, one slot in each of the %d expert layers needs %s more", bytesize.IEC(fixed), p.limitText(), p.ExpertLayers, bytesize.IEC(p.SlotRowBytes))
+		p.Problem = fmt.Sprintf("not even one expert cache slot per expert layer fits: the fixed items need %s, %s, one slot in each of the %d expert layers needs %s more", bytesize.IEC(fixed), p.limitText(), p.ExpertLayers, bytesize.IEC(p.SlotSetBytes))
 		return
 	}
 	p.Fits = true
@@ -461,7 +462,7 @@ func (p *Plan) cacheDetail(w Weights) string {
 		return "no routed experts"
 	}
 	pct := 100 * float64(p.CacheSlotsPerLayer) / float64(max(1, p.ExpertsPerLayer))
-	d := fmt.Sprintf("%d slots in each of %d expert layers (%.1f%% of the experts), %s per slot row", p.CacheSlotsPerLayer, p.ExpertLayers, pct, bytesize.IEC(p.SlotRowBytes))
+	d := fmt.Sprintf("%d slots in each of %d expert layers (%.1f%% of the experts), %s per slot set", p.CacheSlotsPerLayer, p.ExpertLayers, pct, bytesize.IEC(p.SlotSetBytes))
 	if w.MTP {
 		d += " (MTP slot included)"
 	}

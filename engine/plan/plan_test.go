@@ -149,15 +149,15 @@ func TestRealFits32GiB(t *testing.T) {
 	if sum != p.PlannedProcessBytes || sum > p.MemoryLimitBytes {
 		t.Errorf("items sum to %d, planned %d, limit %d", sum, p.PlannedProcessBytes, p.MemoryLimitBytes)
 	}
-	if p.CacheSlotsPerLayer < 1 || p.ExpertCacheBytes != int64(p.CacheSlotsPerLayer)*p.SlotRowBytes {
+	if p.CacheSlotsPerLayer < 1 || p.ExpertCacheBytes != int64(p.CacheSlotsPerLayer)*p.SlotSetBytes {
 		t.Errorf("cache %d slots, %d bytes", p.CacheSlotsPerLayer, p.ExpertCacheBytes)
 	}
-	// One more slot row must not fit: the cache takes what remains.
-	if p.PlannedProcessBytes+p.SlotRowBytes <= p.MemoryLimitBytes {
-		t.Errorf("cache leaves room for another slot row: planned %d + %d <= %d", p.PlannedProcessBytes, p.SlotRowBytes, p.MemoryLimitBytes)
+	// One more slot set must not fit: the cache takes what remains.
+	if p.PlannedProcessBytes+p.SlotSetBytes <= p.MemoryLimitBytes {
+		t.Errorf("cache leaves room for another slot set: planned %d + %d <= %d", p.PlannedProcessBytes, p.SlotSetBytes, p.MemoryLimitBytes)
 	}
-	if want := int64(75)*SlotBytes(18_915_328) + SlotBytes(37_789_696); p.SlotRowBytes != want {
-		t.Errorf("slot row %d, want %d", p.SlotRowBytes, want)
+	if want := int64(75)*SlotBytes(18_915_328) + SlotBytes(37_789_696); p.SlotSetBytes != want {
+		t.Errorf("slot set %d, want %d", p.SlotSetBytes, want)
 	}
 	tab := p.Table()
 	for _, s := range []string{ItemResident, "9,925,083,904", ItemEmbedding, ItemCache, "fits: yes"} {
@@ -242,8 +242,8 @@ func TestExpertCacheOption(t *testing.T) {
 		fits  bool
 		slots int
 	}{
-		{"two rows", 2*auto.SlotRowBytes + 5, true, 2},
-		{"below one row", auto.SlotRowBytes - 1, false, 0},
+		{"two rows", 2*auto.SlotSetBytes + 5, true, 2},
+		{"below one row", auto.SlotSetBytes - 1, false, 0},
 		{"too large", 40 * gib, false, -1},
 	}
 	for _, tt := range tests {

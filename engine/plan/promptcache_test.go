@@ -71,7 +71,7 @@ func TestPromptCachePlanned(t *testing.T) {
 	if tier.Bytes != p.PromptCacheBytes+m.BacklogBytes || io.Bytes != 2*(6<<20)+block {
 		t.Errorf("lines %d and %d", tier.Bytes, io.Bytes)
 	}
-	// The expert cache comes in slot rows (GiB-sized): it may absorb the
+	// The expert cache comes in slot sets (GiB-sized): it may absorb the
 	// tier in its rounding, never exceed what is left.
 	if p.ExpertCacheBytes > base.ExpertCacheBytes || p.PlannedProcessBytes > p.MemoryLimitBytes || p.PlannedProcessBytes != base.PlannedProcessBytes+tier.Bytes+io.Bytes-(base.ExpertCacheBytes-p.ExpertCacheBytes) {
 		t.Errorf("expert cache %d (without the prompt cache %d), planned %d of %d", p.ExpertCacheBytes, base.ExpertCacheBytes, p.PlannedProcessBytes, p.MemoryLimitBytes)

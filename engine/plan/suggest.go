@@ -59,7 +59,7 @@ func (p *Plan) suggest(cfg *config.Config, w Weights, opts Options) string {
 			s += ", or decode one sequence at a time"
 		}
 	}
-	if opts.ExpertCache > 0 && p.SlotRowBytes > 0 && opts.ExpertCache/p.SlotRowBytes >= 1 {
+	if opts.ExpertCache > 0 && p.SlotSetBytes > 0 && opts.ExpertCache/p.SlotSetBytes >= 1 {
 		s += ", or leave --expert-cache unset to size the cache from what remains"
 	}
 	return s

@@ -27,11 +27,11 @@ func openStreamed(t *testing.T) (*loader.Dir, *experts.Streamed) {
 			if err != nil {
 				return nil, err
 			}
-			row := probe.SlotRowBytes()
+			set := probe.SlotSetBytes()
 			if err := probe.Close(); err != nil {
 				return nil, err
 			}
-			s, err = experts.NewStreamed(ctx, c, cfg, layers, experts.StreamOptions{CacheBytes: row * int64(cfg.NumRoutedExperts)})
+			s, err = experts.NewStreamed(ctx, c, cfg, layers, experts.StreamOptions{CacheBytes: set * int64(cfg.NumRoutedExperts)})
 			return s, err
 		},
 	})

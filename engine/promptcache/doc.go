@@ -52,8 +52,8 @@
 //     just ends the restore early. Restore leaves at least one prompt token
 //     to forward. CachedTokens = seq.Len() from here on (held and restored
 //     tokens alike).
-//  2. MTP: the MTP cache's rows are found by position (kvcache's MTPFrom
-//     and MTPEnd). When r.MTP, its last row is position r.Tokens-2 and the
+//  2. MTP: the MTP cache's rows are found by position (kvcache's MTPEnd;
+//     mtp.go there explains the lag). When r.MTP, its last row is position r.Tokens-2 and the
 //     MTP layer absorbs r.Hidden with the prompt's next token; otherwise an
 //     MTP cache ending one short of the sequence has its last token
 //     forwarded again, and any other starts over at the sequence's end

@@ -106,7 +106,7 @@ func (c *Cache) Restore(ctx context.Context, seq *kvcache.Sequence, m Match) (Re
 	if first >= len(m.hashes) {
 		return r, nil
 	}
-	n0, mtp0 := seq.Len(), seq.MTP().Len()
+	n0, mark := seq.Len(), seq.Mark()
 
 	c.mu.Lock()
 	if c.closing {
@@ -132,8 +132,7 @@ func (c *Cache) Restore(ctx context.Context, seq *kvcache.Sequence, m Match) (Re
 	var used []source
 	var last *block
 	cancelled := func(err error) (Restored, error) {
-		seq.Trim(n0)
-		seq.TrimMTP(mtp0)
+		seq.Rollback(mark)
 		return Restored{}, fmt.Errorf("promptcache: restore: %w", err)
 	}
 	for i := range srcs {

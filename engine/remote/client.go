@@ -12,6 +12,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/spoolhq/spool/internal/clock"
+	"github.com/spoolhq/spool/internal/notify"
 )
 
 // Defaults and limits.
@@ -49,6 +52,8 @@ type Config struct {
 	// Transport, when set, carries the requests (tests); by default the
 	// client has a transport of its own.
 	Transport http.RoundTripper
+	// Clock times the requests' figures (default: the system clock).
+	Clock clock.Clock
 }
 
 // Client talks to one remote engine. Its methods are safe for concurrent
@@ -63,6 +68,9 @@ type Client struct {
 	// maxBody and bodies bound non-streamed answers (body.go).
 	maxBody int64
 	bodies  *bodyBudget
+
+	clock   clock.Clock
+	changes notify.Notifier
 
 	mu     sync.Mutex
 	status Status
@@ -121,6 +129,7 @@ func New(cfg Config) (*Client, error) {
 		timeout:    cfg.Timeout,
 		probeEvery: cfg.ProbeInterval,
 		kick:       make(chan struct{}, 1),
+		clock:      clock.Or(cfg.Clock),
 		maxBody:    MaxBody,
 		bodies:     newBodyBudget(DefaultBodyBudget),
 	}

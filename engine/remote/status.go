@@ -84,10 +84,18 @@ func (c *Client) Status() Status {
 	return st
 }
 
+// Changes subscribes to the status: the channel is signalled after each
+// change (a probe, a request's start or end); stop ends the subscription.
+func (c *Client) Changes() (changed <-chan struct{}, stop func()) { return c.changes.Subscribe() }
+
 func (c *Client) markReachable() {
 	c.mu.Lock()
+	changed := !c.status.Reachable || c.status.Error != ""
 	c.status.Reachable, c.status.Error = true, ""
 	c.mu.Unlock()
+	if changed {
+		c.changes.Notify()
+	}
 }
 
 // markUnreachable records a failed connection and asks Run for an early
@@ -96,6 +104,7 @@ func (c *Client) markUnreachable(why string) {
 	c.mu.Lock()
 	c.status.Reachable, c.status.Error = false, why
 	c.mu.Unlock()
+	c.changes.Notify()
 	select {
 	case c.kick <- struct{}{}:
 	default:
@@ -107,9 +116,9 @@ func (c *Client) markUnreachable(why string) {
 func (c *Client) Probe(ctx context.Context) Status {
 	ctx, cancel := context.WithTimeout(ctx, min(probeTimeout, c.timeout))
 	defer cancel()
-	start := time.Now()
+	start := c.clock.Now()
 	_, err := c.Models(ctx)
-	now := time.Now()
+	now := c.clock.Now()
 	c.mu.Lock()
 	c.status.CheckedAt = &now
 	if err == nil {
@@ -122,6 +131,7 @@ func (c *Client) Probe(ctx context.Context) Status {
 		c.status.Reachable, c.status.Error = false, c.scrub(err.Error())
 	}
 	c.mu.Unlock()
+	c.changes.Notify()
 	return c.Status()
 }
 
@@ -165,13 +175,14 @@ func (c *Client) Begin(path, model string, stream bool) *Call {
 	c.status.Active++
 	c.status.Requests++
 	c.mu.Unlock()
-	return &Call{c: c, turn: Turn{Path: path, Model: model, Stream: stream}, start: time.Now()}
+	c.changes.Notify()
+	return &Call{c: c, turn: Turn{Path: path, Model: model, Stream: stream}, start: c.clock.Now()}
 }
 
 // Output marks the first output of the answer (later calls do nothing).
 func (t *Call) Output() {
 	if t.first.IsZero() {
-		t.first = time.Now()
+		t.first = t.c.clock.Now()
 	}
 }
 
@@ -183,7 +194,7 @@ func (t *Call) Usage(prompt, cached, completion int) {
 // End finishes the call: err nil is a complete answer.
 func (t *Call) End(err error) {
 	t.once.Do(func() {
-		now := time.Now()
+		now := t.c.clock.Now()
 		tu := t.turn
 		tu.Outcome = outcomeOf(err)
 		tu.DurationMS = ms(now.Sub(t.start))
@@ -204,6 +215,7 @@ func (t *Call) End(err error) {
 		}
 		c.status.Last = &tu
 		c.mu.Unlock()
+		c.changes.Notify()
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spoolhq/spool/engine/remote"
 	"github.com/spoolhq/spool/engine/remote/standin"
+	"github.com/spoolhq/spool/internal/clock"
 )
 
 func standinClient(t *testing.T, o standin.Options) *remote.Client {
@@ -55,25 +56,35 @@ func TestProbeWrongKey(t *testing.T) {
 }
 
 func TestCallFigures(t *testing.T) {
-	c := standinClient(t, standin.Options{})
+	ts := httptest.NewServer(standin.New(standin.Options{}))
+	defer ts.Close()
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c, err := remote.New(remote.Config{URL: ts.URL, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed, stop := c.Changes()
+	defer stop()
 	call := c.Begin("/v1/chat/completions", "m", true)
 	if st := c.Status(); st.Active != 1 || st.Requests != 1 {
 		t.Fatalf("%+v", st)
 	}
-	time.Sleep(20 * time.Millisecond)
+	<-changed // the start is a change
+	clk.Advance(20 * time.Millisecond)
 	call.Output()
-	time.Sleep(50 * time.Millisecond)
+	clk.Advance(50 * time.Millisecond)
 	call.Usage(10, 4, 11)
 	call.End(nil)
 	call.End(fmt.Errorf("again"))
+	<-changed // and the end
 	st := c.Status()
 	l := st.Last
 	if st.Active != 0 || st.Failed != 0 || l == nil || l.Outcome != "ok" || l.PromptTokens != 10 || l.CachedTokens != 4 || l.CompletionTokens != 11 {
 		t.Fatalf("%+v %+v", st, l)
 	}
-	// 10 tokens after the first in about 50 ms: about 200/s; the whole
-	// request's rate is lower.
-	if l.DecodeTokensPerSecond < 20 || l.DecodeTokensPerSecond > 250 || l.TokensPerSecond >= l.DecodeTokensPerSecond || l.FirstTokenMS < 15 {
+	// 10 tokens after the first in 50 ms: 200/s; the whole request's rate
+	// is its 11 tokens over 70 ms.
+	if l.DecodeTokensPerSecond != 200 || l.TokensPerSecond != 11/0.07 || l.FirstTokenMS != 20 || l.DurationMS != 70 {
 		t.Fatalf("rates %+v", l)
 	}
 	if l.Rate() != l.DecodeTokensPerSecond {
@@ -83,20 +94,19 @@ func TestCallFigures(t *testing.T) {
 
 func TestRunProbes(t *testing.T) {
 	c := standinClient(t, standin.Options{})
+	changed, stop := c.Changes()
+	defer stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		c.Run(ctx)
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for c.Status().CheckedAt == nil && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	<-changed // Run's first probe
 	cancel()
 	<-done
-	if !c.Status().Reachable {
-		t.Fatal("Run did not probe")
+	if st := c.Status(); !st.Reachable || st.CheckedAt == nil {
+		t.Fatalf("Run did not probe: %+v", st)
 	}
 }
 

@@ -11,8 +11,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spoolhq/spool/engine/access"
+	"github.com/spoolhq/spool/engine/api/anthropic"
 	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/remote"
+	"github.com/spoolhq/spool/engine/status"
+	"github.com/spoolhq/spool/engine/turn"
 )
 
 // Config is what a Front needs of the server it runs in.
@@ -26,17 +30,6 @@ type Config struct {
 	MaxTokens int
 	// KeepAlive is the silence after which a stream gets a keep-alive.
 	KeepAlive time.Duration
-	// Messages decodes and checks an Anthropic Messages request (with
-	// max_tokens optional when count is set, for count_tokens) and
-	// translates it to a chat request; its Model is the one the client
-	// named, which the Front resolves.
-	Messages func(r *http.Request, count bool) (*ChatRequest, error)
-	// AsError maps an error that is not the remote's to the one answered.
-	AsError func(error) *apiwire.Error
-	// Failed, when set, hears of every error answered to a client (in a
-	// body or as a stream's error event), with the request's context: the
-	// server logs the cause of a server error in the request's record.
-	Failed func(ctx context.Context, e *apiwire.Error)
 }
 
 // Front answers the API's endpoints by forwarding to a remote engine.
@@ -50,49 +43,38 @@ func New(cfg Config) (*Front, error) {
 	if cfg.Client == nil {
 		return nil, errors.New("remotefront: a remote front needs a remote engine")
 	}
-	if cfg.Messages == nil || cfg.AsError == nil || cfg.KeepAlive <= 0 {
-		return nil, errors.New("remotefront: Config needs Messages, AsError and a positive KeepAlive")
+	if cfg.KeepAlive <= 0 {
+		return nil, errors.New("remotefront: Config needs a positive KeepAlive")
 	}
 	return &Front{cfg: cfg, rc: cfg.Client}, nil
 }
 
 // writeError answers err in the envelope of the request's path.
 func (f *Front) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	apiwire.WriteError(w, r.URL.Path, f.failed(r, f.cfg.AsError(err)))
+	apiwire.WriteError(w, r.URL.Path, f.failed(r, turn.Error(err)))
 }
 
-// failed tells Config.Failed of e, answered to r's client, and returns it.
-// A request whose context the server ended with an *apiwire.Error as its
-// cause (a stopping server) is answered that instead.
+// failed notes e, answered to r's client (in a body or as a stream's
+// error event), in the request's access record, and returns it. A request
+// whose context the server ended with an answer (a stopping server:
+// turn.Stopped) is answered that instead.
 func (f *Front) failed(r *http.Request, e *apiwire.Error) *apiwire.Error {
 	if stop := stopCause(r); stop != nil {
 		e = stop
 	}
-	if f.cfg.Failed != nil {
-		f.cfg.Failed(r.Context(), e)
-	}
-	return e
+	return access.Fail(r.Context(), e)
 }
 
-// stopCause is the *apiwire.Error the server ended r's context with (it
-// is stopping), or nil: a client that left is not answered.
-func stopCause(r *http.Request) *apiwire.Error {
-	if r.Context().Err() == nil {
-		return nil
-	}
-	var e *apiwire.Error
-	if errors.As(context.Cause(r.Context()), &e) {
-		return e
-	}
-	return nil
-}
+// stopCause is the answer the server ended r's context with (it is
+// stopping), or nil: a client that left is not answered.
+func stopCause(r *http.Request) *apiwire.Error { return turn.Stopped(r.Context()) }
 
 // Stats answers GET /stats of a remote server. There is no memory plan
 // or expert map: those describe a local engine.
 func (f *Front) Stats(w http.ResponseWriter, r *http.Request) {
 	st := f.rc.Status()
 	out := map[string]any{
-		"engine": map[string]any{"kind": "remote", "state": remoteState(st), "remote": st},
+		"engine": map[string]any{"kind": "remote", "state": status.RemotePhase(st), "remote": st},
 	}
 	if len(st.Models) > 0 {
 		out["model"] = ModelObject(st.Models[0])
@@ -107,13 +89,14 @@ func (f *Front) Stats(w http.ResponseWriter, r *http.Request) {
 }
 
 // remoteModel resolves the model a request names to one the remote
-// serves: a remote id as is; no model, Spool's own names (and, for
-// /v1/messages, Claude's) the remote's first model.
-func (f *Front) remoteModel(r *http.Request, id string, anthropic bool) (string, error) {
+// serves: a remote id as is; no model, Spool's own names (and another
+// vendor's name, anyModel: Claude's on /v1/messages) the remote's first
+// model.
+func (f *Front) remoteModel(ctx context.Context, id string, anyModel bool) (string, error) {
 	isDefault := func(m string) bool {
-		return slices.Contains(f.cfg.Names, m) || (anthropic && strings.HasPrefix(m, "claude-"))
+		return slices.Contains(f.cfg.Names, m) || (anyModel && m == id)
 	}
-	model, ok, err := f.rc.Resolve(r.Context(), id, isDefault)
+	model, ok, err := f.rc.Resolve(ctx, id, isDefault)
 	if err != nil {
 		return "", err
 	}
@@ -134,7 +117,7 @@ func (f *Front) remoteModel(r *http.Request, id string, anthropic bool) (string,
 func (f *Front) apiError(err error) *apiwire.Error {
 	var re *remote.Error
 	if !errors.As(err, &re) {
-		return f.cfg.AsError(err)
+		return turn.Error(err)
 	}
 	e := &apiwire.Error{Type: "server_error", Message: re.Message, RetryAfter: re.RetryAfterSeconds()}
 	switch re.Kind {
@@ -185,8 +168,8 @@ func ModelObject(m remote.Model) map[string]any {
 }
 
 // anthropicModel is a remote model in Anthropic's shape.
-func anthropicModel(m remote.Model) apiwire.AnthropicModel {
-	return apiwire.NewAnthropicModel(m.ID, time.Unix(m.Created, 0), m.ContextLength, 0)
+func anthropicModel(m remote.Model) anthropic.Model {
+	return anthropic.NewModel(m.ID, time.Unix(m.Created, 0), m.ContextLength, 0)
 }
 
 // Models answers GET /v1/models: the remote's models, in Anthropic's
@@ -198,11 +181,11 @@ func (f *Front) Models(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if apiwire.WantsAnthropic(r) {
-		list := make([]apiwire.AnthropicModel, len(models))
+		list := make([]anthropic.Model, len(models))
 		for i, m := range models {
 			list[i] = anthropicModel(m)
 		}
-		apiwire.WriteJSON(w, http.StatusOK, apiwire.NewAnthropicModelList(list))
+		apiwire.WriteJSON(w, http.StatusOK, anthropic.NewModelList(list))
 		return
 	}
 	data := make([]map[string]any, 0, len(models))
@@ -231,18 +214,4 @@ func (f *Front) Model(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	apiwire.WriteModelError(w, r, f.failed(r, apiwire.NotFound("model_not_found", "the model %q does not exist on the remote engine", id)))
-}
-
-// remoteState is the engine state shown for the remote: connecting
-// (before the first probe), unreachable, generating or ready.
-func remoteState(st remote.Status) string {
-	switch {
-	case st.CheckedAt == nil && !st.Reachable:
-		return "connecting"
-	case !st.Reachable:
-		return "unreachable"
-	case st.Active > 0:
-		return "generating"
-	}
-	return "ready"
 }

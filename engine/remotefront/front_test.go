@@ -6,9 +6,9 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/chat"
 	"github.com/spoolhq/spool/engine/remote"
+	"github.com/spoolhq/spool/engine/turn"
 )
 
 func TestRemoteStop(t *testing.T) {
@@ -20,43 +20,34 @@ func TestRemoteStop(t *testing.T) {
 		reason  string
 		seq     string
 	}{
-		{"stop", `null`, false, "end_turn", ""},
-		{"stop", `"END"`, false, "stop_sequence", "END"},
-		{"stop", `"other"`, false, "end_turn", ""},
-		{"stop", `151336`, false, "end_turn", ""},
-		{"length", `null`, false, "max_tokens", ""},
-		{"tool_calls", `null`, false, "tool_use", ""},
-		{"stop", `null`, true, "tool_use", ""},
-		{"stop", `"END"`, true, "tool_use", ""},
-		{"length", `"END"`, false, "max_tokens", ""},
-		{"tool_calls", `"###"`, false, "tool_use", ""},
-		{"", `"###"`, false, "stop_sequence", "###"},
+		{"stop", `null`, false, "stop", ""},
+		{"stop", `"END"`, false, "stop", "END"},
+		{"stop", `"other"`, false, "stop", ""},
+		{"stop", `151336`, false, "stop", ""},
+		{"length", `null`, false, "length", ""},
+		{"tool_calls", `null`, false, "tool_calls", ""},
+		{"stop", `null`, true, "tool_calls", ""},
+		{"stop", `"END"`, true, "tool_calls", ""},
+		{"length", `"END"`, false, "length", ""},
+		{"tool_calls", `"###"`, false, "tool_calls", ""},
+		{"", `"###"`, false, "", "###"},
 	}
 	for _, tt := range tests {
-		reason, seq := apiwire.AnthropicStop(remoteFinish(tt.finish, json.RawMessage(tt.stopRaw), stops, tt.calls))
-		got := ""
-		if seq != nil {
-			got = *seq
-		}
-		if reason != tt.reason || got != tt.seq {
-			t.Errorf("the stop of (%q, %s, calls %v) = %q, %q; want %q, %q", tt.finish, tt.stopRaw, tt.calls, reason, got, tt.reason, tt.seq)
+		finish, seq := remoteFinish(tt.finish, json.RawMessage(tt.stopRaw), stops, tt.calls)
+		if finish != tt.reason || seq != tt.seq {
+			t.Errorf("the stop of (%q, %s, calls %v) = %q, %q; want %q, %q", tt.finish, tt.stopRaw, tt.calls, finish, seq, tt.reason, tt.seq)
 		}
 	}
 }
 
-func TestToolArgumentsAndUsage(t *testing.T) {
-	for args, want := range map[string]string{`{"a":1}`: `{"a":1}`, ` {"a":1} `: `{"a":1}`, `[1]`: `{}`, `{"a":`: `{}`, ``: `{}`} {
-		if got := string(toolArguments(args)); got != want {
-			t.Errorf("toolArguments(%q) = %s, want %s", args, got, want)
-		}
-	}
+func TestUsage(t *testing.T) {
 	u := &chatUsage{PromptTokens: 100, CompletionTokens: 7}
-	u.PromptTokensDetails.CachedTokens = 40
-	if got := messagesUsageOf(u); got != (remoteMessagesUsage{InputTokens: 60, OutputTokens: 7, CacheReadInputTokens: 40}) {
-		t.Errorf("messagesUsageOf = %+v", got)
+	u.PromptTokensDetails.CachedTokens = 140
+	if got := usageOf(u); got != (turn.Usage{PromptTokens: 100, CachedTokens: 100, CompletionTokens: 7}) {
+		t.Errorf("usageOf = %+v", got)
 	}
-	if got := messagesUsageOf(nil); got != (remoteMessagesUsage{}) {
-		t.Errorf("messagesUsageOf(nil) = %+v", got)
+	if got := usageOf(nil); got != (turn.Usage{}) {
+		t.Errorf("usageOf(nil) = %+v", got)
 	}
 }
 
@@ -78,7 +69,7 @@ func TestWireMessagesArgumentsAsText(t *testing.T) {
 }
 
 func TestAPIErrorOfRemoteFailures(t *testing.T) {
-	f := &Front{cfg: Config{AsError: func(err error) *apiwire.Error { return apiwire.Internal(err) }}}
+	f := &Front{}
 	tests := []struct {
 		err    error
 		status int

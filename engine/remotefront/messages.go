@@ -1,26 +1,22 @@
 package remotefront
 
 import (
-	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 
 	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/chat"
-	"github.com/spoolhq/spool/engine/httpguard"
 	"github.com/spoolhq/spool/engine/remote"
+	"github.com/spoolhq/spool/engine/turn"
 )
 
-// /v1/messages on a remote server: the Anthropic request is translated to
-// the remote's /v1/chat/completions (system prompt, turns, tool_use and
-// tool_result, tools and tool_choice, thinking, stop sequences, sampling,
-// output_config.format as response_format)
-// and its answer back (thinking, text and tool_use blocks, stop reason,
-// usage), streamed as Anthropic's events when asked.
+// Turns on a remote server: a turn (an API translated it: Anthropic's
+// Messages) is sent to the remote's /v1/chat/completions (turns.go) and
+// its answer read back as pieces: reasoning, text, tool calls (streamed in
+// parts as the remote sends them), the finish and usage.
 
 // ChatRequest is the chat request sent to the remote.
 type ChatRequest struct {
@@ -42,24 +38,48 @@ type ChatRequest struct {
 	ResponseFormat any `json:"response_format,omitempty"`
 }
 
-// remoteChat translates an Anthropic request for the remote: the
-// server's translation (Config.Messages), then the front's part: the
-// messages in the wire form, the output cap, stream usage and the model.
-func (f *Front) remoteChat(r *http.Request, count bool) (*ChatRequest, error) {
-	out, err := f.cfg.Messages(r, count)
-	if err != nil {
-		return nil, err
+// chatRequest translates a turn into the remote's chat request: the
+// messages in the wire form, the tools and tool choice, thinking, stops,
+// sampling, a JSON format, the output cap, stream usage and the model the
+// remote serves.
+func (f *Front) chatRequest(ctx context.Context, t *turn.Request) (*ChatRequest, error) {
+	switch {
+	case t.Prompt != nil || len(t.Prefix) > 0:
+		return nil, apiwire.Invalid("prompt", "a remote engine runs conversations, not raw prompts")
+	case len(t.Continue) > 0:
+		return nil, apiwire.Invalid("continue", "a remote engine cannot continue a reply from its tokens")
 	}
-	out.Messages = wireMessages(out.Messages)
+	out := &ChatRequest{Messages: wireMessages(t.Messages), Stream: t.Stream, Stop: t.Stops, Tools: t.Tools,
+		Temperature: t.Sampling.Temperature, TopP: t.Sampling.TopP, TopK: t.Sampling.TopK}
+	if t.MaxTokens != nil {
+		out.MaxTokens = *t.MaxTokens
+	}
 	if f.cfg.MaxTokens > 0 {
 		out.MaxTokens = min(out.MaxTokens, f.cfg.MaxTokens)
+	}
+	switch t.ToolChoice.Mode {
+	case turn.ToolsNone, turn.ToolsRequired:
+		out.ToolChoice = t.ToolChoice.Mode
+	case turn.ToolsFunction:
+		out.ToolChoice = map[string]any{"type": "function", "function": map[string]string{"name": t.ToolChoice.Name}}
+	}
+	if t.Thinking != nil {
+		out.ChatTemplateKwargs = map[string]any{"enable_thinking": *t.Thinking}
+	}
+	if fm := t.Format; fm != nil {
+		rf := map[string]any{"type": fm.Type}
+		if fm.Type == turn.JSONSchema {
+			rf["json_schema"] = map[string]any{"name": fm.Name, "schema": fm.Schema, "strict": nil}
+		}
+		out.ResponseFormat = rf
 	}
 	if out.Stream {
 		out.StreamOptions = &struct {
 			IncludeUsage bool `json:"include_usage"`
 		}{true}
 	}
-	if out.Model, err = f.remoteModel(r, out.Model, true); err != nil {
+	var err error
+	if out.Model, err = f.remoteModel(ctx, t.Model, t.AnyModel); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -148,20 +168,12 @@ type remoteCompletion struct {
 	Error json.RawMessage `json:"error"`
 }
 
-// remoteMessagesUsage is the usage of a translated reply: the remote's
-// counts in Anthropic's terms (input_tokens excludes cache reads).
-type remoteMessagesUsage struct {
-	InputTokens          int `json:"input_tokens"`
-	OutputTokens         int `json:"output_tokens"`
-	CacheReadInputTokens int `json:"cache_read_input_tokens"`
-}
-
-func messagesUsageOf(u *chatUsage) remoteMessagesUsage {
+// usageOf is the turn's usage of the remote's usage report.
+func usageOf(u *chatUsage) turn.Usage {
 	if u == nil {
-		return remoteMessagesUsage{}
+		return turn.Usage{}
 	}
-	cached := min(u.PromptTokensDetails.CachedTokens, u.PromptTokens)
-	return remoteMessagesUsage{InputTokens: u.PromptTokens - cached, OutputTokens: u.CompletionTokens, CacheReadInputTokens: cached}
+	return turn.Usage{PromptTokens: u.PromptTokens, CachedTokens: min(u.PromptTokens, u.PromptTokensDetails.CachedTokens), CompletionTokens: u.CompletionTokens}
 }
 
 func recordChatUsage(call *remote.Call, u *chatUsage) {
@@ -170,10 +182,10 @@ func recordChatUsage(call *remote.Call, u *chatUsage) {
 	}
 }
 
-// remoteFinish is the remote's finish in apiwire.AnthropicStop's terms:
-// a reply with tool calls finishes with them, and the stop sequence is
-// the stop string the remote says matched (vLLM's stop_reason), when one
-// ended a reply that finished neither on its length nor with tool calls.
+// remoteFinish is the remote's finish in the turn's terms: a reply with
+// tool calls finishes with them, and the stop sequence is the stop string
+// the remote says matched (vLLM's stop_reason), when one ended a reply
+// that finished neither on its length nor with tool calls.
 func remoteFinish(finish string, stopRaw json.RawMessage, stops []string, calls bool) (string, string) {
 	if calls {
 		finish = "tool_calls"
@@ -185,34 +197,17 @@ func remoteFinish(finish string, stopRaw json.RawMessage, stops []string, calls 
 	return finish, matched
 }
 
-// toolArguments is a call's input: its arguments when they are a JSON
-// object, else an empty object (Anthropic's input must be one).
-func toolArguments(args string) json.RawMessage {
-	a := bytes.TrimSpace([]byte(args))
-	if len(a) > 0 && a[0] == '{' && json.Valid(a) {
-		return a
-	}
-	return json.RawMessage("{}")
-}
-
-func callID(id string) string {
-	if id == "" {
-		return apiwire.NewID("toolu_")
-	}
-	return apiwire.ToolUseID(id)
-}
-
 // sendChat sends the translated request. One whose output limit, not
 // its prompt, is over the remote's context goes again with the rest of the
 // context as its limit, as the local engine caps max_tokens (Claude Code
 // asks for 32k tokens whatever the context left).
-func (f *Front) sendChat(r *http.Request, oreq *ChatRequest) (*http.Response, error) {
+func (f *Front) sendChat(ctx context.Context, oreq *ChatRequest) (*http.Response, error) {
 	for retried := false; ; retried = true {
 		body, err := json.Marshal(oreq)
 		if err != nil {
 			return nil, apiwire.Internal(err)
 		}
-		resp, err := f.rc.Do(r.Context(), http.MethodPost, "/v1/chat/completions", body)
+		resp, err := f.rc.Do(ctx, http.MethodPost, "/v1/chat/completions", body)
 		var re *remote.Error
 		if err == nil || retried || !errors.As(err, &re) {
 			return resp, err
@@ -223,119 +218,4 @@ func (f *Front) sendChat(r *http.Request, oreq *ChatRequest) (*http.Response, er
 		}
 		oreq.MaxTokens = ov.Limit - ov.Prompt
 	}
-}
-
-// anthropicError is the Anthropic answer to a remote failure; a
-// prompt over the remote's context is worded as Anthropic does ("prompt is
-// too long"), which Claude Code acts on by compacting.
-func (f *Front) anthropicError(err error) *apiwire.Error {
-	e := f.apiError(err)
-	if e.Code != "context_length_exceeded" || strings.HasPrefix(e.Message, "prompt is too long") {
-		return e
-	}
-	c := *e
-	c.Message = "prompt is too long: " + e.Message
-	var re *remote.Error
-	if errors.As(err, &re) {
-		if ov, ok := remote.ContextOverflow(re); ok {
-			c.Message = fmt.Sprintf("prompt is too long: %d tokens > %d maximum", ov.Prompt, ov.Limit)
-		}
-	}
-	return &c
-}
-
-// Messages answers POST /v1/messages, translated to the remote's chat
-// API.
-func (f *Front) Messages(w http.ResponseWriter, r *http.Request) {
-	oreq, err := f.remoteChat(r, false)
-	if err != nil {
-		f.writeError(w, r, f.anthropicError(err))
-		return
-	}
-	httpguard.EndParsing(r.Context())
-	call := f.rc.Begin(r.URL.Path, oreq.Model, oreq.Stream)
-	resp, err := f.sendChat(r, oreq)
-	if err != nil {
-		f.failCall(w, r, call, err)
-		return
-	}
-	if oreq.Stream && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		f.streamRemoteMessages(w, r, resp, call, oreq)
-		return
-	}
-	data, err := remote.ReadBody(resp)
-	if err != nil {
-		f.failCall(w, r, call, err)
-		return
-	}
-	call.Output()
-	var cc remoteCompletion
-	if err := json.Unmarshal(data, &cc); err != nil || len(cc.Choices) == 0 || cc.Choices[0].Message == nil {
-		f.failCall(w, r, call, &remote.Error{Kind: remote.KindProtocol, Message: "the remote engine's chat completion has no message"})
-		return
-	}
-	recordChatUsage(call, cc.Usage)
-	call.End(nil)
-	choice := cc.Choices[0]
-	msg := choice.Message
-	calls := make([]apiwire.AnthropicToolUse, len(msg.ToolCalls))
-	for i, c := range msg.ToolCalls {
-		calls[i] = apiwire.AnthropicToolUse{ID: callID(c.ID), Name: c.Function.Name, Input: toolArguments(c.Function.Arguments)}
-	}
-	var finish string
-	if choice.FinishReason != nil {
-		finish = *choice.FinishReason
-	}
-	finish, seq := remoteFinish(finish, choice.StopReason, oreq.Stop, len(msg.ToolCalls) > 0)
-	model := cc.Model
-	if model == "" {
-		model = oreq.Model
-	}
-	apiwire.WriteJSON(w, http.StatusOK, apiwire.AnthropicReply{
-		ID: apiwire.NewID("msg_"), Model: model, Thinking: msg.reasoning(), Text: msg.content(), Calls: calls,
-		Finish: finish, StopSequence: seq, Usage: messagesUsageOf(cc.Usage),
-	}.Message())
-}
-
-// CountTokens answers POST /v1/messages/count_tokens: it counts a prompt with the remote's POST /tokenize
-// (vLLM's; other servers may have none, which is said plainly).
-func (f *Front) CountTokens(w http.ResponseWriter, r *http.Request) {
-	oreq, err := f.remoteChat(r, true)
-	if err != nil {
-		f.writeError(w, r, f.anthropicError(err))
-		return
-	}
-	tok := map[string]any{"model": oreq.Model, "messages": oreq.Messages, "add_generation_prompt": true}
-	if len(oreq.Tools) > 0 {
-		tok["tools"] = oreq.Tools
-	}
-	if oreq.ChatTemplateKwargs != nil {
-		tok["chat_template_kwargs"] = oreq.ChatTemplateKwargs
-	}
-	body, _ := json.Marshal(tok)
-	httpguard.EndParsing(r.Context())
-	resp, err := f.rc.Do(r.Context(), http.MethodPost, "/tokenize", body)
-	if err != nil {
-		var re *remote.Error
-		if errors.As(err, &re) && re.Kind == remote.KindStatus && (re.Status == http.StatusNotFound || re.Status == http.StatusMethodNotAllowed) {
-			f.writeError(w, r, apiwire.NotFound("unsupported", "counting tokens needs the remote engine's POST /tokenize (vLLM serves one); %s has none", f.rc.Endpoint()))
-			return
-		}
-		if r.Context().Err() == nil {
-			f.writeError(w, r, f.anthropicError(err))
-		}
-		return
-	}
-	data, err := remote.ReadBody(resp)
-	var out struct {
-		Count *int `json:"count"`
-	}
-	if err == nil && (json.Unmarshal(data, &out) != nil || out.Count == nil) {
-		err = &remote.Error{Kind: remote.KindProtocol, Message: "the remote engine's /tokenize answer has no count"}
-	}
-	if err != nil {
-		f.writeError(w, r, f.anthropicError(err))
-		return
-	}
-	apiwire.WriteJSON(w, http.StatusOK, map[string]int{"input_tokens": *out.Count})
 }

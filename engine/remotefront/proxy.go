@@ -71,7 +71,7 @@ func (f *Front) Proxy(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	model, err := f.remoteModel(r, id, false)
+	model, err := f.remoteModel(r.Context(), id, false)
 	if err != nil {
 		f.writeError(w, r, f.apiError(err))
 		return
@@ -127,10 +127,6 @@ func (f *Front) failCall(w http.ResponseWriter, r *http.Request, call *remote.Ca
 	call.End(err)
 	if r.Context().Err() != nil && stopCause(r) == nil {
 		return // the client left
-	}
-	if apiwire.IsAnthropicPath(r.URL.Path) {
-		f.writeError(w, r, f.anthropicError(err))
-		return
 	}
 	f.writeError(w, r, f.apiError(err))
 }

@@ -13,13 +13,21 @@ import (
 	"github.com/spoolhq/spool/engine/promptcache"
 )
 
+// Defaults of Config.
+const (
+	// DefaultMaxBatch is the requests generating at once.
+	DefaultMaxBatch = 8
+	// DefaultMaxQueue is the requests waiting for a sequence.
+	DefaultMaxQueue = 16
+)
+
 // Config bounds the scheduler. Zero fields take the defaults.
 type Config struct {
 	// MaxBatch is the number of requests generating at once, each with
-	// its own sequence (default 8).
+	// its own sequence (default DefaultMaxBatch).
 	MaxBatch int
 	// MaxQueue is the number of requests waiting for a sequence; Submit
-	// refuses more with ErrQueueFull (default 16).
+	// refuses more with ErrQueueFull (default DefaultMaxQueue).
 	MaxQueue int
 	// ContextLength is each sequence's token limit (default and maximum:
 	// the model's max_position_embeddings).
@@ -45,10 +53,10 @@ type Config struct {
 
 func (c Config) withDefaults(m *model.Model) Config {
 	if c.MaxBatch <= 0 {
-		c.MaxBatch = 8
+		c.MaxBatch = DefaultMaxBatch
 	}
 	if c.MaxQueue <= 0 {
-		c.MaxQueue = 16
+		c.MaxQueue = DefaultMaxQueue
 	}
 	if maxCtx := m.Config().MaxPositionEmbeddings; c.ContextLength <= 0 || c.ContextLength > maxCtx {
 		c.ContextLength = maxCtx
@@ -79,7 +87,6 @@ type Scheduler struct {
 	closed  bool
 	running bool
 	stats   Stats
-	window  rateWindow
 
 	// Owned by Run.
 	active    []*active
@@ -179,7 +186,6 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		s.admit()
 		s.reap()
 		if len(s.active) == 0 {
-			s.setState(0)
 			select {
 			case <-ctx.Done():
 				return ctx.Err()

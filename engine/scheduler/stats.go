@@ -1,20 +1,17 @@
 package scheduler
 
 import (
-	"time"
-
 	"github.com/spoolhq/spool/engine/draftgate"
 	"github.com/spoolhq/spool/engine/generate"
 )
 
-// Stats is a snapshot of the scheduler.
+// Stats is a snapshot of the scheduler's counts. Where the engine stands
+// (ready, generating, ...) is engine/status's to say.
 type Stats struct {
-	// State is "idle" or "generating".
-	State    string `json:"state"`
-	Active   int    `json:"active"`
-	Queued   int    `json:"queued"`
-	MaxBatch int    `json:"max_batch"`
-	MaxQueue int    `json:"max_queue"`
+	Active   int `json:"active"`
+	Queued   int `json:"queued"`
+	MaxBatch int `json:"max_batch"`
+	MaxQueue int `json:"max_queue"`
 	// Steps counts forwards; Tokens counts generated tokens; Requests
 	// counts finished requests.
 	Steps    uint64 `json:"steps"`
@@ -22,9 +19,6 @@ type Stats struct {
 	Requests uint64 `json:"requests"`
 	// LastBatch is the number of requests in the latest forward.
 	LastBatch int `json:"last_batch"`
-	// TokensPerSecond is the aggregate generation rate over the latest
-	// steps (0 when idle).
-	TokensPerSecond float64 `json:"tokens_per_second"`
 	// PrefillChunks counts the forwards that carried a prompt chunk;
 	// PrefillExpertBytes and DecodeExpertBytes split the routed-expert
 	// bytes read from storage between those forwards (with their MTP
@@ -52,12 +46,6 @@ func (s *Scheduler) Stats() Stats {
 	defer s.mu.Unlock()
 	st := s.stats
 	st.MaxBatch, st.MaxQueue = s.cfg.MaxBatch, s.cfg.MaxQueue
-	if st.State == "" {
-		st.State = "idle"
-	}
-	if st.State == "generating" {
-		st.TokensPerSecond = s.window.rate()
-	}
 	if st.LastRequest != nil {
 		r := *st.LastRequest
 		st.LastRequest = &r
@@ -95,27 +83,19 @@ func (s *Scheduler) Sequences() int {
 	return s.stats.Sequences
 }
 
-// setState records the batch size of a step (0: idle).
-func (s *Scheduler) setState(batch int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// setBatch records the batch size of a step.
+func (s *Scheduler) setBatch(batch int) {
 	if batch == 0 {
-		s.idleLocked()
 		return
 	}
-	s.stats.State = "generating"
+	s.mu.Lock()
 	s.stats.LastBatch = batch
+	s.mu.Unlock()
 }
 
-// idleLocked marks the scheduler idle; s.mu is held.
-func (s *Scheduler) idleLocked() {
-	s.stats.State = "idle"
-	s.window = rateWindow{}
-}
-
-// recordStep adds one forward that produced tokens in elapsed and whose
-// step read expertBytes; prefill says it carried a prompt chunk.
-func (s *Scheduler) recordStep(tokens int, elapsed time.Duration, prefill bool, expertBytes int64) {
+// recordStep adds one forward that produced tokens and whose step read
+// expertBytes; prefill says it carried a prompt chunk.
+func (s *Scheduler) recordStep(tokens int, prefill bool, expertBytes int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stats.Steps++
@@ -126,7 +106,6 @@ func (s *Scheduler) recordStep(tokens int, elapsed time.Duration, prefill bool, 
 	} else {
 		s.stats.DecodeExpertBytes += expertBytes
 	}
-	s.window.add(tokens, elapsed)
 }
 
 // recordPrefill notes a completed prefill.
@@ -134,31 +113,4 @@ func (s *Scheduler) recordPrefill(r *generate.Result) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stats.PrefillExpertsTouched = r.PrefillExpertsTouched
-}
-
-// rateWindow averages tokens per second over the latest steps.
-type rateWindow struct {
-	tokens [32]int
-	times  [32]time.Duration
-	next   int
-	n      int
-}
-
-func (w *rateWindow) add(tokens int, d time.Duration) {
-	w.tokens[w.next], w.times[w.next] = tokens, d
-	w.next = (w.next + 1) % len(w.tokens)
-	w.n = min(w.n+1, len(w.tokens))
-}
-
-func (w *rateWindow) rate() float64 {
-	var tok int
-	var d time.Duration
-	for i := 0; i < w.n; i++ {
-		tok += w.tokens[i]
-		d += w.times[i]
-	}
-	if d <= 0 {
-		return 0
-	}
-	return float64(tok) / d.Seconds()
 }

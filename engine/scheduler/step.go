@@ -94,11 +94,10 @@ func (s *Scheduler) step(ctx context.Context) {
 	if pre != nil {
 		members = append(members, pre)
 	}
-	start := time.Now()
 	// A decode row forwarded alone may draft (its gate decides); a batched
 	// one never does.
 	alone := len(members) == 1 && pre == nil
-	s.setState(len(members))
+	s.setBatch(len(members))
 	for _, a := range members {
 		a.res.PeakBatch = max(a.res.PeakBatch, len(members))
 		if len(members) > 1 {
@@ -156,7 +155,7 @@ func (s *Scheduler) step(ctx context.Context) {
 	for _, a := range members {
 		emitted += len(a.dec.Result().Tokens)
 	}
-	s.recordStep(emitted, time.Since(start), pre != nil, s.r.TotalCost().Bytes-costBefore.Bytes)
+	s.recordStep(emitted, pre != nil, s.r.TotalCost().Bytes-costBefore.Bytes)
 	if pre != nil && !pre.dec.Prefilling() {
 		s.recordPrefill(pre.dec.Result())
 	}
@@ -234,9 +233,6 @@ func (s *Scheduler) finish(a *active) {
 	s.stats.LastRequest = &r
 	s.recordDrafting(r.Drafting)
 	s.stats.Active, s.stats.Sequences = live, s.sequences
-	if live == 0 && len(s.queue) == 0 {
-		s.idleLocked()
-	}
 	s.mu.Unlock()
 	a.stream.finish(&r)
 }

@@ -3,12 +3,11 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"github.com/spoolhq/spool/engine/api/anthropic"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/spoolhq/spool/engine/chat"
 )
 
 // Regression tests for what coding agents and SDKs send (issue 10).
@@ -31,18 +30,22 @@ func TestMessagesAsClaudeCode(t *testing.T) {
 	}
 	// The system turn is in place in the prompt, and adaptive thinking
 	// opened the think block.
-	var req messagesRequest
+	var req anthropic.MessagesRequest
 	raw, _ := json.Marshal(body)
 	if err := json.Unmarshal(raw, &req); err != nil {
 		t.Fatal(err)
 	}
-	turn, err := ts.srv.messagesTurn(context.Background(), &req)
+	tu, err := req.Turn("msg_1", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	prompt := loadDemo(t).tok.Decode(turn.prompt, false)
-	if !strings.Contains(prompt, "Sure.<|system|>\nAnswer in one line.<|user|>") || !turn.inThink || strings.Contains(prompt, "web_search") {
-		t.Errorf("prompt %q (in think %v)", prompt, turn.inThink)
+	ids, parse, err := ts.srv.local.Prompt(context.Background(), tu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := loadDemo(t).tok.Decode(ids, false)
+	if !strings.Contains(prompt, "Sure.<|system|>\nAnswer in one line.<|user|>") || !parse.InThink || strings.Contains(prompt, "web_search") {
+		t.Errorf("prompt %q (in think %v)", prompt, parse.InThink)
 	}
 	if status, s, _ := ts.do(t, "POST", "/v1/messages?beta=true", stream(body)); status != 200 || s != nil {
 		t.Errorf("streamed: %d %v", status, s)
@@ -164,16 +167,8 @@ func TestResponsesAsCodex(t *testing.T) {
 		(it["arguments"] != `{"target":"a1"}` && it["arguments"] != `{"target":"a2"}`) {
 		t.Errorf("namespaced call: %v", it)
 	}
-	// A custom tool's input is free text that no budget bounds, so its
-	// mapping is checked directly.
-	_, origins, dropped, err := responsesTools(mustRaw(t, codexTools))
-	if err != nil || len(dropped) != 1 || dropped[0] != "web_search" {
-		t.Fatalf("tools: %v %v", dropped, err)
-	}
-	it := callItem(chat.ToolCall{ID: "call_1", Function: chat.FunctionCall{Name: "apply_patch", Arguments: `{"input":"*** Begin Patch"}`}}, origins)
-	if it["type"] != "custom_tool_call" || it["name"] != "apply_patch" || it["input"] != "*** Begin Patch" || it["call_id"] != "call_1" {
-		t.Errorf("custom call: %v", it)
-	}
+	// A custom tool's input is free text that no budget bounds: its
+	// mapping is engine/api/responses' TestAnswerStream.
 	if it := forced("exec_command"); it["type"] != "function_call" || it["name"] != "exec_command" || it["namespace"] != nil {
 		t.Errorf("function call: %v", it)
 	}

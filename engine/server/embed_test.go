@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"github.com/spoolhq/spool/engine/api/ollama"
+	"github.com/spoolhq/spool/engine/api/openai"
 	"io"
 	"math"
 	"net/http"
@@ -199,7 +201,7 @@ func TestEmbedBesideDecodingChat(t *testing.T) {
 	}
 	last := ts.sched.Stats().LastRequest
 	cancel()
-	res := drain(context.Background(), chat)
+	res := drainStream(context.Background(), chat)
 	if res == nil || res.FinishReason != scheduler.FinishCancelled {
 		t.Fatalf("the chat ended before it was cancelled (%+v): the embedding did not run beside it", res)
 	}
@@ -233,7 +235,7 @@ func TestEmbedRefusals(t *testing.T) {
 		{"/api/embed", map[string]any{"model": "glm52-mini", "input": "x", "dimensions": -1}, 400, "dimensions -1"},
 		{"/api/embed", map[string]any{"model": "glm52-mini", "input": "x", "keep_alive": "soon"}, 400, "keep_alive"},
 		{"/api/embed", map[string]any{"model": "glm52-mini", "input": "x", "options": map[string]any{"num_ctx": "big"}}, 400, "options.num_ctx"},
-		{"/api/embed", map[string]any{"model": "glm52-mini", "input": make([]string, maxEmbedInputs+1)}, 400, "input has 2049 items, more than the 2048"},
+		{"/api/embed", map[string]any{"model": "glm52-mini", "input": make([]string, openai.MaxEmbedInputs+1)}, 400, "input has 2049 items, more than the 2048"},
 		{"/api/embeddings", map[string]any{"model": "nope", "prompt": "x"}, 404, "not found"},
 		{"/api/embeddings", map[string]any{"model": "glm52-mini", "prompt": 3}, 400, "prompt"},
 		{"/v1/embeddings", map[string]any{"model": "gpt-9", "input": "x"}, 404, "model_not_found"},
@@ -245,7 +247,7 @@ func TestEmbedRefusals(t *testing.T) {
 		{"/v1/embeddings", map[string]any{"input": []int{1, 1 << 30}}, 400, "outside the vocabulary"},
 		{"/v1/embeddings", map[string]any{"input": long}, 400, "context_length_exceeded"},
 		{"/v1/embeddings", map[string]any{"input": "x", "encoding_format": "hex"}, 400, "encoding_format"},
-		{"/v1/embeddings", map[string]any{"input": make([]string, maxEmbedInputs+1)}, 400, "more than the 2048"},
+		{"/v1/embeddings", map[string]any{"input": make([]string, openai.MaxEmbedInputs+1)}, 400, "more than the 2048"},
 	} {
 		status, body := ts.postInto(t, c.path, c.body, nil)
 		if status != c.status || !strings.Contains(body, c.want) {
@@ -287,11 +289,11 @@ func FuzzEmbedRequest(f *testing.F) {
 		`{"name":"glm52-mini","prompt":"legacy","options":{"temperature":0.5}}`,
 		`{"model":"glm52-mini","input":[""],"dimensions":-3}`,
 	}, func(s *Server, body []byte) error {
-		var req ollamaEmbedRequest
+		var req ollama.EmbedRequest
 		if err := decodeJSON(body, &req); err != nil {
 			return err
 		}
-		texts, err := ollamaEmbedTexts(req.Input)
+		texts, err := req.Texts()
 		if err != nil {
 			return err
 		}
@@ -311,11 +313,21 @@ func FuzzEmbeddingsRequest(f *testing.F) {
 		`{"input":[[1,2],[3]],"user":"u"}`,
 		`{"input":[[-1]],"encoding_format":"hex"}`,
 	}, func(s *Server, body []byte) error {
-		var req embeddingsRequest
+		var req openai.EmbeddingsRequest
 		if err := decodeJSON(body, &req); err != nil {
 			return err
 		}
 		_, _, err := s.embeddingsInputs(&req)
 		return err
 	})
+}
+
+// drainStream waits for a cancelled stream's result.
+func drainStream(ctx context.Context, st *scheduler.Stream) *scheduler.Result {
+	for {
+		_, res, err := st.Next(ctx)
+		if err != nil || res != nil {
+			return res
+		}
+	}
 }

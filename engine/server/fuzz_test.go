@@ -3,8 +3,13 @@ package server
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
+
+	"github.com/spoolhq/spool/engine/api/anthropic"
+	"github.com/spoolhq/spool/engine/api/openai"
+	"github.com/spoolhq/spool/engine/api/responses"
+	"github.com/spoolhq/spool/engine/apiwire"
+	"github.com/spoolhq/spool/engine/turn"
 )
 
 // fuzzDecode checks that a request body either prepares a turn or is
@@ -22,7 +27,7 @@ func fuzzDecode(f *testing.F, seeds []string, prepare func(s *Server, body []byt
 		if err == nil {
 			return
 		}
-		var ae *apiError
+		var ae *apiwire.Error
 		if !errors.As(err, &ae) || ae.Status < 400 || ae.Status >= 500 || ae.Message == "" {
 			t.Fatalf("body %q: error %#v", body, err)
 		}
@@ -37,12 +42,11 @@ func FuzzChatRequest(f *testing.F) {
 		`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"n","schema":{"type":"object"}}},"reasoning_effort":"high","chat_template_kwargs":{"enable_thinking":true}}`,
 		`{"messages":[{"role":"user","content":"x"}],"max_tokens":-1,"n":2,"stop":7}`,
 	}, func(s *Server, body []byte) error {
-		var req chatRequest
+		var req openai.ChatRequest
 		if err := decodeJSON(body, &req); err != nil {
 			return err
 		}
-		_, err := s.chatTurn(context.Background(), &req)
-		return err
+		return s.prompt(req.Turn("chatcmpl-1"))
 	})
 }
 
@@ -53,12 +57,11 @@ func FuzzMessagesRequest(f *testing.F) {
 		`{"max_tokens":5,"messages":[{"role":"user","content":"q"},{"role":"system","content":"s"}],"thinking":{"type":"adaptive"},"output_config":{"format":{"type":"json_schema","schema":{"type":"object","properties":{"a":{"enum":["x"]}}}}},"tools":[{"type":"web_search_20250305","name":"web_search"}]}`,
 		`{"max_tokens":9,"messages":[{"role":"user","content":"q"}],"tools":[{"name":"f","input_schema":{"type":"object","properties":{"u":{"type":"string","enum":["c","f"]},"n":{"type":"integer","maximum":3}},"required":["u"]}}],"tool_choice":{"type":"tool","name":"f"},"output_format":{"type":"json_schema","schema":{}}}`,
 	}, func(s *Server, body []byte) error {
-		var req messagesRequest
+		var req anthropic.MessagesRequest
 		if err := decodeJSON(body, &req); err != nil {
 			return err
 		}
-		_, err := s.messagesTurn(context.Background(), &req)
-		return err
+		return s.prompt(req.Turn("msg_1", false))
 	})
 }
 
@@ -68,12 +71,11 @@ func FuzzResponsesRequest(f *testing.F) {
 		`{"input":[{"role":"user","content":[{"type":"input_text","text":"q"}]},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"r"}],"tools":[{"type":"function","name":"f","parameters":{"type":"object"}}],"text":{"format":{"type":"json_object"}},"reasoning":{"effort":"low"}}`,
 		`{"input":[{"type":"function_call","call_id":"c","name":"g","namespace":"n","arguments":"{}"},{"type":"custom_tool_call","call_id":"d","name":"p","input":"x"},{"type":"custom_tool_call_output","call_id":"d","output":"ok"},{"type":"web_search_call","id":"w"}],"tools":[{"type":"namespace","name":"n","tools":[{"type":"function","name":"g"},{"type":"custom","name":"p"}]},{"type":"web_search"},{"type":"custom","name":"q"}],"tool_choice":{"type":"function","name":"n.g"}}`,
 	}, func(s *Server, body []byte) error {
-		var req responsesRequest
+		var req responses.Request
 		if err := decodeJSON(body, &req); err != nil {
 			return err
 		}
-		_, _, err := s.responsesTurn(context.Background(), &req)
-		return err
+		return s.prompt(req.Turn("resp_1", nil))
 	})
 }
 
@@ -82,54 +84,20 @@ func FuzzCompletionRequest(f *testing.F) {
 		`{"prompt":"def f(","max_tokens":4,"logprobs":2,"echo":true}`,
 		`{"prompt":[1,2,3]}`, `{"prompt":[[1,2]]}`, `{"prompt":["a"]}`,
 	}, func(s *Server, body []byte) error {
-		var req completionRequest
+		var req openai.CompletionRequest
 		if err := decodeJSON(body, &req); err != nil {
 			return err
 		}
-		_, _, err := s.completionTurn(&req)
-		return err
+		return s.prompt(req.Turn("cmpl-1", s.local.ModelConfig().VocabSize))
 	})
 }
 
-// FuzzTextStreams: the stop matcher and the tool stream give the same
-// result however the text is cut.
-func FuzzTextStreams(f *testing.F) {
-	f.Add("hello <tool_call>f<arg_key>a</arg_key><arg_value>1</arg_value></tool_call> world STOP x", 7, "STOP")
-	f.Add("ab<tool_ca", 3, "b<")
-	f.Fuzz(func(t *testing.T, text string, cut int, stop string) {
-		if stop == "" || cut < 0 || cut > len(text) {
-			return
-		}
-		run := func(pieces []string) (string, string, int) {
-			m := &stopMatcher{stops: []string{stop}}
-			ts := &toolStream{}
-			var out, hit string
-			calls := 0
-			for _, p := range pieces {
-				o, h := m.write(p)
-				c, cs := ts.write(o)
-				out += c
-				calls += len(cs)
-				if h != "" {
-					hit = h
-					break
-				}
-			}
-			if hit == "" {
-				c, cs := ts.write(m.flush())
-				out += c
-				calls += len(cs)
-			}
-			c, cs := ts.flush(false)
-			return out + c, hit, calls + len(cs)
-		}
-		o1, h1, c1 := run([]string{text})
-		o2, h2, c2 := run([]string{text[:cut], text[cut:]})
-		if o1 != o2 || h1 != h2 || c1 != c2 {
-			t.Fatalf("whole %q %q %d, cut at %d %q %q %d", o1, h1, c1, cut, o2, h2, c2)
-		}
-		if h1 != "" && strings.Contains(o1, stop) {
-			t.Fatalf("output %q holds the stop %q", o1, stop)
-		}
-	})
+// prompt prepares a translated turn's prompt, as Submit would (err: the
+// translation's refusal).
+func (s *Server) prompt(t *turn.Request, err error) error {
+	if err != nil {
+		return err
+	}
+	_, _, err = s.local.Prompt(context.Background(), t)
+	return err
 }

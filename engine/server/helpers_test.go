@@ -115,6 +115,17 @@ func newTestServer(t *testing.T, o serverOpts) *testServer {
 	return &testServer{Server: hs, srv: srv, sched: sched, key: o.cfg.APIKey}
 }
 
+// setTemplate makes tmpl the served model's template (with the render
+// limits of ts.srv.eng).
+func (ts *testServer) setTemplate(t *testing.T, tmpl *chat.Template) {
+	t.Helper()
+	ts.srv.eng.Template = tmpl
+	var err error
+	if ts.srv.local, err = ts.srv.newLocal(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // do sends a request with a JSON body (a string or a value) and returns
 // the status and decoded JSON body.
 func (ts *testServer) do(t *testing.T, method, path string, body any, header ...string) (int, map[string]any, http.Header) {

@@ -24,7 +24,7 @@ func TestHostileTemplateIsRefusedNotFatal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ts.srv.eng.Template = tmpl
+		ts.setTemplate(t, tmpl)
 		status, body, _ := ts.do(t, "POST", "/v1/chat/completions", chatBody(nil))
 		msg, _ := jpath(body, "error", "message").(string)
 		if status != http.StatusUnprocessableEntity || !strings.Contains(msg, "template limit exceeded") {
@@ -44,7 +44,7 @@ func TestMoreMessagesThanContextAreRefusedUnrendered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts.srv.eng.Template = tmpl
+	ts.setTemplate(t, tmpl)
 	msgs := make([]any, 257)
 	for i := range msgs {
 		msgs[i] = map[string]any{"role": "user", "content": ""}
@@ -79,12 +79,12 @@ func TestClientLeavingStopsTheRender(t *testing.T) {
 	// can free the slot. A render that went on would hold it, and the next
 	// request would be refused busy (503) after waiting for it.
 	ts := newTestServer(t, serverOpts{noRun: true, cfg: Config{MaxParsing: 1}, sched: schedulerConfig{ContextLength: 256}})
-	ts.srv.renderBase = chat.Limits{MaxSteps: 1 << 62, MaxOutput: 1 << 20, MaxItems: 1 << 20, MaxDepth: 64, Timeout: 24 * time.Hour}
+	ts.srv.eng.RenderLimits = chat.Limits{MaxSteps: 1 << 62, MaxOutput: 1 << 20, MaxItems: 1 << 20, MaxDepth: 64, Timeout: 24 * time.Hour}
 	tmpl, err := chat.ParseTemplate(`{% if messages[0].content == 'spin' %}{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}{% endif %}<|user|>{{ messages[0].content }}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts.srv.eng.Template = tmpl
+	ts.setTemplate(t, tmpl)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	body := `{"messages":[{"role":"user","content":"spin"}],"max_tokens":1}`

@@ -6,92 +6,45 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spoolhq/spool/engine/access"
+	"github.com/spoolhq/spool/engine/api/anthropic"
+	"github.com/spoolhq/spool/engine/api/openai"
 	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/draftgate"
+	"github.com/spoolhq/spool/engine/turn"
 )
 
-// modelObject is one entry of /v1/models, with Spool's capability fields.
-type modelObject struct {
-	ID            string `json:"id"`
-	Object        string `json:"object"`
-	Created       int64  `json:"created"`
-	OwnedBy       string `json:"owned_by"`
-	ContextLength int    `json:"context_length"`
-	// MaxModelLen is the context under vLLM's name, which some clients read.
-	MaxModelLen  int          `json:"max_model_len"`
-	MaxOutput    int          `json:"max_output_tokens"`
-	Capabilities capabilities `json:"capabilities"`
-}
-
-// capabilities says truthfully what the served model does and does not.
-type capabilities struct {
-	Chat             bool     `json:"chat"`
-	Completions      bool     `json:"completions"`
-	Tools            bool     `json:"tools"`
-	StructuredOutput bool     `json:"structured_output"`
-	Reasoning        bool     `json:"reasoning"`
-	Logprobs         bool     `json:"logprobs"`
-	MTP              bool     `json:"mtp"`
-	DSA              bool     `json:"dsa"`
-	Embeddings       bool     `json:"embeddings"`
-	Unsupported      []string `json:"unsupported"`
-}
-
-func (s *Server) modelObject() modelObject {
+// modelObject is the /v1/models entry of the served model.
+func (s *Server) modelObject() openai.Model {
 	m := s.eng.Scheduler.Model()
-	ctx := s.eng.Scheduler.Config().ContextLength
-	maxOut := ctx
-	if s.cfg.MaxTokens > 0 {
-		maxOut = min(maxOut, s.cfg.MaxTokens)
-	}
-	hasTemplate := s.eng.Template != nil
-	return modelObject{
-		ID:            s.cfg.ModelID,
-		Object:        "model",
-		Created:       s.created,
-		OwnedBy:       "spool",
-		ContextLength: ctx,
-		MaxModelLen:   ctx,
-		MaxOutput:     maxOut,
-		Capabilities: capabilities{
-			Chat:             hasTemplate,
-			Completions:      true,
-			Tools:            hasTemplate,
-			StructuredOutput: s.eng.Constraints != nil,
-			Reasoning:        hasTemplate,
-			Logprobs:         true,
-			MTP:              m.HasMTP(),
-			DSA:              m.HasDSA(),
-			Embeddings:       true,
-			Unsupported:      []string{"images", "audio", "n>1", "suffix (fill-in-the-middle)"},
-		},
-	}
+	return openai.ModelOf(openai.Served{ID: s.cfg.ModelID, Created: s.created, Context: s.local.Context(), MaxOutput: s.local.MaxOutput(),
+		Template: s.local.Template() != nil, Constrained: s.local.Constrained(), MTP: m.HasMTP(), DSA: m.HasDSA()})
 }
 
 // anthropicModel is the served model in Anthropic's shape.
-func (s *Server) anthropicModel() apiwire.AnthropicModel {
+func (s *Server) anthropicModel() anthropic.Model {
 	m := s.modelObject()
-	return apiwire.NewAnthropicModel(m.ID, time.Unix(m.Created, 0), m.ContextLength, m.MaxOutput)
+	return anthropic.NewModel(m.ID, time.Unix(m.Created, 0), m.ContextLength, m.MaxOutput)
 }
 
 // handleModels lists the served model, in Anthropic's shape to an
 // Anthropic client (the anthropic-version header), else OpenAI's.
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 	if apiwire.WantsAnthropic(r) {
-		writeJSON(w, http.StatusOK, apiwire.NewAnthropicModelList([]apiwire.AnthropicModel{s.anthropicModel()}))
+		writeJSON(w, http.StatusOK, anthropic.NewModelList([]anthropic.Model{s.anthropicModel()}))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []modelObject{s.modelObject()}})
+	writeJSON(w, http.StatusOK, openai.ModelList(s.modelObject()))
 }
 
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	anthropic := apiwire.WantsAnthropic(r)
-	if err := s.checkModel(id, anthropic); err != nil || id == "" {
-		apiwire.WriteModelError(w, r, notFound("model_not_found", "the model %q does not exist; this server serves %q", id, s.cfg.ModelID))
+	wantsAnthropic := apiwire.WantsAnthropic(r)
+	if err := s.checkModel(id, wantsAnthropic); err != nil || id == "" {
+		apiwire.WriteModelError(w, r, apiwire.NotFound("model_not_found", "the model %q does not exist; this server serves %q", id, s.cfg.ModelID))
 		return
 	}
-	if anthropic {
+	if wantsAnthropic {
 		// A Claude name is the served model, as /v1/messages takes it.
 		m := s.anthropicModel()
 		if strings.HasPrefix(id, "claude-") {
@@ -107,8 +60,8 @@ func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 // "degraded" and what a client may be told of the internal errors since
 // the server started (the log has their causes).
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	recordOf(r.Context()).setQuiet()
-	rep, ok := s.health.report()
+	access.From(r.Context()).SetQuiet()
+	rep, ok := s.health.Report()
 	if !ok {
 		writeJSON(w, http.StatusServiceUnavailable, rep)
 		return
@@ -151,7 +104,7 @@ func (s *Server) stats() map[string]any {
 	out := map[string]any{
 		"model": s.modelObject(),
 		"engine": map[string]any{
-			"state":     st.State,
+			"state":     s.Status().State,
 			"scheduler": st,
 			"mtp":       m.HasMTP(),
 			"dsa":       m.HasDSA(),
@@ -160,9 +113,9 @@ func (s *Server) stats() map[string]any {
 	if r := st.LastRequest; r != nil {
 		lt := lastTurn{
 			FinishReason: r.FinishReason, PromptTokens: r.PromptTokens, CachedTokens: r.CachedTokens,
-			RestoredTokens: r.RestoredTokens, RestoreMS: ms(r.RestoreTime), CacheCreationTokens: r.CacheCreationTokens,
+			RestoredTokens: r.RestoredTokens, RestoreMS: turn.MS(r.RestoreTime), CacheCreationTokens: r.CacheCreationTokens,
 			CompletionTokens: r.CompletionTokens, Lane: r.Lane, PeakBatch: r.PeakBatch,
-			QueueMS: ms(r.QueueWait), PrefillMS: ms(r.PrefillTime), DecodeMS: ms(r.DecodeTime),
+			QueueMS: turn.MS(r.QueueWait), PrefillMS: turn.MS(r.PrefillTime), DecodeMS: turn.MS(r.DecodeTime),
 			DraftsProposed: r.DraftsProposed, DraftsAccepted: r.DraftsAccepted, Drafting: r.Drafting,
 		}
 		if r.DecodeTime > 0 && r.CompletionTokens > 1 {

@@ -11,6 +11,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/spoolhq/spool/engine/api/ollama"
+	"github.com/spoolhq/spool/engine/turn"
 )
 
 // ndjson posts body and reads the NDJSON lines to the end.
@@ -49,7 +52,7 @@ func TestOllamaDiscovery(t *testing.T) {
 	fp := ModelFootprint{DiskBytes: 31 << 20, MemoryBytes: 600 << 20, GPUBytes: 100 << 20}
 	ts := newTestServer(t, serverOpts{sched: schedulerConfig{ContextLength: 2048}, footprint: fp})
 	status, v, _ := ts.do(t, "GET", "/api/version", nil)
-	if status != 200 || v["version"] != ollamaVersion {
+	if status != 200 || v["version"] != ollama.Version {
 		t.Errorf("version: %d %v", status, v)
 	}
 	status, tags, _ := ts.do(t, "GET", "/api/tags", nil)
@@ -287,24 +290,28 @@ func TestOllamaToolCalls(t *testing.T) {
 			map[string]any{"function": map[string]any{"name": "forecast", "arguments": map[string]any{"city": "Oslo", "unit": "c", "kind": "forecast"}}}}},
 		map[string]any{"role": "tool", "tool_name": "forecast", "content": "sunny, 21 degrees"},
 	}
-	req := ollamaChatRequest{Model: "glm52-mini"}
+	req := ollama.ChatRequest{Model: "glm52-mini"}
 	raw, _ := json.Marshal(map[string]any{"model": "glm52-mini", "messages": history, "tools": tools, "options": map[string]any{"temperature": 0, "num_predict": 40}})
 	if err := decodeJSON(raw, &req); err != nil {
 		t.Fatal(err)
 	}
-	c := &ollamaCommon{}
-	tu, err := ts.srv.ollamaChatTurn(context.Background(), &req, c)
+	c := &ollama.Call{}
+	tu, err := req.Turn("ollama-1", c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	prompt := ts.srv.eng.Tokenizer.Decode(tu.prompt, false)
+	ids, parse, err := ts.srv.local.Prompt(context.Background(), tu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := ts.srv.eng.Tokenizer.Decode(ids, false)
 	for _, want := range []string{"forecast", "Oslo", "sunny, 21 degrees", "Weather"} {
 		if !strings.Contains(prompt, want) {
 			t.Errorf("prompt lacks %q:\n%s", want, prompt)
 		}
 	}
-	if !c.stream || !tu.parse {
-		t.Errorf("stream %v parse %v", c.stream, tu.parse)
+	if !c.Stream || len(parse.Tools) == 0 {
+		t.Errorf("stream %v tools %v", c.Stream, parse.Tools)
 	}
 
 	// Calls out: the turn is forced to call forecast (the demo model does
@@ -313,24 +320,19 @@ func TestOllamaToolCalls(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		raw, _ := json.Marshal(map[string]any{"model": "glm52-mini", "messages": history[:1], "tools": tools, "stream": stream,
 			"options": map[string]any{"temperature": 0, "num_predict": 120}})
-		var req ollamaChatRequest
+		var req ollama.ChatRequest
 		if err := decodeJSON(raw, &req); err != nil {
 			t.Fatal(err)
 		}
-		c := &ollamaCommon{}
-		tu, err := ts.srv.ollamaChatTurn(context.Background(), &req, c)
+		c := &ollama.Call{}
+		forced, err := req.Turn("ollama-1", c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		forced := &turn{id: tu.id, req: tu.req}
-		msgs, _ := ollamaMessages(req.Messages)
-		if err := ts.srv.renderChat(chatInput{messages: msgs, tools: req.Tools, choice: toolChoice{mode: "function", name: "forecast"}}, forced); err != nil {
-			t.Fatal(err)
-		}
-		ts.srv.finishTurn(forced)
+		forced.ToolChoice = turn.ToolChoice{Mode: turn.ToolsFunction, Name: "forecast"}
 		rec := httptest.NewRecorder()
 		r := httptest.NewRequest("POST", "/api/chat", nil)
-		ts.srv.ollamaChatReply(rec, r, c, "glm52-mini", forced)
+		ts.srv.ollamaAnswer(rec, r, c, forced, ollama.ChatAnswer("glm52-mini", c))
 		var lines []map[string]any
 		if stream {
 			lines = readNDJSON(t, rec.Body)
@@ -361,93 +363,28 @@ func TestOllamaToolCalls(t *testing.T) {
 	}
 }
 
-func TestOllamaOptions(t *testing.T) {
-	o, err := parseOllamaOptions(json.RawMessage(`{"temperature":0.5,"top_k":0,"top_p":0.9,"min_p":0.05,"seed":7,"stop":["\n\n"],"num_predict":-1,"num_ctx":4096,"num_gpu":1,"mirostat":2}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if *o.sampling.Temperature != 0.5 || *o.sampling.TopK != -1 || *o.sampling.TopP != 0.9 || *o.sampling.Seed != 7 ||
-		len(o.stop) != 1 || *o.numPredict != -1 || *o.numCtx != 4096 || *o.sampling.MinP != 0.05 {
-		t.Errorf("parsed %+v", o)
-	}
-	if strings.Join(o.ignored, ",") != "mirostat,num_gpu" {
-		t.Errorf("ignored %v", o.ignored)
-	}
-	for _, bad := range []string{`{"seed":1.5}`, `{"num_ctx":0}`, `{"stop":"x"}`, `{"stop":[""]}`, `{"min_p":"x"}`, `[1]`, `{"top_k":"4"}`} {
-		if _, err := parseOllamaOptions(json.RawMessage(bad)); err == nil {
-			t.Errorf("%s accepted", bad)
-		}
-	}
-	// num_ctx below the served context bounds prompt plus output.
-	ts := newTestServer(t, serverOpts{noRun: true, sched: schedulerConfig{ContextLength: 512}})
-	var req ollamaChatRequest
-	decodeJSON([]byte(`{"model":"glm52-mini","messages":[{"role":"user","content":"hi"}],"options":{"num_ctx":64,"num_predict":500}}`), &req)
-	tu, err := ts.srv.ollamaChatTurn(context.Background(), &req, &ollamaCommon{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tu.req.MaxTokens != 64-len(tu.prompt) {
-		t.Errorf("max tokens %d, want %d", tu.req.MaxTokens, 64-len(tu.prompt))
-	}
-}
-
-// TestOllamaLenient: /api/chat is as lenient as Ollama where clients
-// depend on it. Ollama does not validate roles: a message whose role the
-// chat template does not know (mods sends its last answer back with an
-// empty role) renders as the template renders it, here to nothing. Any
-// num_predict of 0 or less is no limit, as Ollama's runner reads it.
-func TestOllamaLenient(t *testing.T) {
-	ts := newTestServer(t, serverOpts{noRun: true, sched: schedulerConfig{ContextLength: 512}})
-	turn := func(body string) *turn {
-		t.Helper()
-		var req ollamaChatRequest
-		if err := decodeJSON([]byte(body), &req); err != nil {
-			t.Fatal(err)
-		}
-		tu, err := ts.srv.ollamaChatTurn(context.Background(), &req, &ollamaCommon{})
-		if err != nil {
-			t.Fatalf("%s: %v", body, err)
-		}
-		return tu
-	}
-	mods := turn(`{"model":"glm52-mini","messages":[{"role":"user","content":"q1"},{"role":"","content":"a1"},{"role":"robot","content":"r"},{"role":"user","content":"q2"}]}`)
-	plain := turn(`{"model":"glm52-mini","messages":[{"role":"user","content":"q1"},{"role":"user","content":"q2"}]}`)
-	if !slices.Equal(mods.prompt, plain.prompt) {
-		t.Errorf("unknown roles rendered %q, want the template's %q", ts.srv.eng.Tokenizer.Decode(mods.prompt, false), ts.srv.eng.Tokenizer.Decode(plain.prompt, false))
-	}
-	for _, n := range []int{0, -1, -2, -7} {
-		tu := turn(fmt.Sprintf(`{"model":"glm52-mini","messages":[{"role":"user","content":"hi"}],"options":{"num_predict":%d}}`, n))
-		if want := 512 - len(tu.prompt); tu.req.MaxTokens != want {
-			t.Errorf("num_predict %d: max tokens %d, want %d", n, tu.req.MaxTokens, want)
-		}
-	}
-	// Over HTTP, the answer of a follow-up with an empty role.
-	run := newTestServer(t, serverOpts{})
-	status, body, _ := run.do(t, "POST", "/api/chat", `{"model":"glm52-mini","stream":false,"options":{"num_predict":2},"messages":[{"role":"user","content":"q1"},{"role":"","content":"a1"},{"role":"user","content":"q2"}]}`)
-	if status != 200 || jpath(body, "message", "role") != "assistant" {
-		t.Errorf("follow-up with an empty role: %d %v", status, body)
-	}
-}
-
 // TestOllamaMinPIsCarried: options.min_p reaches the sampler, checked
 // against the one set of ranges the other APIs use.
 func TestOllamaMinPIsCarried(t *testing.T) {
 	ts := newTestServer(t, serverOpts{noRun: true})
-	turn := func(body string) (*turn, error) {
-		var req ollamaChatRequest
+	build := func(body string) (*turn.Request, error) {
+		var req ollama.ChatRequest
 		if err := decodeJSON([]byte(body), &req); err != nil {
 			t.Fatal(err)
 		}
-		return ts.srv.ollamaChatTurn(context.Background(), &req, &ollamaCommon{})
+		return req.Turn("ollama-1", &ollama.Call{})
 	}
-	tu, err := turn(`{"model":"glm52-mini","messages":[{"role":"user","content":"hi"}],"options":{"temperature":0.7,"min_p":0.05}}`)
+	tu, err := build(`{"model":"glm52-mini","messages":[{"role":"user","content":"hi"}],"options":{"temperature":0.7,"min_p":0.05}}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tu.req.Sampling.MinP != 0.05 {
-		t.Errorf("sampling %+v, want min_p 0.05", tu.req.Sampling)
+	if tu.Sampling.MinP == nil || *tu.Sampling.MinP != 0.05 {
+		t.Errorf("sampling %+v, want min_p 0.05", tu.Sampling)
 	}
-	if _, err := turn(`{"model":"glm52-mini","messages":[{"role":"user","content":"hi"}],"options":{"min_p":2}}`); err == nil || !strings.Contains(err.Error(), "min_p 2 is out of range") {
+	if s := ts.srv.local.Sampling(tu.Sampling); s.MinP != 0.05 {
+		t.Errorf("the engine's sampling %+v, want min_p 0.05", s)
+	}
+	if err := ts.srv.prompt(build(`{"model":"glm52-mini","messages":[{"role":"user","content":"hi"}],"options":{"min_p":2}}`)); err == nil || !strings.Contains(err.Error(), "min_p 2 is out of range") {
 		t.Errorf("min_p 2: %v", err)
 	}
 }
@@ -460,12 +397,15 @@ func FuzzOllamaChatRequest(f *testing.F) {
 		`{"model":"glm52-mini","messages":[{"role":"user","content":"x"}],"format":"json","keep_alive":0,"think":false}`,
 		`{"model":"glm52-mini","messages":[{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":"{\"a\":1}"}}]}]}`,
 	}, func(s *Server, body []byte) error {
-		var req ollamaChatRequest
+		var req ollama.ChatRequest
 		if err := decodeJSON(body, &req); err != nil {
 			return err
 		}
-		_, err := s.ollamaChatTurn(context.Background(), &req, &ollamaCommon{})
-		return err
+		t, err := s.ollamaTurn(context.Background(), req.Model, &ollama.Call{}, func() (*turn.Request, error) { return req.Turn("ollama-1", &ollama.Call{}) })
+		if t == nil {
+			return err
+		}
+		return s.prompt(t, err)
 	})
 }
 
@@ -475,11 +415,57 @@ func FuzzOllamaGenerateRequest(f *testing.F) {
 		`{"model":"glm52-mini","prompt":"def f(","raw":true,"context":[1,2,3],"format":"json"}`,
 		`{"model":"glm52-mini","prompt":"x","suffix":"y","images":["a"],"template":"t","think":true}`,
 	}, func(s *Server, body []byte) error {
-		var req ollamaGenerateRequest
+		var req ollama.GenerateRequest
 		if err := decodeJSON(body, &req); err != nil {
 			return err
 		}
-		_, err := s.ollamaGenerateTurn(context.Background(), &req, &ollamaCommon{})
-		return err
+		t, err := s.ollamaTurn(context.Background(), req.Model, &ollama.Call{}, func() (*turn.Request, error) {
+			return req.Turn("ollama-1", s.local.ModelConfig().VocabSize, &ollama.Call{})
+		})
+		if t == nil {
+			return err
+		}
+		return s.prompt(t, err)
 	})
+}
+
+// TestOllamaLenient: /api/chat is as lenient as Ollama where clients
+// depend on it. Ollama does not validate roles: a message whose role the
+// chat template does not know (mods sends its last answer back with an
+// empty role) renders as the template renders it, here to nothing. Any
+// num_predict of 0 or less is no limit, as Ollama's runner reads it.
+func TestOllamaLenient(t *testing.T) {
+	ts := newTestServer(t, serverOpts{noRun: true, sched: schedulerConfig{ContextLength: 512}})
+	prompt := func(body string) ([]int, *turn.Request) {
+		t.Helper()
+		var req ollama.ChatRequest
+		if err := decodeJSON([]byte(body), &req); err != nil {
+			t.Fatal(err)
+		}
+		tu, err := req.Turn("ollama-1", &ollama.Call{})
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		ids, _, err := ts.srv.local.Prompt(context.Background(), tu)
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		return ids, tu
+	}
+	mods, _ := prompt(`{"model":"glm52-mini","messages":[{"role":"user","content":"q1"},{"role":"","content":"a1"},{"role":"robot","content":"r"},{"role":"user","content":"q2"}]}`)
+	plain, _ := prompt(`{"model":"glm52-mini","messages":[{"role":"user","content":"q1"},{"role":"user","content":"q2"}]}`)
+	if !slices.Equal(mods, plain) {
+		t.Errorf("unknown roles rendered %q, want the template's %q", ts.srv.eng.Tokenizer.Decode(mods, false), ts.srv.eng.Tokenizer.Decode(plain, false))
+	}
+	for _, n := range []int{0, -1, -2, -7} {
+		if _, tu := prompt(fmt.Sprintf(`{"model":"glm52-mini","messages":[{"role":"user","content":"hi"}],"options":{"num_predict":%d}}`, n)); tu.MaxTokens != nil {
+			t.Errorf("num_predict %d: max tokens %d, want none (the rest of the context)", n, *tu.MaxTokens)
+		}
+	}
+	// Over HTTP, the answer of a follow-up with an empty role.
+	run := newTestServer(t, serverOpts{})
+	status, body, _ := run.do(t, "POST", "/api/chat", `{"model":"glm52-mini","stream":false,"options":{"num_predict":2},"messages":[{"role":"user","content":"q1"},{"role":"","content":"a1"},{"role":"user","content":"q2"}]}`)
+	if status != 200 || jpath(body, "message", "role") != "assistant" {
+		t.Errorf("follow-up with an empty role: %d %v", status, body)
+	}
 }

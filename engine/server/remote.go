@@ -3,19 +3,19 @@ package server
 import (
 	"context"
 	"errors"
-	"net/http"
 	"time"
 
+	"github.com/spoolhq/spool/engine/access"
 	"github.com/spoolhq/spool/engine/remote"
 	"github.com/spoolhq/spool/engine/remotefront"
 )
 
 // A server built with NewRemote runs no engine: it forwards to a remote
 // one (vLLM, SGLang, another Spool) through an engine/remotefront Front,
-// which answers the endpoints of the route table's remote column. This
-// file holds the server's side: building the front, decoding and checking
-// /v1/messages for it (remoteMessages), and the remote's state in Status
-// and on the events websocket. The security defaults are New's.
+// which answers the endpoints of the route table's remote column and runs
+// the turns of /v1/messages (a turn.Engine). This file holds the server's
+// side: building the front, and the remote's state in Status and on the
+// events websocket. The security defaults are New's.
 
 // NewRemote builds a server that forwards to the remote engine rc. The
 // caller runs rc.Run, which keeps the reachability shown in /stats and on
@@ -33,17 +33,18 @@ func NewRemote(cfg Config, rc *remote.Client) (*Server, error) {
 		ids:     append([]string{cfg.ModelID, "spool"}, cfg.Aliases...),
 		created: time.Now().Unix(),
 		hub:     newHub(),
+		board:   cfg.Status,
 		remote:  rc,
 		log:     cfg.Logger,
-		health:  &health{},
+		health:  &access.Health{},
 		stop:    newStopper(),
 	}
-	front, err := remotefront.New(remotefront.Config{Client: rc, Names: s.ids, MaxTokens: cfg.MaxTokens, KeepAlive: cfg.KeepAlive,
-		Messages: s.remoteMessages, AsError: asAPIError, Failed: func(ctx context.Context, e *apiError) { recordOf(ctx).fail(e) }})
+	s.board.Serve("", rc)
+	front, err := remotefront.New(remotefront.Config{Client: rc, Names: s.ids, MaxTokens: cfg.MaxTokens, KeepAlive: cfg.KeepAlive})
 	if err != nil {
 		return nil, err
 	}
-	s.front = front
+	s.front, s.turns, s.counter = front, front, front
 	s.guard = s.newGuard()
 	s.handler = s.guard.Handler(s.routes())
 	return s, nil
@@ -58,37 +59,20 @@ func (s *Server) RemoteStatus() (st remote.Status, ok bool) {
 	return s.remote.Status(), true
 }
 
-// RemoteSummary is the remote engine's state in Status: no model list.
-type RemoteSummary struct {
-	Endpoint  string  `json:"endpoint"`
-	Reachable bool    `json:"reachable"`
-	LatencyMS float64 `json:"latency_ms"`
-	Error     string  `json:"error,omitempty"`
-}
-
-func summaryOf(st remote.Status) *RemoteSummary {
-	return &RemoteSummary{Endpoint: st.Endpoint, Reachable: st.Reachable, LatencyMS: st.LatencyMS, Error: st.Error}
-}
-
-// remoteStatus is Status for a remote engine: ready or generating (the
-// remote's own queue is not visible), the model it serves, and the last
-// reply's figures from its usage. The rate while a reply streams is not
-// known until its usage arrives: TokensPerSecond is 0 then.
-func (s *Server) remoteStatus() Status {
-	st := s.remote.Status()
-	out := Status{State: StateReady, Active: st.Active, Model: defaultModelID(st), Requests: []RequestStatus{}, Engine: "remote", Remote: summaryOf(st)}
-	if st.Active > 0 {
-		out.State = PhaseGenerating
-	}
-	if l := st.Last; l != nil {
-		finish := l.Outcome
-		if finish == "ok" {
-			finish = "stop"
+// followRemote passes the remote engine's status changes on to the status
+// board and the events websocket until ctx ends.
+func (s *Server) followRemote(ctx context.Context) {
+	changed, stop := s.remote.Changes()
+	defer stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+			s.board.Changed()
+			s.publishState()
 		}
-		out.Last = &RequestSummary{Finish: finish, PromptTokens: l.PromptTokens, CachedTokens: l.CachedTokens, CompletionTokens: l.CompletionTokens,
-			PrefillMS: l.FirstTokenMS, DecodeMS: max(l.DurationMS-l.FirstTokenMS, 0), DecodeTokensPerSecond: l.DecodeTokensPerSecond}
 	}
-	return out
 }
 
 // remoteHelloEvent is the first event: the remote's default model, the
@@ -100,7 +84,7 @@ func (s *Server) remoteHelloEvent() Event {
 		hello = remotefront.ModelObject(st.Models[0])
 	}
 	hello["engine"] = "remote"
-	hello["remote"] = summaryOf(st)
+	hello["remote"] = s.Status().Remote
 	return Event{Type: "hello", Data: hello}
 }
 
@@ -109,66 +93,4 @@ func defaultModelID(st remote.Status) string {
 		return st.Models[0].ID
 	}
 	return ""
-}
-
-// remoteMessages decodes and checks an Anthropic Messages request and
-// translates it to the remote's chat request (remotefront resolves the
-// model, caps max_tokens and asks for stream usage); count makes
-// max_tokens optional (count_tokens).
-func (s *Server) remoteMessages(r *http.Request, count bool) (*remotefront.ChatRequest, error) {
-	var req messagesRequest
-	if err := decodeBody(r, &req); err != nil {
-		return nil, err
-	}
-	if count && req.MaxTokens == nil {
-		req.MaxTokens = new(1)
-	}
-	if req.MaxTokens == nil {
-		return nil, invalid("max_tokens", "max_tokens is required")
-	}
-	if *req.MaxTokens <= 0 {
-		return nil, invalid("max_tokens", "max_tokens must be at least 1, got %d", *req.MaxTokens)
-	}
-	msgs, tools, err := req.toChat()
-	if err != nil {
-		return nil, err
-	}
-	if err := checkTools("tools", tools); err != nil {
-		return nil, err
-	}
-	stops, err := checkStops("stop_sequences", req.StopSequences)
-	if err != nil {
-		return nil, err
-	}
-	out := &remotefront.ChatRequest{
-		Model: req.Model, Messages: msgs, MaxTokens: *req.MaxTokens, Stream: req.Stream, Stop: stops, Tools: tools,
-		Temperature: req.Temperature, TopP: req.TopP, TopK: req.TopK,
-	}
-	if tc := req.ToolChoice; tc != nil {
-		choice, err := anthropicToolChoice(tc.Type, tc.Name, tools)
-		if err != nil {
-			return nil, err
-		}
-		switch choice.mode {
-		case "none", "required":
-			out.ToolChoice = choice.mode
-		case "function":
-			out.ToolChoice = map[string]any{"type": "function", "function": map[string]string{"name": choice.name}}
-		}
-	}
-	if th := req.Thinking; th != nil {
-		on, err := anthropicThinking(th.Type)
-		if err != nil {
-			return nil, err
-		}
-		out.ChatTemplateKwargs = map[string]any{"enable_thinking": on}
-	}
-	format, _, err := req.responseFormat()
-	if err != nil {
-		return nil, err
-	}
-	if format != nil {
-		out.ResponseFormat = format
-	}
-	return out, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spoolhq/spool/engine/remote"
 	"github.com/spoolhq/spool/engine/remote/standin"
+	"github.com/spoolhq/spool/engine/status"
 )
 
 // remoteFront is a Spool in front of a remote engine, behind httptest.
@@ -181,7 +182,7 @@ func TestRemoteChatStream(t *testing.T) {
 		if s := ts.rc.Status(); s.Last.CompletionTokens != 5 || s.Last.DecodeTokensPerSecond <= 0 || s.Last.FirstTokenMS <= 0 {
 			t.Fatalf("figures from usage %+v", s.Last)
 		}
-		if st := ts.srv.Status(); st.Engine != "remote" || st.State != StateReady || st.Last == nil || st.Last.CompletionTokens != 5 || st.Last.DecodeTokensPerSecond <= 0 || st.Model != "glm-5.2-fp8" {
+		if st := ts.srv.Status(); st.Engine != "remote" || st.State != status.Ready || st.Last == nil || st.Last.CompletionTokens != 5 || st.Last.DecodeTokensPerSecond <= 0 || st.Model != "glm-5.2-fp8" {
 			t.Fatalf("status %+v", st)
 		}
 	}

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,12 +14,18 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/spoolhq/spool/engine/access"
+	"github.com/spoolhq/spool/engine/api/responses"
+	"github.com/spoolhq/spool/engine/apiwire"
 	"github.com/spoolhq/spool/engine/chat"
 	"github.com/spoolhq/spool/engine/httpguard"
+	"github.com/spoolhq/spool/engine/local"
 	"github.com/spoolhq/spool/engine/remote"
 	"github.com/spoolhq/spool/engine/remotefront"
 	"github.com/spoolhq/spool/engine/scheduler"
+	"github.com/spoolhq/spool/engine/status"
 	"github.com/spoolhq/spool/engine/tokenizer"
+	"github.com/spoolhq/spool/engine/turn"
 )
 
 // Config configures the server. Zero fields take the defaults.
@@ -77,6 +82,9 @@ type Config struct {
 	// slog.Default()). Client-chosen strings are attribute values, never
 	// part of a message.
 	Logger *slog.Logger
+	// Status is the engine's status board the server's requests report to
+	// (default: one of its own).
+	Status *status.Board
 }
 
 func (c Config) withDefaults() Config {
@@ -113,6 +121,9 @@ func (c Config) withDefaults() Config {
 	if c.StoredResponses <= 0 {
 		c.StoredResponses = 128
 	}
+	if c.Status == nil {
+		c.Status = status.NewBoard(nil)
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -147,7 +158,13 @@ func ModelIDFromDir(dir string) string {
 
 // ConstraintCompiler builds the constraint that enforces a response
 // format: schema is a JSON Schema, or nil for any JSON object.
-type ConstraintCompiler func(schema json.RawMessage) (scheduler.Constraint, error)
+type ConstraintCompiler = local.ConstraintCompiler
+
+// GrammarConstraints returns the ConstraintCompiler backed by
+// engine/grammar for a tokenizer; eos are the model's end-of-sequence ids.
+func GrammarConstraints(tok *tokenizer.Tokenizer, eos []int) (ConstraintCompiler, error) {
+	return local.GrammarConstraints(tok, eos)
+}
 
 // ExpertTelemetry is what the routed-expert tier reports to the UI: one
 // byte per expert (tier << 6 | log2 usage) and a bitmap of the experts hit
@@ -174,6 +191,10 @@ type Engine struct {
 	Extra func() map[string]any
 	// Footprint sizes the model in Ollama's listings (zero where unknown).
 	Footprint ModelFootprint
+	// RenderLimits, when set, replaces chat.DefaultLimits as the base of
+	// a render's limits (tests make a render unbounded but for its
+	// context).
+	RenderLimits chat.Limits
 }
 
 // ModelFootprint is what the served model takes: DiskBytes its weight
@@ -191,15 +212,15 @@ type Server struct {
 	ids       []string
 	created   int64
 	hub       *hub
-	responses *responseStore
-	toolVocab *toolVocab
+	board     *status.Board
+	responses *responses.Store
 	handler   http.Handler
 	guard     *httpguard.Guard
-	// tokenBytes is the length of the tokenizer's longest token.
-	tokenBytes int
-	// renderBase, when set, replaces chat.DefaultLimits as the base of
-	// templateLimits (tests make a render unbounded but for its context).
-	renderBase chat.Limits
+	// local runs the turns of the served engine; turns and counter are
+	// the engine turns run on: the local one, or the remote front.
+	local   *local.Engine
+	turns   turn.Engine
+	counter turn.Counter
 	// remote, when set, is the remote engine the server forwards to
 	// instead of eng (see NewRemote).
 	remote *remote.Client
@@ -208,7 +229,7 @@ type Server struct {
 	// log is cfg.Logger; health is what /health reports; stop is the
 	// server's stop (shutdown.go).
 	log    *slog.Logger
-	health *health
+	health *access.Health
 	stop   *stopper
 }
 
@@ -219,24 +240,36 @@ func New(cfg Config, eng Engine) (*Server, error) {
 		return nil, errors.New("server: the engine needs a scheduler and a tokenizer")
 	}
 	s := &Server{
-		cfg:        cfg,
-		eng:        eng,
-		ids:        append([]string{cfg.ModelID, "spool"}, cfg.Aliases...),
-		created:    time.Now().Unix(),
-		hub:        newHub(),
-		responses:  newResponseStore(cfg.StoredResponses),
-		toolVocab:  newToolVocab(eng.Tokenizer, eng.Scheduler.Model().Config().EOSTokenIDs),
-		tokenBytes: maxTokenBytes(eng.Tokenizer),
-		log:        cfg.Logger,
-		health:     &health{},
-		stop:       newStopper(),
+		cfg:       cfg,
+		eng:       eng,
+		ids:       append([]string{cfg.ModelID, "spool"}, cfg.Aliases...),
+		created:   time.Now().Unix(),
+		hub:       newHub(),
+		board:     cfg.Status,
+		responses: responses.NewStore(cfg.StoredResponses),
+		log:       cfg.Logger,
+		health:    &access.Health{},
+		stop:      newStopper(),
 	}
+	s.board.Serve(cfg.ModelID, nil)
 	if err := CheckBind(cfg.Host, cfg.APIKey); err != nil {
 		return nil, err
 	}
+	var err error
+	if s.local, err = s.newLocal(); err != nil {
+		return nil, err
+	}
+	s.turns, s.counter = s.local, s.local
 	s.guard = s.newGuard()
 	s.handler = s.guard.Handler(s.routes())
 	return s, nil
+}
+
+// newLocal is the local engine of s's engine and configuration.
+func (s *Server) newLocal() (*local.Engine, error) {
+	e, c := s.eng, s.cfg
+	return local.New(local.Config{ModelID: c.ModelID, Scheduler: e.Scheduler, Tokenizer: e.Tokenizer, Template: e.Template,
+		Constraints: e.Constraints, MaxTokens: c.MaxTokens, KeepAlive: c.KeepAlive, Observer: observer{s}, RenderLimits: e.RenderLimits})
 }
 
 // CheckBind refuses a non-loopback listen address without an API key.
@@ -252,9 +285,18 @@ func (s *Server) newGuard() *httpguard.Guard {
 	})
 }
 
+// Turns is the engine the server's turns run on (engine/turn): the local
+// engine (a *local.Engine), or the remote front of a server built with
+// NewRemote; either is also a turn.Counter.
+func (s *Server) Turns() turn.Engine { return s.turns }
+
 // Handler returns the HTTP handler with every route and guard, which logs
 // an access record for every request (AccessMessage).
-func (s *Server) Handler() http.Handler { return s.withAccess(s.handler) }
+func (s *Server) Handler() http.Handler { return access.Handler(s.log, s.health, s.handler) }
+
+// AccessMessage is the message of the access record logged when a
+// request ends (engine/access).
+const AccessMessage = access.Message
 
 // Addr is the configured listen address.
 func (s *Server) Addr() string { return net.JoinHostPort(s.cfg.Host, strconv.Itoa(s.cfg.Port)) }
@@ -288,6 +330,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hubCtx, stopHub := context.WithCancel(ctx)
 	defer stopHub()
 	go s.hub.run(hubCtx, s)
+	if s.remote != nil {
+		go s.followRemote(hubCtx)
+	}
 	errc := make(chan error, 1)
 	guarded := s.guard.Serve(srv, ln)
 	go func() { errc <- srv.Serve(guarded) }()
@@ -329,8 +374,8 @@ var endpoints = []endpoint{
 	{pattern: "GET /v1/models/{id...}", local: (*Server).handleModel, remote: viaFront((*remotefront.Front).Model)},
 	{pattern: "POST /v1/chat/completions", conversation: "messages", local: (*Server).handleChat, remote: viaFront((*remotefront.Front).Proxy)},
 	{pattern: "POST /v1/completions", local: (*Server).handleCompletions, remote: viaFront((*remotefront.Front).Proxy)},
-	{pattern: "POST /v1/messages", conversation: "messages", local: (*Server).handleMessages, remote: viaFront((*remotefront.Front).Messages)},
-	{pattern: "POST /v1/messages/count_tokens", conversation: "messages", local: (*Server).handleCountTokens, remote: viaFront((*remotefront.Front).CountTokens)},
+	{pattern: "POST /v1/messages", conversation: "messages", local: (*Server).handleMessages, remote: (*Server).handleMessages},
+	{pattern: "POST /v1/messages/count_tokens", conversation: "messages", local: (*Server).handleCountTokens, remote: (*Server).handleCountTokens},
 	{pattern: "POST /v1/responses", conversation: "input", local: (*Server).handleResponses, remote: viaFront((*remotefront.Front).Proxy)},
 	{pattern: "GET /v1/responses", local: (*Server).handleResponsesSocket},
 	{pattern: "GET /v1/responses/{id}", local: (*Server).handleGetResponse, remote: viaFront((*remotefront.Front).Get)},
@@ -366,11 +411,11 @@ func (s *Server) routes() http.Handler {
 			continue // not served in this mode: the fallback answers 404
 		}
 		if s.remote != nil && strings.HasPrefix(e.pattern, "POST ") {
-			h = withStop(h) // the local engine's generations are the stopper's already
+			h = withStop(h) // the local engine's turns are the stopper's already
 		}
 		mux.HandleFunc(e.pattern, func(w http.ResponseWriter, r *http.Request) {
 			if e.pattern != "/" { // the fallback's requests are logged by their path
-				recordOf(r.Context()).setEndpoint(e.pattern)
+				access.From(r.Context()).SetEndpoint(e.pattern)
 			}
 			h(s, w, r)
 		})
@@ -398,7 +443,7 @@ func (s *Server) conversation(path string) (key string, limit int, ok bool) {
 func (s *Server) handleEventsRoute(w http.ResponseWriter, r *http.Request) {
 	if !websocket.IsWebSocketUpgrade(r) {
 		w.Header().Set("Upgrade", "websocket")
-		writeError(w, r, &apiError{Status: http.StatusUpgradeRequired, Type: "invalid_request_error", Code: "websocket_required",
+		writeError(w, r, &apiwire.Error{Status: http.StatusUpgradeRequired, Type: "invalid_request_error", Code: "websocket_required",
 			Message: eventsPath + " is a websocket of live engine events: connect with a websocket client (Upgrade: websocket)"})
 		return
 	}
@@ -412,7 +457,7 @@ func (s *Server) handleFallback(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("Spool is running\n"))
 		return
 	}
-	writeError(w, r, notFound("unknown_route", "no route for %s %s", r.Method, r.URL.Path))
+	writeError(w, r, apiwire.NotFound("unknown_route", "no route for %s %s", r.Method, r.URL.Path))
 }
 
 // checkModel accepts the served ids; /v1/messages also maps Claude model
@@ -430,5 +475,5 @@ func (s *Server) checkModel(id string, anthropic bool) error {
 	if anthropic && strings.HasPrefix(id, "claude-") {
 		return nil
 	}
-	return notFound("model_not_found", "the model %q does not exist; this server serves %q", id, s.cfg.ModelID)
+	return apiwire.NotFound("model_not_found", "the model %q does not exist; this server serves %q", id, s.cfg.ModelID)
 }

@@ -8,7 +8,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/spoolhq/spool/engine/scheduler"
+	"github.com/spoolhq/spool/engine/apiwire"
+	"github.com/spoolhq/spool/engine/local"
 )
 
 // A server stops in two steps (Serve, when its context ends). First it
@@ -25,11 +26,6 @@ import (
 // DefaultShutdownGrace is how long a stopping server lets the generations
 // in flight run before it cuts them (Config.ShutdownGrace).
 const DefaultShutdownGrace = 10 * time.Second
-
-// shutdownRetryAfter is the Retry-After of a request refused or cut by a
-// stopping server: long enough for a restart (the app's settings, an
-// update) to load the model again.
-const shutdownRetryAfter = 30
 
 // shutdownTail bounds, past the grace period, the wait for cut requests
 // to write their error and for websockets to close.
@@ -59,27 +55,10 @@ type flight struct {
 	cancel func()
 }
 
-// streamFlight is a generation of the local engine.
-func streamFlight(st *scheduler.Stream) flight {
-	return flight{
-		queued: func() bool {
-			select {
-			case <-st.Admitted():
-				return false
-			default:
-				return true
-			}
-		},
-		cancel: st.Cancel,
-	}
-}
-
-// shuttingDown is the answer to a generation a stopping server refuses
-// or cuts.
-func shuttingDown() *apiError {
-	e := unavailable("the server is shutting down; retry once it is back")
-	e.Code, e.RetryAfter = "shutting_down", shutdownRetryAfter
-	return e
+// turnFlight is a turn of the local engine: a cut ends it with
+// apiwire.ShuttingDown, which its reader answers.
+func turnFlight(st *local.Stream) flight {
+	return flight{queued: st.Queued, cancel: func() { st.Stop(apiwire.ShuttingDown()) }}
 }
 
 // add registers a submitted generation (key: its stream); false means
@@ -130,7 +109,7 @@ func (sp *stopper) stopping() bool {
 }
 
 // begin starts the drain: no new generation, and the queued ones are
-// refused (cancelled: their handlers answer shuttingDown).
+// refused (cancelled: their handlers answer apiwire.ShuttingDown).
 func (sp *stopper) begin() {
 	sp.mu.Lock()
 	if sp.begun {
@@ -195,29 +174,22 @@ func (sp *stopper) drain(grace time.Duration) {
 
 // withStop makes a request forwarded to a remote engine one a stopping
 // server waits for, and cuts at the end of the grace period by ending its
-// context with shuttingDown as the cause, which the remote front answers
-// (engine/remotefront). One arriving while the server stops is refused.
+// context with apiwire.ShuttingDown as the cause, which the remote front
+// and the glue answer (turn.Stopped). One arriving while the server stops
+// is refused. Ending the context of a request also serves to cut the
+// local engine's embeddings (embed.go).
 func withStop(h func(*Server, http.ResponseWriter, *http.Request)) func(*Server, http.ResponseWriter, *http.Request) {
 	return func(s *Server, w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithCancelCause(r.Context())
 		defer cancel(nil)
 		key := new(int)
-		if !s.stop.add(key, flight{queued: func() bool { return false }, cancel: func() { cancel(shuttingDown()) }}) {
-			writeError(w, r, shuttingDown())
+		if !s.stop.add(key, flight{queued: func() bool { return false }, cancel: func() { cancel(apiwire.ShuttingDown()) }}) {
+			writeError(w, r, apiwire.ShuttingDown())
 			return
 		}
 		defer s.stop.done(key)
 		h(s, w, r.WithContext(ctx))
 	}
-}
-
-// cancelled is the error of a generation whose stream was cancelled: the
-// client's context error when it left, else the server's stop.
-func (s *Server) cancelled(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return shuttingDown()
 }
 
 // shutdown stops srv: it drains the generations for up to the grace

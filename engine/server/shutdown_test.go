@@ -20,6 +20,7 @@ import (
 	"github.com/spoolhq/spool/engine/remote"
 	"github.com/spoolhq/spool/engine/remote/standin"
 	"github.com/spoolhq/spool/engine/scheduler"
+	"github.com/spoolhq/spool/engine/status"
 	"github.com/spoolhq/spool/internal/ssecheck"
 )
 
@@ -250,7 +251,7 @@ func waitGenerating(t *testing.T, srv *Server, n int) {
 		st := srv.Status()
 		gen := 0
 		for _, r := range st.Requests {
-			if r.Phase == PhaseGenerating {
+			if r.Phase == status.Generating {
 				gen++
 			}
 		}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/spoolhq/spool/engine/status"
 )
 
 // events dials the events websocket and skips the hello and first state.
@@ -62,15 +64,15 @@ func TestStatusFollowsRequests(t *testing.T) {
 	id := decode(t, sse[0].data)["id"].(string)
 	usage := decode(t, sse[len(sse)-2].data)["usage"].(map[string]any)
 
-	var prefills []PrefillEvent
-	var states []Status
-	var sum *RequestSummary
+	var prefills []status.PrefillEvent
+	var states []status.Status
+	var sum *status.RequestSummary
 	sawToken := false
-	for sum == nil || states[len(states)-1].State != StateReady {
+	for sum == nil || states[len(states)-1].State != status.Ready {
 		ev := nextEvent(t, conn, 5*time.Second)
 		switch ev.Type {
 		case "prefill":
-			var p PrefillEvent
+			var p status.PrefillEvent
 			json.Unmarshal(ev.Data, &p)
 			if p.ID != id {
 				t.Fatalf("prefill event for %q, want %q", p.ID, id)
@@ -82,29 +84,29 @@ func TestStatusFollowsRequests(t *testing.T) {
 		case "token":
 			sawToken = true
 		case "state":
-			var st Status
+			var st status.Status
 			json.Unmarshal(ev.Data, &st)
 			states = append(states, st)
 		case "request":
-			sum = new(RequestSummary)
+			sum = new(status.RequestSummary)
 			json.Unmarshal(ev.Data, sum)
 		}
 	}
 	// No ticker runs here (the test serves Handler, not Serve): the
 	// ready state can only be the one the request's end published, and
 	// it follows the summary.
-	if states[len(states)-1].State != StateReady {
+	if states[len(states)-1].State != status.Ready {
 		t.Errorf("the last state %+v, want ready after the summary", states[len(states)-1])
 	}
 	prompt := int(usage["prompt_tokens"].(float64))
 	if len(prefills) < 2 || prefills[len(prefills)-1].Done != prompt || prefills[0].Done >= prompt {
 		t.Errorf("prefill events %+v, want progress up to %d", prefills, prompt)
 	}
-	phases := map[string]bool{}
+	phases := map[status.Phase]bool{}
 	for _, st := range states {
 		phases[st.State] = true
 	}
-	if !phases[PhasePrefilling] || !phases[PhaseGenerating] {
+	if !phases[status.Prefilling] || !phases[status.Generating] {
 		t.Errorf("states %+v: want prefilling and generating before ready", states)
 	}
 	completion := int(usage["completion_tokens"].(float64))
@@ -116,7 +118,7 @@ func TestStatusFollowsRequests(t *testing.T) {
 	if sum.Finish != "length" && sum.Finish != "stop" {
 		t.Errorf("finish %q", sum.Finish)
 	}
-	if st := ts.srv.Status(); st.State != StateReady || st.Last == nil || st.Last.ID != id {
+	if st := ts.srv.Status(); st.State != status.Ready || st.Last == nil || st.Last.ID != id {
 		t.Errorf("status after the reply: %+v", st)
 	}
 }
@@ -145,7 +147,7 @@ func TestStatusCancelled(t *testing.T) {
 		if ev.Type != "request" {
 			continue
 		}
-		var sum RequestSummary
+		var sum status.RequestSummary
 		json.Unmarshal(ev.Data, &sum)
 		if sum.Finish != "cancelled" && sum.Finish != "stop" {
 			t.Errorf("finish %q, want cancelled", sum.Finish)
@@ -155,7 +157,7 @@ func TestStatusCancelled(t *testing.T) {
 		}
 		break
 	}
-	if st := ts.srv.Status(); st.State != StateReady || len(st.Requests) != 0 {
+	if st := ts.srv.Status(); st.State != status.Ready || len(st.Requests) != 0 {
 		t.Errorf("status after the client left: %+v", st)
 	}
 }

@@ -5,6 +5,9 @@ import (
 	"net/http"
 	"path"
 	"strings"
+
+	"github.com/spoolhq/spool/engine/access"
+	"github.com/spoolhq/spool/engine/apiwire"
 )
 
 // UI is the web UI served beside the API (spool serve in a browser, the
@@ -44,10 +47,10 @@ func (s *Server) WithUI(ui UI) {
 		}
 		if files != nil && (r.Method == http.MethodGet || r.Method == http.MethodHead) && isAsset(ui.Assets, p) {
 			if !s.guard.HostAllowed(r) {
-				writeError(w, r, forbidden("host %q is not allowed (DNS-rebinding guard); add it with --allowed-host", r.Host))
+				writeError(w, r, apiwire.Forbidden("host %q is not allowed (DNS-rebinding guard); add it with --allowed-host", r.Host))
 				return
 			}
-			recordOf(r.Context()).setQuiet()
+			access.From(r.Context()).SetQuiet()
 			h := w.Header()
 			h.Set("X-Content-Type-Options", "nosniff")
 			h.Set("Referrer-Policy", "no-referrer")

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/spoolhq/spool/engine/access"
 )
 
 // uiTestServer is a Server with only what WithUI touches: a stub API
@@ -16,7 +18,7 @@ import (
 func uiTestServer(t *testing.T) *Server {
 	t.Helper()
 	cfg := Config{APIKey: "k", Logger: slog.New(slog.DiscardHandler)}.withDefaults()
-	s := &Server{cfg: cfg, log: cfg.Logger, health: &health{}}
+	s := &Server{cfg: cfg, log: cfg.Logger, health: &access.Health{}}
 	s.guard = s.newGuard()
 	s.handler = s.guard.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "api "+r.URL.Path)

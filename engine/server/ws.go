@@ -7,13 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/spoolhq/spool/engine/api/openai"
+	"github.com/spoolhq/spool/engine/apiwire"
+	"github.com/spoolhq/spool/engine/status"
 )
 
 // eventsPath is the websocket endpoint of live engine events.
@@ -63,8 +66,6 @@ type hub struct {
 	mu   sync.Mutex
 	subs map[chan Event]struct{}
 	n    atomic.Int32
-	// live is the requests in flight, which the state events report.
-	live *liveRequests
 	// ping is the interval of pings to each subscriber; pongWait how long
 	// one may stay silent before it is closed (wsPingInterval, wsPongWait;
 	// tests shorten them).
@@ -74,7 +75,7 @@ type hub struct {
 }
 
 func newHub() *hub {
-	return &hub{subs: map[chan Event]struct{}{}, live: newLiveRequests(), ping: wsPingInterval, pongWait: wsPongWait}
+	return &hub{subs: map[chan Event]struct{}{}, ping: wsPingInterval, pongWait: wsPongWait}
 }
 
 // active reports whether anyone listens (cheap; checked per token).
@@ -114,7 +115,7 @@ func (h *hub) publish(ev Event) {
 // helloEvent is the first event of a connection: the served model and
 // what the chat may offer.
 type helloEvent struct {
-	modelObject
+	openai.Model
 	// Thinking reports whether the model's chat template has a thinking
 	// switch (enable_thinking).
 	Thinking bool `json:"thinking"`
@@ -124,8 +125,7 @@ func (s *Server) helloEvent() Event {
 	if s.remote != nil {
 		return s.remoteHelloEvent()
 	}
-	t := s.eng.Template
-	return Event{Type: "hello", Data: helloEvent{modelObject: s.modelObject(), Thinking: t != nil && strings.Contains(t.Source(), "enable_thinking")}}
+	return Event{Type: "hello", Data: helloEvent{Model: s.modelObject(), Thinking: s.local.Thinking()}}
 }
 
 // run publishes periodic events while anyone listens, until ctx ends.
@@ -156,7 +156,7 @@ func (h *hub) run(ctx context.Context, s *Server) {
 			if e == nil || !h.active() {
 				continue
 			}
-			if s.Status().State == StateReady {
+			if s.Status().State == status.Ready {
 				if idle++; idle < wsExpertsIdleTicks {
 					continue
 				}
@@ -181,7 +181,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	defer s.hub.unsubscribe(ch)
 	if !s.stop.addSocket() {
-		writeError(w, r, shuttingDown())
+		writeError(w, r, apiwire.ShuttingDown())
 		return
 	}
 	defer s.stop.socketDone()
@@ -288,7 +288,7 @@ func (h *hub) acquireSocket(max int) (release func(), ok bool) {
 }
 
 // tooManySockets refuses a websocket past its cap.
-func tooManySockets(max int, what string) *apiError {
-	return &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "too_many_subscribers",
+func tooManySockets(max int, what string) *apiwire.Error {
+	return &apiwire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "too_many_subscribers",
 		Message: fmt.Sprintf("%d clients already hold %s; retry shortly", max, what), RetryAfter: 1}
 }

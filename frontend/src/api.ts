@@ -113,6 +113,15 @@ export async function shell<T>(action: 'status' | 'start' | 'stop' | 'open' | 'c
   return (await r.json()) as T;
 }
 
+/** shellStatus is the desktop shell's engine state; with wait, the
+ * answer waits until the state has changed since that version. */
+export async function shellStatus<T>(wait?: number): Promise<T> {
+  const q = wait === undefined ? '' : `?wait=${wait}`;
+  const r = await request('./shell/status' + q, { method: 'GET', cache: 'no-store' });
+  if (!r.ok) throw new APIError((await r.text()).trim() || `${r.status} ${r.statusText}`, r.status);
+  return (await r.json()) as T;
+}
+
 /** countTokens is the prompt length of messages with the model's chat
  * template (the Anthropic count_tokens endpoint; system turns aside). */
 export async function countTokens(messages: ChatMessage[], signal?: AbortSignal): Promise<number> {

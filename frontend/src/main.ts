@@ -3,7 +3,7 @@
 // webview.
 
 import './style.css';
-import { conn, connect, getJSON, shell } from './api';
+import { conn, connect, getJSON, shell, shellStatus } from './api';
 import { AtlasPage } from './atlas';
 import { ChatPage } from './chat';
 import { downloads, downloadSummary } from './downloads';
@@ -112,23 +112,54 @@ function showDownload(): void {
   replace(downloadLink, h('span', { class: 'dl-text', 'aria-hidden': 'true' }, d.short), h('progress', { max: 1, value: d.fraction, 'aria-hidden': 'true' }));
 }
 
-/** In the desktop app the engine can be stopped; offer to start it. */
+interface ShellStatus {
+  state: string;
+  detail?: string;
+  progress?: number;
+  version: number;
+}
+
+/** In the desktop app the engine can be stopped; offer to start it. The
+ * page follows the shell's state: each answer waits until it changes. */
+async function followShell(): Promise<void> {
+  let version: number | undefined;
+  for (;;) {
+    try {
+      const s = await shellStatus<ShellStatus>(version);
+      version = s.version;
+      showShell(s);
+    } catch {
+      version = undefined;
+      shellState = null;
+      showStatus();
+      await new Promise((resolve) => window.setTimeout(resolve, 1500));
+    }
+  }
+}
+
+/** pollShell reads the shell's state once (after a start). */
 async function pollShell(): Promise<void> {
   try {
-    const s = await shell<{ state: string; detail?: string; progress?: number }>('status');
-    if (s.state === 'stopped' || s.state === 'failed') {
-      shellState = s.state === 'failed' ? { state: 'error', text: 'Model failed to start' } : { state: 'stopped', text: 'Model stopped' };
-      replace(shellBar, s.detail ? h('p', { class: 'small error' }, s.detail) : '', h('button', { type: 'button', class: 'primary small', onclick: () => shell('start').then(pollShell) }, 'Start model'));
-      shellBar.hidden = false;
-    } else if (s.state === 'loading') {
-      shellState = { state: 'loading', text: `Loading… ${Math.round((s.progress ?? 0) * 100)}%` };
-      shellBar.hidden = true;
-    } else {
-      shellState = null;
-      shellBar.hidden = true;
-    }
+    showShell(await shellStatus<ShellStatus>());
   } catch {
     shellState = null;
+    showStatus();
+  }
+}
+
+/** showShell shows the shell's state: a stopped or failed engine offers
+ * to start, a loading one its progress. */
+function showShell(s: ShellStatus): void {
+  if (s.state === 'stopped' || s.state === 'failed') {
+    shellState = s.state === 'failed' ? { state: 'error', text: 'Model failed to start' } : { state: 'stopped', text: 'Model stopped' };
+    replace(shellBar, s.detail ? h('p', { class: 'small error' }, s.detail) : '', h('button', { type: 'button', class: 'primary small', onclick: () => shell('start').then(pollShell) }, 'Start model'));
+    shellBar.hidden = false;
+  } else if (s.state === 'loading') {
+    shellState = { state: 'loading', text: `Loading… ${Math.round((s.progress ?? 0) * 100)}%` };
+    shellBar.hidden = true;
+  } else {
+    shellState = null;
+    shellBar.hidden = true;
   }
   showStatus();
 }
@@ -141,10 +172,7 @@ async function start(): Promise<void> {
   engine.on(showStatus);
   downloads.on(showDownload);
   events.start();
-  if (conn.shell) {
-    pollShell();
-    window.setInterval(pollShell, 1500);
-  }
+  if (conn.shell) followShell();
   getJSON('/ui/download').then((s) => downloads.set(s as never), () => {});
   window.addEventListener('hashchange', route);
   route();
