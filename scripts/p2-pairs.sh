@@ -23,7 +23,14 @@
 # experts), CAP (Colibri's expert cache slots per layer: 2, the same
 # cache), PROMPT (8 ids), TOKENS (32), SPOOL_ARGS (more flags for spool
 # run, e.g. to force a decode loop run with SPOOL_RANS_LOOP=avx2 in the
-# environment).
+# environment), IDOT (Colibri's integer dot products: 0, its exact float32
+# kernels, by default; where the CPU has AVX-512 VNNI its default, 1,
+# quantizes activations to 8 bits and P2's greedy tokens part from the
+# reference's at the third token, so the runs would not be comparable),
+# DROP_CACHES (1: empty the page cache before every run, as root, so that
+# both engines read from the disk: Spool reads with direct I/O, Colibri
+# through the page cache, which otherwise holds the model after its first
+# run; leave it unset on /dev/shm).
 set -eu
 
 if [ $# -ne 3 ]; then
@@ -41,6 +48,8 @@ CAP=${CAP:-2}
 PROMPT=${PROMPT:-5,17,99,300,41,7,1000,12}
 TOKENS=${TOKENS:-32}
 SPOOL_ARGS=${SPOOL_ARGS:-}
+IDOT=${IDOT:-0}
+DROP_CACHES=${DROP_CACHES:-}
 
 for f in "$SPOOL" "$COLIBRI"; do
 	[ -x "$f" ] || { echo "p2-pairs: $f is not an executable" >&2; exit 2; }
@@ -53,9 +62,17 @@ trap 'rm -rf "$work"' EXIT
 
 now() { date +%s.%N; }
 
+# cold empties the page cache where DROP_CACHES asks for it.
+cold() {
+	[ "$DROP_CACHES" = 1 ] || return 0
+	sync
+	echo 3 >/proc/sys/vm/drop_caches || { echo "p2-pairs: cannot drop the page cache (not root?)" >&2; exit 2; }
+}
+
 # spool_run runs Spool once and prints its wall seconds; its token ids go
 # to $work/spool.ids.
 spool_run() {
+	cold
 	t0=$(now)
 	# shellcheck disable=SC2086
 	"$SPOOL" run --model "$SPOOL_MODEL" --prompt-ids "$PROMPT" --max-tokens "$TOKENS" --temperature 0 \
@@ -70,8 +87,9 @@ spool_run() {
 # colibri_run runs Colibri once on the raw shards against the reference
 # and prints its wall seconds; a token that differs fails the run.
 colibri_run() {
+	cold
 	t0=$(now)
-	SNAP="$RAW_MODEL" REF="$work/ref.json" REF_FORCE=1 MTP=0 DRAFT=0 TEMP=0 "$COLIBRI" "$CAP" \
+	SNAP="$RAW_MODEL" REF="$work/ref.json" REF_FORCE=1 MTP=0 DRAFT=0 TEMP=0 IDOT="$IDOT" "$COLIBRI" "$CAP" \
 		>"$work/colibri.out" 2>"$work/colibri.err" || { tail -20 "$work/colibri.err" >&2; exit 1; }
 	t1=$(now)
 	grep -q "^Matching tokens: $TOKENS/$TOKENS" "$work/colibri.out" || {
